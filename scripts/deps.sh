@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rdxfer needs to build and test.
+# Idempotent: packages already present are not touched, and apt-get runs
+# only when something is missing.  Usage: scripts/deps.sh [build|test|bench]
+set -euo pipefail
+
+build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libxxhash-dev)
+test_pkgs=(bats iproute2 xxhash coreutils util-linux procps psmisc)
+bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time)
+
+want=("${build_pkgs[@]}")
+case "${1:-build}" in
+build) ;;
+test) want+=("${test_pkgs[@]}") ;;
+bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+*) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

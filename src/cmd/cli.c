@@ -1,0 +1,185 @@
+#include "cli.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#ifndef RDX_VERSION
+#define RDX_VERSION "0.0.0"
+#endif
+
+static atomic_int cli_interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&cli_interrupted, 1);
+}
+
+void cli_signals(struct rdx_xfer_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	o->interrupted = &cli_interrupted;
+}
+
+static int bad_value(const char *opt, const char *arg, const char *want)
+{
+	rdx_error("invalid value '%s' for --%s: expected %s", arg, opt, want);
+	return -1;
+}
+
+static int parse_count(const char *opt, const char *arg, uint64_t min,
+		       uint64_t max, unsigned *out)
+{
+	uint64_t v;
+	char want[64];
+
+	if (rdx_parse_uint(arg, min, max, &v)) {
+		snprintf(want, sizeof(want), "a number from %llu to %llu",
+			 (unsigned long long)min, (unsigned long long)max);
+		return bad_value(opt, arg, want);
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_secs(const char *opt, const char *arg, uint64_t *ms)
+{
+	if (rdx_parse_seconds(arg, ms))
+		return bad_value(opt, arg, "seconds");
+	return 0;
+}
+
+int cli_common_opt(struct cli_state *c, int key, const char *arg)
+{
+	struct rdx_xfer_opts *o = &c->o;
+	uint64_t v;
+
+	switch (key) {
+	case 'v':
+		c->verbose++;
+		return 0;
+	case OPT_PROGRESS:
+		o->progress = true;
+		return 0;
+	case OPT_JSON:
+		c->json = true;
+		return 0;
+	case OPT_TRANSPORT:
+		if (!strcmp(arg, "auto"))
+			o->transport = RDX_TRANSPORT_AUTO;
+		else if (!strcmp(arg, "tcp"))
+			o->transport = RDX_TRANSPORT_TCP;
+		else if (!strcmp(arg, "rdma"))
+			o->transport = RDX_TRANSPORT_RDMA;
+		else
+			return bad_value("transport", arg, "auto, tcp or rdma");
+		return 0;
+	case OPT_KEY_FILE:
+		c->key_file = arg;
+		return 0;
+	case OPT_SLOT_SIZE:
+		if (rdx_parse_size(arg, &v) || v < (4u << 10) || v > (64u << 20) ||
+		    v % 4096)
+			return bad_value("slot-size", arg,
+					 "a size from 4K to 64M in multiples of 4K");
+		o->slot_size = (uint32_t)v;
+		return 0;
+	case OPT_SLOTS:
+		return parse_count("slots", arg, 2, 1024, &o->slots);
+	case OPT_STREAMS:
+		return parse_count("streams", arg, 1, 64, &o->streams);
+	case OPT_IO_THREADS:
+		return parse_count("io-threads", arg, 1, 64, &o->io_threads);
+	case OPT_ENCRYPT:
+		o->encrypt = true;
+		return 0;
+	case OPT_TIMEOUT:
+		if (parse_secs("timeout", arg, &o->timeout_ms))
+			return -1;
+		if (o->timeout_ms < 100)
+			return bad_value("timeout", arg, "at least 0.1 seconds");
+		return 0;
+	case OPT_BIND:
+		o->bind = arg;
+		return 0;
+	case '4':
+		o->family = AF_INET;
+		return 0;
+	case '6':
+		o->family = AF_INET6;
+		return 0;
+	case 'h':
+		rdx_opt_help(c->cli, stdout);
+		c->done = true;
+		return 0;
+	case 'V':
+		printf("%s (rdxfer) %s\n", c->cli->tool, RDX_VERSION);
+		c->done = true;
+		return 0;
+	case OPT_COMPLETION:
+		if (rdx_opt_completion(c->cli, arg, stdout))
+			return bad_value("completion", arg, "bash or zsh");
+		c->done = true;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+bool cli_key_elsewhere(const struct cli_state *c)
+{
+	return c->key_file || getenv("RDX_KEY");
+}
+
+int cli_load_key(struct cli_state *c, char *arg)
+{
+	int ret = rdx_key_load(&c->o.key, arg, c->key_file);
+
+	if (arg)
+		memset(arg, 'x', strlen(arg));
+	if (ret == -RDX_EUSAGE) {
+		if (arg && c->key_file)
+			rdx_error("key given twice: as an argument and with --key-file");
+		else if (arg || c->key_file || getenv("RDX_KEY"))
+			rdx_error("the key must not be empty");
+		else
+			rdx_error("no key: give KEY, --key-file FILE or RDX_KEY (see --help)");
+		return -1;
+	}
+	if (ret) {
+		rdx_error("cannot read key file '%s': %s", c->key_file,
+			  rdx_strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,
+		bool stdout_is_data)
+{
+	FILE *f = stdout_is_data ? stderr : stdout;
+
+	if (!c->json)
+		return;
+	fprintf(f, "{\"tool\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,"
+		   "\"rate_bytes_per_sec\":%.0f,\"transport\":\"%s\",\"streams\":%u,"
+		   "\"compress\":%s,\"encrypt\":%s}\n",
+		c->cli->tool, (unsigned long long)st->bytes, st->seconds,
+		st->seconds > 0 ? (double)st->bytes / st->seconds : 0.0,
+		st->transport ? st->transport : "none", st->streams,
+		st->compress ? "true" : "false", st->encrypt ? "true" : "false");
+	fflush(f);
+}

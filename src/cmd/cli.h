@@ -1,0 +1,91 @@
+/* What rdsend and rdrecv share at the command line: the common options,
+ * key handling, signals, and the final report. */
+#ifndef RDX_CMD_CLI_H
+#define RDX_CMD_CLI_H
+
+#include "../core/opt.h"
+#include "../core/xfer.h"
+
+#include <stdbool.h>
+
+enum cli_key {
+	OPT_PROGRESS = 256,
+	OPT_JSON,
+	OPT_TRANSPORT,
+	OPT_KEY_FILE,
+	OPT_SLOT_SIZE,
+	OPT_SLOTS,
+	OPT_STREAMS,
+	OPT_IO_THREADS,
+	OPT_COMPRESS,
+	OPT_ENCRYPT,
+	OPT_TIMEOUT,
+	OPT_CONNECT_TIMEOUT,
+	OPT_WAIT,
+	OPT_FSYNC,
+	OPT_BIND,
+	OPT_COMPLETION,
+};
+
+/* Table rows both tools have, in --help order. */
+#define CLI_COMMON_HEAD                                                        \
+	{ "verbose", 'v', RDX_ARG_NONE, NULL,                                  \
+	  "more detail on stderr; a bandwidth line at the end", NULL },        \
+	{ "progress", OPT_PROGRESS, RDX_ARG_NONE, NULL,                        \
+	  "progress bar with rate and ETA (when stderr is a terminal)", NULL }, \
+	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,                                \
+	  "print the final statistics as one JSON object", NULL },            \
+	{ "transport", OPT_TRANSPORT, RDX_ARG_REQUIRED, "MODE",                \
+	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },               \
+	{ "key-file", OPT_KEY_FILE, RDX_ARG_REQUIRED, "FILE",                  \
+	  "read the key from the first line of FILE", "file" },                \
+	{ "slot-size", OPT_SLOT_SIZE, RDX_ARG_REQUIRED, "SIZE",                \
+	  "bytes per slot, 4K..64M in 4K steps (default 1M)", NULL },          \
+	{ "slots", OPT_SLOTS, RDX_ARG_REQUIRED, "N",                           \
+	  "slots in the ring, 2..1024 (default 16)", NULL },                   \
+	{ "io-threads", OPT_IO_THREADS, RDX_ARG_REQUIRED, "N",                 \
+	  "file read/write threads, 1..64 (default 4)", NULL },                \
+	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",                    \
+	  "give up after SECS of silence or stall (default 60)", NULL },       \
+	{ "bind", OPT_BIND, RDX_ARG_REQUIRED, "ADDR",                          \
+	  "local address to bind", "host" },                                   \
+	{ "ipv4", '4', RDX_ARG_NONE, NULL, "use IPv4 only", NULL },            \
+	{ "ipv6", '6', RDX_ARG_NONE, NULL, "use IPv6 only", NULL }
+
+#define CLI_COMMON_TAIL                                                        \
+	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \
+	{ "version", 'V', RDX_ARG_NONE, NULL, "show the version and exit",     \
+	  NULL },                                                              \
+	{ "completion", OPT_COMPLETION, RDX_ARG_REQUIRED, "SHELL", NULL,       \
+	  "bash zsh" },                                                        \
+	{ NULL, 0, RDX_ARG_NONE, NULL, NULL, NULL }
+
+struct cli_state {
+	const struct rdx_cli *cli;
+	struct rdx_xfer_opts o;
+	const char *key_file;
+	int verbose;
+	bool json;
+	bool done; /* --help, --version or --completion ran: exit 0 */
+};
+
+/* Parses the options both tools share; returns 0, 1 if the key is not a
+ * common one, or -1 after a usage error (printed). */
+int cli_common_opt(struct cli_state *c, int key, const char *arg);
+
+/* Loads the key (positional arg, --key-file or RDX_KEY); wipes the
+ * positional argument in argv so that ps shows less.  0 or -1 (printed). */
+int cli_load_key(struct cli_state *c, char *arg);
+
+/* Installs SIGINT/SIGTERM handlers that ask the transfer to stop, and
+ * ignores SIGPIPE. */
+void cli_signals(struct rdx_xfer_opts *o);
+
+/* Prints --json output (to stdout, or stderr when stdout carries data). */
+void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,
+		bool stdout_is_data);
+
+/* Says whether a key could come from --key-file or RDX_KEY. */
+bool cli_key_elsewhere(const struct cli_state *c);
+
+#endif

@@ -1,0 +1,109 @@
+/* rdrecv: receive one stream from rdsend into a file or stdout. */
+#include "cli.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct rdx_opt rdrecv_opts[] = {
+	CLI_COMMON_HEAD,
+	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
+	  "accept at most N parallel connections, 1..64 (default 64)", NULL },
+	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
+	  "require AES-256-GCM (refuse to receive in the clear)", NULL },
+	{ "wait", OPT_WAIT, RDX_ARG_REQUIRED, "SECS",
+	  "give up when no authenticated sender came within SECS (default: wait forever)",
+	  NULL },
+	{ "fsync", OPT_FSYNC, RDX_ARG_NONE, NULL,
+	  "fsync the file and its directory before the final rename", NULL },
+	CLI_COMMON_TAIL,
+};
+
+static const struct rdx_cli rdrecv_cli = {
+	.tool = "rdrecv",
+	.usage = "[OPTIONS] PORT [KEY] [FILE]",
+	.summary = "Receive one stream from rdsend on PORT into FILE (or standard output).",
+	.opts = rdrecv_opts,
+};
+
+static int handle(int key, const char *arg, void *ctx)
+{
+	struct cli_state *c = ctx;
+	int ret = cli_common_opt(c, key, arg);
+
+	if (ret <= 0)
+		return ret;
+	switch (key) {
+	case OPT_WAIT:
+		if (rdx_parse_seconds(arg, &c->o.wait_ms)) {
+			rdx_error("invalid value '%s' for --wait: expected seconds", arg);
+			return -1;
+		}
+		return 0;
+	case OPT_FSYNC:
+		c->o.fsync = true;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static void on_listen(unsigned port, void *arg)
+{
+	const char *asked = arg;
+
+	if (!strcmp(asked, "0"))
+		rdx_error("listening on port %u", port);
+	else
+		rdx_info(2, "listening on port %u", port);
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_state c = { .cli = &rdrecv_cli };
+	struct rdx_xfer_stats st = { 0 };
+	char *key = NULL;
+	int optind_, npos, ret;
+	uint64_t port;
+
+	rdx_log_init("rdrecv", 0);
+	rdx_xfer_opts_init(&c.o);
+	c.o.streams = 64;
+	optind_ = rdx_opt_parse(&rdrecv_cli, argc, argv, handle, &c);
+	if (optind_ < 0)
+		return RDX_EXIT_USAGE;
+	if (c.done)
+		return RDX_EXIT_OK;
+	rdx_log_init("rdrecv", c.verbose);
+	npos = argc - optind_;
+	/* PORT [KEY] [FILE]; KEY is left out when it comes from --key-file
+	 * or RDX_KEY. */
+	if (npos < 1 || npos > 3 || (npos == 1 && !cli_key_elsewhere(&c))) {
+		rdx_error("usage: rdrecv %s (see --help)", rdrecv_cli.usage);
+		return RDX_EXIT_USAGE;
+	}
+	c.o.port = argv[optind_];
+	if (rdx_parse_uint(c.o.port, 0, 65535, &port)) {
+		rdx_error("invalid port '%s'", c.o.port);
+		return RDX_EXIT_USAGE;
+	}
+	if (npos == 3 || (npos == 2 && !cli_key_elsewhere(&c)))
+		key = argv[optind_ + 1];
+	if (npos == 3 || (npos == 2 && cli_key_elsewhere(&c)))
+		c.o.path = argv[argc - 1];
+	if (cli_load_key(&c, key))
+		return RDX_EXIT_USAGE;
+	c.o.on_listen = on_listen;
+	c.o.on_listen_arg = (void *)c.o.port;
+	cli_signals(&c.o);
+	ret = rdx_recv(&c.o, &st);
+	rdx_key_release(&c.o.key);
+	if (ret)
+		return rdx_exit_code(ret);
+	cli_report(&c, &st, !c.o.path || !strcmp(c.o.path, "-"));
+	return RDX_EXIT_OK;
+}

@@ -1,0 +1,356 @@
+#include "fileio.h"
+
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIO_ALIGN 4096u
+
+struct rdx_source {
+	int fd;		 /* buffered */
+	int dfd;	 /* O_DIRECT, or -1 */
+	bool seekable;
+	bool own;	 /* we opened it (not stdin) */
+	atomic_bool direct_ok;
+	uint64_t size;
+	const atomic_int *stop;
+};
+
+static bool aligned(uint64_t v)
+{
+	return (v & (DIO_ALIGN - 1)) == 0;
+}
+
+int rdx_source_open(struct rdx_source **out, const char *path,
+		    const atomic_int *stop)
+{
+	struct rdx_source *s = calloc(1, sizeof(*s));
+	struct stat st;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->dfd = -1;
+	s->stop = stop;
+	if (!path || strcmp(path, "-") == 0) {
+		s->fd = STDIN_FILENO;
+	} else {
+		s->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->fd < 0)
+			goto err_free;
+		s->own = true;
+	}
+	if (fstat(s->fd, &st))
+		goto err_close;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto err_close;
+	}
+	s->seekable = S_ISREG(st.st_mode);
+	if (s->seekable) {
+		s->size = (uint64_t)st.st_size;
+		/* Reopen rather than fcntl(F_SETFL): stdin's open file
+		 * description is shared with whoever gave it to us. */
+		if (s->own)
+			s->dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		atomic_init(&s->direct_ok, s->dfd >= 0);
+		posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	*out = s;
+	return 0;
+
+err_close:
+	err = errno;
+	if (s->own)
+		close(s->fd);
+	errno = err;
+err_free:
+	err = errno;
+	free(s);
+	return -err;
+}
+
+bool rdx_source_seekable(const struct rdx_source *s)
+{
+	return s->seekable;
+}
+
+uint64_t rdx_source_size(const struct rdx_source *s)
+{
+	return s->size;
+}
+
+bool rdx_source_direct(const struct rdx_source *s)
+{
+	return atomic_load(&s->direct_ok);
+}
+
+ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
+			uint64_t seq)
+{
+	uint64_t off, want;
+	size_t done = 0;
+	ssize_t n;
+
+	if (!s->seekable)
+		return rdx_read_full(s->fd, buf, cap, s->stop);
+
+	off = seq * cap;
+	if (off >= s->size)
+		return 0;
+	want = s->size - off < cap ? s->size - off : cap;
+	if (atomic_load(&s->direct_ok)) {
+		/* Ask for whole blocks: O_DIRECT returns the short tail at
+		 * end of file by itself. */
+		n = pread(s->dfd, buf, (want + DIO_ALIGN - 1) & ~(uint64_t)(DIO_ALIGN - 1),
+			  (off_t)off);
+		if (n < 0 && errno == EINVAL)
+			atomic_store(&s->direct_ok, false);
+		else if (n < 0 && errno != EINTR)
+			return -errno;
+		else if (n > 0)
+			done = (size_t)n;
+	}
+	if (done < want) {
+		/* Buffered for what O_DIRECT left (an unaligned rest). */
+		n = rdx_pread_full(s->fd, (char *)buf + done, want - done,
+				   (off_t)(off + done));
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	if (done < want)
+		return -ESTALE;
+	return (ssize_t)want;
+}
+
+void rdx_source_close(struct rdx_source *s)
+{
+	if (!s)
+		return;
+	if (s->dfd >= 0)
+		close(s->dfd);
+	if (s->own)
+		close(s->fd);
+	free(s);
+}
+
+struct rdx_sink {
+	int fd;		  /* buffered */
+	int dfd;	  /* O_DIRECT, or -1 */
+	atomic_bool direct_ok;
+	bool parallel;	  /* temp file or existing regular file */
+	bool do_fsync;
+	bool committed;
+	char *final;	  /* final name, NULL for stdout/devices */
+	char *tmp;	  /* temporary name, NULL when writing in place */
+	char *dir;	  /* directory of final, for fsync */
+	const char *name; /* for messages */
+	uint64_t next;	  /* stream sinks: expected offset */
+	const atomic_int *stop;
+};
+
+static int open_temp(struct rdx_sink *k, const char *path, mode_t mode)
+{
+	char *copy, *base;
+	size_t n;
+
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	k->dir = strdup(dirname(copy));
+	free(copy);
+	copy = strdup(path);
+	if (!copy || !k->dir) {
+		free(copy);
+		return -ENOMEM;
+	}
+	base = basename(copy);
+	n = strlen(k->dir) + strlen(base) + 16;
+	k->tmp = malloc(n);
+	if (!k->tmp) {
+		free(copy);
+		return -ENOMEM;
+	}
+	snprintf(k->tmp, n, "%s/.%s.rdx-XXXXXX", k->dir, base);
+	free(copy);
+	k->fd = mkostemp(k->tmp, O_CLOEXEC);
+	if (k->fd < 0) {
+		int err = errno;
+
+		free(k->tmp);
+		k->tmp = NULL;
+		return -err;
+	}
+	if (fchmod(k->fd, mode))
+		return -errno; /* rdx_sink_close() removes the temporary */
+	k->dfd = open(k->tmp, O_WRONLY | O_CLOEXEC | O_DIRECT);
+	return 0;
+}
+
+int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
+		  uint64_t size, bool do_fsync, const atomic_int *stop)
+{
+	struct rdx_sink *k = calloc(1, sizeof(*k));
+	struct stat st;
+	mode_t mask, mode;
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	k->fd = -1;
+	k->dfd = -1;
+	k->stop = stop;
+	k->do_fsync = do_fsync;
+	if (!path || strcmp(path, "-") == 0) {
+		k->fd = STDOUT_FILENO;
+		k->name = "standard output";
+		*out = k;
+		return 0;
+	}
+	k->name = path;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode)) {
+			ret = -EISDIR;
+			goto err;
+		}
+		/* A device or fifo: write into it, as cp does. */
+		k->fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (k->fd < 0) {
+			ret = -errno;
+			goto err;
+		}
+		*out = k;
+		return 0;
+	}
+	if (stat(path, &st) == 0) {
+		mode = st.st_mode & 07777;
+	} else {
+		mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	}
+	ret = open_temp(k, path, mode);
+	if (ret)
+		goto err;
+	k->final = strdup(path);
+	if (!k->final) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	k->parallel = true;
+	atomic_init(&k->direct_ok, k->dfd >= 0);
+	if (size_known && size > 0) {
+		ret = posix_fallocate(k->fd, 0, (off_t)size);
+		/* Filesystems without fallocate are fine; no space is not. */
+		if (ret && ret != EOPNOTSUPP && ret != EINVAL) {
+			ret = -ret;
+			goto err;
+		}
+	}
+	*out = k;
+	return 0;
+
+err:
+	rdx_sink_close(k);
+	return ret;
+}
+
+bool rdx_sink_parallel(const struct rdx_sink *k)
+{
+	return k->parallel;
+}
+
+bool rdx_sink_direct(const struct rdx_sink *k)
+{
+	return atomic_load(&k->direct_ok);
+}
+
+const char *rdx_sink_name(const struct rdx_sink *k)
+{
+	return k->name;
+}
+
+int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
+		   uint64_t off)
+{
+	ssize_t n;
+
+	if (!k->parallel) {
+		if (off != k->next)
+			return -EINVAL;
+		n = rdx_write_full(k->fd, buf, len, k->stop);
+		if (n < 0)
+			return (int)n;
+		k->next += len;
+		return 0;
+	}
+	if (atomic_load(&k->direct_ok) && aligned(off) && aligned(len)) {
+		n = rdx_pwrite_full(k->dfd, buf, len, (off_t)off);
+		if (n >= 0)
+			return 0;
+		if (n != -EINVAL)
+			return (int)n;
+		/* Accepted at open, refused at write: stay buffered. */
+		atomic_store(&k->direct_ok, false);
+	}
+	n = rdx_pwrite_full(k->fd, buf, len, (off_t)off);
+	return n < 0 ? (int)n : 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) && errno != EINVAL)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int rdx_sink_commit(struct rdx_sink *k, uint64_t total)
+{
+	if (!k->tmp) {
+		if (k->do_fsync && fsync(k->fd) && errno != EINVAL &&
+		    errno != EROFS)
+			return -errno;
+		return 0;
+	}
+	if (ftruncate(k->fd, (off_t)total))
+		return -errno;
+	if (k->do_fsync && fsync(k->fd))
+		return -errno;
+	if (rename(k->tmp, k->final))
+		return -errno;
+	k->committed = true;
+	if (k->do_fsync)
+		return fsync_dir(k->dir);
+	return 0;
+}
+
+void rdx_sink_close(struct rdx_sink *k)
+{
+	if (!k)
+		return;
+	if (k->dfd >= 0)
+		close(k->dfd);
+	if (k->fd >= 0 && k->fd != STDOUT_FILENO)
+		close(k->fd);
+	if (k->tmp && !k->committed)
+		unlink(k->tmp);
+	free(k->tmp);
+	free(k->final);
+	free(k->dir);
+	free(k);
+}

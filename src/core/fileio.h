@@ -1,0 +1,69 @@
+/* Sources and sinks for the stream: files through O_DIRECT where the
+ * filesystem allows it (buffered otherwise, and always for the unaligned
+ * tail), stdin/stdout and other pipes through full-length loops.
+ *
+ * A sink for a regular file writes a temporary in the target's directory and
+ * only rdx_sink_commit() gives it the final name; rdx_sink_abort() removes
+ * it.  Reads and writes at distinct offsets may run on several threads. */
+#ifndef RDX_FILEIO_H
+#define RDX_FILEIO_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rdx_source;
+struct rdx_sink;
+
+/* Opens path for reading (NULL or "-": stdin).  Returns 0 or -errno. */
+int rdx_source_open(struct rdx_source **out, const char *path,
+		    const atomic_int *stop);
+
+/* True for regular files: size known, chunks readable in parallel. */
+bool rdx_source_seekable(const struct rdx_source *s);
+
+/* The size of a seekable source at open time. */
+uint64_t rdx_source_size(const struct rdx_source *s);
+
+/* Reads chunk seq (bytes [seq*cap, seq*cap+cap) of a seekable source, or
+ * the next cap bytes of a stream, merging short pipe reads) into buf, which
+ * is 4 KiB-aligned with cap a multiple of 4 KiB.  Returns the bytes read,
+ * 0 at end of input, -EIO... -errno; for a seekable source that shrank
+ * while being read, -ESTALE. */
+ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
+			uint64_t seq);
+
+/* Whether O_DIRECT is in use (for -v). */
+bool rdx_source_direct(const struct rdx_source *s);
+
+void rdx_source_close(struct rdx_source *s);
+
+/* Prepares to write path (NULL or "-": stdout).  For a regular or new file
+ * this creates the temporary and preallocates size bytes when size_known.
+ * Returns 0 or -errno (the failing path is in rdx_sink_errpath()). */
+int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
+		  uint64_t size, bool do_fsync, const atomic_int *stop);
+
+/* True when writes at distinct offsets may run in parallel. */
+bool rdx_sink_parallel(const struct rdx_sink *k);
+
+/* Writes len bytes of buf (4 KiB-aligned) at plain offset off; stream
+ * sinks require strictly sequential offsets.  Returns 0 or -errno. */
+int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
+		   uint64_t off);
+
+/* Sets the final length, fsyncs when asked, renames the temporary to the
+ * final name.  Returns 0 or -errno. */
+int rdx_sink_commit(struct rdx_sink *k, uint64_t total);
+
+/* Removes the temporary (if any) and frees the sink.  Safe after commit. */
+void rdx_sink_close(struct rdx_sink *k);
+
+/* The name to use in messages about this sink. */
+const char *rdx_sink_name(const struct rdx_sink *k);
+
+bool rdx_sink_direct(const struct rdx_sink *k);
+
+#endif

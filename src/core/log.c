@@ -1,0 +1,71 @@
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *log_prog = "rdx";
+static int log_level;
+
+void rdx_log_init(const char *progname, int verbosity)
+{
+	const char *slash = strrchr(progname, '/');
+
+	log_prog = slash ? slash + 1 : progname;
+	log_level = verbosity;
+}
+
+const char *rdx_progname(void)
+{
+	return log_prog;
+}
+
+int rdx_verbosity(void)
+{
+	return log_level;
+}
+
+static void log_line(const char *tag, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "%s: %s", log_prog, tag);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		n = 0;
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	n = (int)strlen(buf);
+	buf[n++] = '\n';
+	/* One write keeps lines from different threads whole. */
+	if (write(STDERR_FILENO, buf, (size_t)n) < 0)
+		return;
+}
+
+void rdx_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line("", fmt, ap);
+	va_end(ap);
+}
+
+void rdx_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_line("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void rdx_info(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (log_level < level)
+		return;
+	va_start(ap, fmt);
+	log_line("", fmt, ap);
+	va_end(ap);
+}

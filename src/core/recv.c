@@ -1,0 +1,699 @@
+/* The receiving side of a transfer.
+ *
+ *   main thread        listens; authenticates one sender (strays and wrong
+ *                      keys are logged and ignored); only then creates the
+ *                      output; accepts the sender's extra streams; then
+ *                      keepalives, progress, signals
+ *   stream threads     one per connection: header, claim the chunk's slot,
+ *                      payload straight into it, open, decompress, publish;
+ *                      stream 0 also carries EOS
+ *   writer threads     take chunks in order (offset, hash), write them
+ *                      (in parallel at their offsets for files), release
+ *   at the end         totals and hash against EOS, then commit (rename)
+ *                      and only then DONE to the sender
+ */
+#include "xfer_int.h"
+
+#include "err.h"
+#include "fileio.h"
+#include "log.h"
+#include "units.h"
+#include "zpack.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HANDSHAKE_MS 10000u
+
+struct receiver {
+	struct rdx_session s;
+	struct rdx_listener *lis;
+	struct rdx_sink *sink;
+	pthread_t writers[64];
+	unsigned nwriters;
+	atomic_uint writers_done;
+	atomic_uint streams_done;
+	bool eos_seen; /* s.lock */
+	struct rdx_eos eos;
+};
+
+static struct receiver *receiver_of(struct rdx_session *s)
+{
+	return (struct receiver *)s;
+}
+
+static void signal_main(struct rdx_session *s)
+{
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Checks a DATA header against what was negotiated. */
+static bool data_hdr_ok(const struct rdx_session *s,
+			const struct rdx_frame_hdr *h)
+{
+	bool sealed = h->flags & RDX_FL_SEALED;
+	bool packed = h->flags & RDX_FL_COMPRESSED;
+	uint32_t body = h->len - (sealed ? RDX_TAG_LEN : 0);
+
+	if (sealed != s->encrypt || (packed && !s->opts.compress))
+		return false;
+	if (h->plain_len == 0 || h->plain_len > s->opts.slot_size)
+		return false;
+	if (sealed && h->len < RDX_TAG_LEN)
+		return false;
+	if (!packed && body != h->plain_len)
+		return false;
+	return body > 0;
+}
+
+struct stream_ctx {
+	struct rdx_zpack *z;
+	struct rdx_seal *seal;
+	uint8_t scratch[RDX_CTRL_MAX + RDX_TAG_LEN];
+};
+
+/* Receives one DATA payload into its slot and publishes the plain chunk. */
+static int recv_data(struct rdx_stream *st, struct stream_ctx *c,
+		     const struct rdx_frame_hdr *h, const uint8_t raw[RDX_HDR_LEN])
+{
+	struct rdx_session *s = st->s;
+	struct rdx_conn *conn = st->conn;
+	struct rdx_slot *slot;
+	bool sealed = h->flags & RDX_FL_SEALED;
+	bool packed = h->flags & RDX_FL_COMPRESSED;
+	uint8_t *land;
+	size_t body = h->len - (sealed ? RDX_TAG_LEN : 0);
+	int ret;
+
+	ret = rdx_ring_claim(s->ring, h->seq, &slot);
+	if (ret == -RDX_EPROTO)
+		return sess_fail(s, ret, "sender sent chunk %llu twice or past the end",
+				 (unsigned long long)h->seq);
+	if (ret == -RDX_ETIMEOUT)
+		return sess_fail(s, ret, "output stalled for %.0f s (--timeout)",
+				 (double)s->o->timeout_ms / 1000);
+	if (ret)
+		return ret;
+	land = (sealed || packed) ? slot->wire : slot->data;
+	ret = conn->ops->recv(conn, land, h->len);
+	if (ret) {
+		rdx_ring_unclaim(s->ring, slot);
+		return sess_fail_conn(s, ret, "lost the connection to the sender");
+	}
+	if (sealed) {
+		ret = rdx_open(c->seal, RDX_SEAL_DATA, h->seq, raw, RDX_HDR_LEN,
+			       slot->wire, h->len, packed ? slot->wire : slot->data);
+		if (ret) {
+			rdx_ring_unclaim(s->ring, slot);
+			return sess_fail(s, -RDX_EINTEGRITY,
+					 "chunk %llu failed authentication (corrupted or forged)",
+					 (unsigned long long)h->seq);
+		}
+	}
+	if (packed) {
+		ret = rdx_zpack_decompress(c->z, slot->wire, body, slot->data,
+					   h->plain_len);
+		if (ret) {
+			rdx_ring_unclaim(s->ring, slot);
+			return sess_fail(s, ret, "chunk %llu does not decompress",
+					 (unsigned long long)h->seq);
+		}
+	}
+	slot->len = h->plain_len;
+	rdx_ring_publish(s->ring, slot);
+	return 0;
+}
+
+static int recv_eos(struct rdx_stream *st, const struct rdx_frame_hdr *h,
+		    const uint8_t raw[RDX_HDR_LEN], struct stream_ctx *c)
+{
+	struct rdx_session *s = st->s;
+	struct receiver *x = receiver_of(s);
+	struct rdx_eos eos;
+	int ret;
+
+	ret = st->conn->ops->recv(st->conn, c->scratch, h->len);
+	if (ret)
+		return sess_fail_conn(s, ret, "lost the connection to the sender");
+	if (s->encrypt) {
+		if (!(h->flags & RDX_FL_SEALED) || h->seq != s->ctrl_rx_seq ||
+		    rdx_open(s->ctrl_rx, RDX_SEAL_CTRL, h->seq, raw, RDX_HDR_LEN,
+			     c->scratch, h->len, c->scratch))
+			return sess_fail(s, -RDX_EINTEGRITY,
+					 "end-of-stream message failed authentication");
+		s->ctrl_rx_seq++;
+	}
+	if (rdx_eos_decode(c->scratch, h->len - (s->encrypt ? RDX_TAG_LEN : 0), &eos) ||
+	    rdx_ring_set_end(s->ring, eos.nchunks))
+		return sess_fail(s, -RDX_EPROTO, "sender sent a bad end-of-stream message");
+	pthread_mutex_lock(&s->lock);
+	x->eos = eos;
+	x->eos_seen = true;
+	pthread_mutex_unlock(&s->lock);
+	return 1;
+}
+
+/* After a failure, keep reading (and dropping) until the sender hangs up:
+ * closing with unread data would reset the connection and could destroy
+ * the ERROR frame that tells the sender why. */
+static void drain(struct rdx_stream *st, struct stream_ctx *c)
+{
+	uint8_t raw[RDX_HDR_LEN];
+
+	for (;;) {
+		struct rdx_frame_hdr h;
+		uint32_t left;
+
+		if (st->conn->ops->recv(st->conn, raw, sizeof(raw)) ||
+		    rdx_hdr_decode(raw, st->s->data_max, &h))
+			return;
+		for (left = h.len; left;) {
+			uint32_t n = left < sizeof(c->scratch) ? left : sizeof(c->scratch);
+
+			if (st->conn->ops->recv(st->conn, c->scratch, n))
+				return;
+			left -= n;
+		}
+	}
+}
+
+static void stream_loop(struct rdx_stream *st, struct stream_ctx *c)
+{
+	struct rdx_session *s = st->s;
+	uint64_t next_seq = 0; /* seqs on one stream only increase */
+	uint8_t raw[RDX_HDR_LEN];
+	int ret;
+
+	for (;;) {
+		struct rdx_frame_hdr h;
+
+		ret = st->conn->ops->recv(st->conn, raw, sizeof(raw));
+		if (ret == RDX_XPORT_EOF && st->index > 0)
+			return;
+		if (ret == RDX_XPORT_EOF) {
+			sess_fail_conn(s, -RDX_ECONNECT,
+				       "sender closed the connection before the end of the stream");
+			return;
+		}
+		if (ret) {
+			sess_fail_conn(s, ret, "lost the connection to the sender");
+			return;
+		}
+		if (rdx_hdr_decode(raw, s->data_max, &h) || h.stream != st->index) {
+			sess_fail(s, -RDX_EPROTO, "sender sent a malformed frame");
+			return;
+		}
+		switch (h.type) {
+		case RDX_F_KEEPALIVE:
+			continue;
+		case RDX_F_ERROR:
+			ret = st->conn->ops->recv(st->conn, c->scratch, h.len);
+			if (ret)
+				sess_fail_conn(s, ret, "lost the connection to the sender");
+			else
+				sess_peer_error(s, c->scratch, h.len);
+			return;
+		case RDX_F_DATA:
+			if (!data_hdr_ok(s, &h) || h.seq < next_seq) {
+				sess_fail(s, -RDX_EPROTO, "sender sent a malformed data frame");
+				return;
+			}
+			next_seq = h.seq + 1;
+			if (recv_data(st, c, &h, raw))
+				return;
+			continue;
+		case RDX_F_EOS:
+			if (st->index == 0) {
+				recv_eos(st, &h, raw, c);
+				return;
+			}
+			/* fallthrough */
+		default:
+			sess_fail(s, -RDX_EPROTO, "sender sent an unexpected frame (type %u)",
+				  h.type);
+			return;
+		}
+	}
+}
+
+static void *stream_main(void *arg)
+{
+	struct rdx_stream *st = arg;
+	struct rdx_session *s = st->s;
+	struct stream_ctx *c = calloc(1, sizeof(*c));
+	int ret = c ? 0 : -ENOMEM;
+
+	if (!ret && s->opts.compress)
+		ret = rdx_zpack_new(&c->z, 0);
+	if (!ret && s->encrypt)
+		ret = rdx_seal_new(&c->seal, s->key_rx);
+	if (ret)
+		sess_fail(s, ret, "cannot set up stream: %s", rdx_strerror(ret));
+	else
+		stream_loop(st, c);
+	if (c && sess_error(s))
+		drain(st, c);
+	if (c) {
+		rdx_zpack_free(c->z);
+		rdx_seal_free(c->seal);
+		free(c);
+	}
+	if (atomic_fetch_add(&receiver_of(s)->streams_done, 1) + 1 == s->nstreams)
+		rdx_ring_close_producers(s->ring);
+	signal_main(s);
+	return NULL;
+}
+
+/* In order, under the ring lock: offsets, bounds and the end-to-end hash. */
+static int order_hook(void *arg, struct rdx_slot *slot)
+{
+	struct rdx_session *s = arg;
+
+	if ((s->opts.flags & RDX_OPT_SIZE_KNOWN) &&
+	    s->total + slot->len > s->opts.size)
+		return sess_fail(s, -RDX_EPROTO, "sender sent more data than it announced");
+	slot->offset = s->total;
+	s->total += slot->len;
+	XXH3_128bits_update(s->hash, slot->data, slot->len);
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct receiver *x = arg;
+	struct rdx_session *s = &x->s;
+	struct rdx_slot *slot;
+	int ret;
+
+	while ((ret = rdx_ring_take(s->ring, order_hook, s, &slot)) == 1) {
+		ret = rdx_sink_write(x->sink, slot->data, slot->len, slot->offset);
+		if (ret) {
+			if (ret != -ECANCELED)
+				sess_fail(s, ret, "cannot write '%s': %s",
+					  rdx_sink_name(x->sink), rdx_strerror(ret));
+			break;
+		}
+		atomic_fetch_add(&s->moved, slot->len);
+		rdx_ring_release(s->ring, slot);
+	}
+	if (ret == -ENODATA)
+		sess_fail(s, -RDX_EPROTO, "sender ended the streams with data missing");
+	atomic_fetch_add(&x->writers_done, 1);
+	signal_main(s);
+	return NULL;
+}
+
+/* Tells a rejected connection why, then drops it. */
+static void reject(struct rdx_conn *c, int code, const char *why)
+{
+	struct rdx_frame_hdr h = { .type = RDX_F_ERROR };
+	uint8_t buf[4 + RDX_ERRTEXT_MAX];
+
+	h.len = (uint32_t)rdx_errmsg_encode((uint32_t)code, why, buf);
+	c->ops->send(c, &h, buf);
+	c->ops->close_gently(c, 200);
+}
+
+static const char *hs_reason(int ret)
+{
+	switch (ret) {
+	case RDX_XPORT_EOF:
+	case -RDX_ECONNECT:
+		return "closed during the handshake";
+	case -RDX_ETIMEOUT:
+		return "no handshake within 10 s";
+	case -RDX_EVERSION:
+		return "unsupported protocol version";
+	default:
+		return ret < 0 ? rdx_strerror(ret) : "handshake failed";
+	}
+}
+
+/* Opens the output and the ring once the sender is authenticated.  A
+ * failure here ends rdrecv (the sender is told why). */
+static int prepare(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	uint64_t budget = (uint64_t)o->slots * o->slot_size;
+	uint64_t nslots = budget / s->opts.slot_size;
+	size_t wire = 0;
+	int ret;
+
+	ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
+			    s->opts.size, o->fsync, &s->stop);
+	if (ret)
+		return sess_fail(s, ret, "cannot create '%s': %s", o->path,
+				 rdx_strerror(ret));
+	/* Memory stays what --slots x --slot-size allow, whatever slot size
+	 * the sender picked (but at least two slots). */
+	if (nslots < 2)
+		nslots = 2;
+	if (nslots > 1024)
+		nslots = 1024;
+	s->data_max = rdx_data_max(s->opts.slot_size);
+	if (s->opts.compress || s->encrypt)
+		wire = s->data_max;
+	ret = rdx_ring_new(&s->ring, (unsigned)nslots, s->opts.slot_size, wire,
+			   true, &s->mem_locked);
+	if (ret)
+		return sess_fail(s, ret, "cannot allocate %llu slots of %u bytes: %s",
+				 (unsigned long long)nslots, s->opts.slot_size,
+				 rdx_strerror(ret));
+	if (!s->mem_locked)
+		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
+	rdx_ring_set_stall(s->ring, o->timeout_ms);
+	if (s->encrypt) {
+		ret = rdx_derive_keys(&o->key, s->nonce_s, s->nonce_r, s->key_rx,
+				      s->key_tx);
+		if (!ret)
+			ret = rdx_seal_new(&s->ctrl_tx, s->key_tx);
+		if (!ret)
+			ret = rdx_seal_new(&s->ctrl_rx, s->key_rx);
+		if (ret)
+			return sess_fail(s, ret, "cannot set up encryption");
+	}
+	return 0;
+}
+
+/* Runs the handshake on a new connection.  Returns 0 when the sender is
+ * authenticated and accepted, 1 when the connection was rejected (logged,
+ * keep waiting), or a negative error that ends rdrecv. */
+static int greet(struct receiver *x, struct rdx_conn *c)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	struct rdx_hello hello;
+	struct rdx_auth auth;
+	struct rdx_accept acc = { 0 };
+	struct rdx_errmsg em;
+	struct rdx_frame_hdr h;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	int ret;
+
+	ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+	if (!ret && h.type != RDX_F_HELLO)
+		ret = -RDX_EPROTO;
+	if (!ret)
+		ret = rdx_hello_decode(buf, h.len, false, &hello);
+	if (ret == -RDX_EVERSION) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "unsupported protocol version %u (this rdrecv speaks %u)",
+			 hello.version, RDX_PROTO_VERSION);
+		rdx_error("rejected connection from %s: %s", c->peer, why);
+		reject(c, RDX_EVERSION, why);
+		return 1;
+	}
+	if (ret) {
+		rdx_error("rejected connection from %s: %s", c->peer,
+			  ret == -RDX_EPROTO ? "not an rdxfer sender" : hs_reason(ret));
+		goto drop;
+	}
+	memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
+	hello.has_mac = true;
+	if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
+	    rdx_mac(&o->key, RDX_LABEL_RECEIVER, s->nonce_s, s->nonce_r, NULL, 0,
+		    hello.mac))
+		return sess_fail(s, -EIO, "cannot compute MAC");
+	memcpy(hello.nonce, s->nonce_r, RDX_NONCE_LEN);
+	h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
+	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
+	ret = c->ops->send(c, &h, buf);
+	if (!ret)
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+	if (ret == -RDX_EREMOTE) {
+		/* The sender refused us (a wrong key shows up here). */
+		rdx_error("rejected connection from %s: sender: %s", c->peer, em.text);
+		goto drop;
+	}
+	if (!ret && (h.type != RDX_F_AUTH || rdx_auth_decode(buf, h.len, &auth)))
+		ret = -RDX_EPROTO;
+	if (ret) {
+		rdx_error("rejected connection from %s: %s", c->peer,
+			  ret == -RDX_EPROTO ? "malformed authentication" : hs_reason(ret));
+		goto drop;
+	}
+	if (!rdx_mac_check(&o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
+			   auth.opts_raw, RDX_OPTS_LEN, auth.mac)) {
+		rdx_error("rejected connection from %s: authentication failed", c->peer);
+		reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
+		return 1;
+	}
+
+	/* Authenticated: from here on failures end this rdrecv. */
+	s->streams[0].conn = c;
+	s->nstreams = 1;
+	s->opts = auth.opts;
+	s->encrypt = auth.opts.encrypt || o->encrypt;
+	acc.acc.streams = auth.opts.streams < o->streams ? auth.opts.streams
+							 : (uint16_t)o->streams;
+	acc.acc.encrypt = s->encrypt;
+	ret = prepare(x);
+	if (ret)
+		return ret;
+	rdx_accept_wire_encode(&acc.acc, acc.raw);
+	if (rdx_mac(&o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r, acc.raw,
+		    RDX_ACCEPT_LEN, acc.mac))
+		return sess_fail(s, -EIO, "cannot compute MAC");
+	h = (struct rdx_frame_hdr){ .type = RDX_F_ACCEPT };
+	h.len = (uint32_t)rdx_accept_encode(&acc, buf);
+	ret = sess_send(&s->streams[0], &h, buf);
+	if (ret)
+		return sess_fail_conn(s, ret, "lost the connection to the sender");
+	s->nstreams = acc.acc.streams;
+	rdx_info(2, "authenticated sender %s; %u stream%s%s%s", c->peer,
+		 s->nstreams, s->nstreams == 1 ? "" : "s",
+		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
+	return 0;
+
+drop:
+	c->ops->close(c);
+	return 1;
+}
+
+static bool interrupted(const struct rdx_session *s)
+{
+	return s->o->interrupted && atomic_load(s->o->interrupted);
+}
+
+/* Waits for the one authenticated sender.  Returns 0 or an error (recorded). */
+static int await_sender(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	uint64_t deadline = o->wait_ms ? rdx_now_ns() + o->wait_ms * 1000000 : 0;
+	struct rdx_net_opts hs = s->net;
+
+	hs.timeout_ms = HANDSHAKE_MS < o->timeout_ms ? HANDSHAKE_MS : o->timeout_ms;
+	for (;;) {
+		struct rdx_conn *c;
+		int ret;
+
+		if (interrupted(s))
+			return sess_fail(s, -RDX_EINTR, "interrupted");
+		if (deadline && rdx_now_ns() >= deadline)
+			return sess_fail(s, -RDX_ETIMEOUT,
+					 "no authenticated sender within %.0f s (--wait)",
+					 (double)o->wait_ms / 1000);
+		ret = s->xp->accept(x->lis, &hs, 200, &c);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret)
+			return sess_fail(s, -RDX_ECONNECT, "accept failed: %s",
+					 rdx_strerror(ret));
+		rdx_info(2, "connection from %s", c->peer);
+		ret = greet(x, c);
+		if (ret <= 0)
+			return ret;
+	}
+}
+
+/* Accepts the sender's extra streams (JOIN), rejecting anything else. */
+static int await_streams(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	uint64_t deadline = rdx_now_ns() + s->o->timeout_ms * 1000000;
+	struct rdx_net_opts hs = s->net;
+	unsigned joined = 1;
+
+	hs.timeout_ms = HANDSHAKE_MS < s->o->timeout_ms ? HANDSHAKE_MS : s->o->timeout_ms;
+	while (joined < s->nstreams) {
+		uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+		struct rdx_frame_hdr h;
+		struct rdx_errmsg em;
+		struct rdx_join j;
+		struct rdx_conn *c;
+		uint8_t idx[2];
+		int ret;
+
+		if (interrupted(s))
+			return sess_fail(s, -RDX_EINTR, "interrupted");
+		if (rdx_now_ns() >= deadline)
+			return sess_fail(s, -RDX_ETIMEOUT,
+					 "only %u of %u streams connected", joined,
+					 s->nstreams);
+		ret = s->xp->accept(x->lis, &hs, 200, &c);
+		if (ret == -EAGAIN)
+			continue;
+		if (ret)
+			return sess_fail(s, -RDX_ECONNECT, "accept failed: %s",
+					 rdx_strerror(ret));
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+		if (!ret && (h.type != RDX_F_JOIN || rdx_join_decode(buf, h.len, &j)))
+			ret = -RDX_EPROTO;
+		if (!ret) {
+			idx[0] = (uint8_t)(j.index >> 8);
+			idx[1] = (uint8_t)j.index;
+			if (j.index >= s->nstreams || s->streams[j.index].conn ||
+			    memcmp(j.nonce_r, s->nonce_r, RDX_NONCE_LEN) ||
+			    !rdx_mac_check(&s->o->key, RDX_LABEL_JOIN, s->nonce_s,
+					   s->nonce_r, idx, sizeof(idx), j.mac))
+				ret = -RDX_EAUTH;
+		}
+		if (ret) {
+			rdx_error("rejected connection from %s: %s", c->peer,
+				  ret == -RDX_EAUTH ? "not part of this session" : hs_reason(ret));
+			c->ops->close(c);
+			continue;
+		}
+		s->streams[j.index].conn = c;
+		joined++;
+	}
+	return 0;
+}
+
+static bool writers_finished(struct rdx_session *s)
+{
+	struct receiver *x = receiver_of(s);
+
+	return atomic_load(&x->writers_done) == x->nwriters;
+}
+
+static int start_pipeline(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < s->nstreams; i++) {
+		s->streams[i].conn->ops->set_timeout(s->streams[i].conn,
+						     s->o->timeout_ms);
+		ret = pthread_create(&s->streams[i].thread, NULL, stream_main,
+				     &s->streams[i]);
+		if (ret)
+			return sess_fail(s, -ret, "cannot start threads");
+		s->streams[i].started = true;
+	}
+	x->nwriters = rdx_sink_parallel(x->sink) ? s->o->io_threads : 1;
+	for (i = 0; i < x->nwriters; i++) {
+		ret = pthread_create(&x->writers[i], NULL, writer_main, x);
+		if (ret) {
+			x->nwriters = i;
+			return sess_fail(s, -ret, "cannot start threads");
+		}
+	}
+	return 0;
+}
+
+/* Everything is written: check it against EOS, publish the file, tell the
+ * sender. */
+static int finish(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	XXH128_hash_t hv = XXH3_128bits_digest(s->hash);
+	XXH128_canonical_t canon;
+	struct rdx_done done;
+	uint8_t buf[RDX_DONE_LEN];
+	int ret;
+
+	XXH128_canonicalFromHash(&canon, hv);
+	if (!x->eos_seen)
+		return sess_fail(s, -RDX_EPROTO, "stream ended without end-of-stream message");
+	if (x->eos.total != s->total)
+		return sess_fail(s, -RDX_EINTEGRITY,
+				 "received %llu bytes but the sender sent %llu",
+				 (unsigned long long)s->total,
+				 (unsigned long long)x->eos.total);
+	if (memcmp(x->eos.hash, canon.digest, RDX_HASH_LEN))
+		return sess_fail(s, -RDX_EINTEGRITY,
+				 "data corrupted in transit (xxh3-128 mismatch)");
+	ret = rdx_sink_commit(x->sink, s->total);
+	if (ret)
+		return sess_fail(s, ret, "cannot finish '%s': %s",
+				 rdx_sink_name(x->sink), rdx_strerror(ret));
+	done.total = s->total;
+	memcpy(done.hash, canon.digest, RDX_HASH_LEN);
+	rdx_done_encode(&done, buf);
+	ret = sess_send_ctrl(s, RDX_F_DONE, buf, sizeof(buf));
+	if (ret)
+		rdx_info(1, "could not confirm to the sender: %s", rdx_strerror(ret));
+	return 0;
+}
+
+static bool streams_exited(struct rdx_session *s)
+{
+	return atomic_load(&receiver_of(s)->streams_done) == s->nstreams;
+}
+
+static void stop_pipeline(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	unsigned i;
+
+	/* Give the sender a second to read our ERROR and hang up. */
+	if (sess_error(s))
+		sess_wait(s, streams_exited, 1000);
+	sess_stop_streams(s);
+	for (i = 0; i < x->nwriters; i++)
+		pthread_join(x->writers[i], NULL);
+}
+
+int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
+{
+	struct receiver *x = calloc(1, sizeof(*x));
+	struct rdx_session *s;
+	int ret;
+
+	if (!x) {
+		rdx_error("out of memory");
+		return -ENOMEM;
+	}
+	s = &x->s;
+	ret = sess_init(s, o, "sender");
+	if (ret || sess_pick_transport(s))
+		goto out;
+	ret = s->xp->listen(&s->net, o->port, &x->lis);
+	if (ret) {
+		sess_fail(s, -RDX_ECONNECT, "cannot listen on port %s: %s", o->port,
+			  rdx_strerror(ret));
+		goto out;
+	}
+	if (o->on_listen)
+		o->on_listen(s->xp->listen_port(x->lis), o->on_listen_arg);
+	if (await_sender(x) || await_streams(x))
+		goto out;
+	s->t_start_ns = rdx_now_ns();
+	rdx_progress_init(&s->progress, o->progress,
+			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);
+	if (start_pipeline(x) == 0) {
+		sess_tick_loop(s, false, writers_finished);
+		if (!sess_error(s))
+			finish(x);
+	}
+out:
+	sess_send_error(s);
+	stop_pipeline(x);
+	sess_stats(s, st, "received");
+	ret = sess_finish(s);
+	rdx_sink_close(x->sink);
+	if (x->lis)
+		x->lis->ops->close_listener(x->lis);
+	sess_release(s);
+	free(x);
+	return ret;
+}

@@ -1,0 +1,93 @@
+/* The slot ring: a fixed pool of 4 KiB-aligned buffers that stages hand to
+ * each other.  Slots move, bytes don't.
+ *
+ * Every chunk of the stream has a sequence number; chunk seq always lives in
+ * slot seq % nslots, and a slot takes chunk seq + nslots only after chunk seq
+ * was released.  That one rule gives:
+ *   - producers may fill chunks out of order (reader threads, receiving
+ *     streams), yet can never deadlock the consumer: the chunk it waits for
+ *     always has its slot free;
+ *   - consumers take chunks strictly in order (rdx_ring_take), under the
+ *     ring lock, which is where the in-order work (hashing, offsets) runs;
+ *   - duplicates and replays are detected (claiming a seq twice).
+ *
+ * Slot life: FREE -claim-> FILLING -publish-> READY -take-> BUSY -release-> FREE
+ */
+#ifndef RDX_RING_H
+#define RDX_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdx_slot {
+	void *data;	 /* slot_size bytes, plain data; owned by the holder */
+	void *wire;	 /* wire_size bytes for transformed frames, or NULL */
+	size_t len;	 /* plain bytes in data */
+	size_t wire_len; /* bytes in wire when the frame was transformed */
+	uint64_t seq;	 /* chunk sequence number */
+	uint64_t offset; /* plain offset of data[0] in the stream; set by take hooks */
+	unsigned index;	 /* position in the ring, for transports that register */
+	unsigned flags;	 /* frame flags the holder wants to keep with the data */
+};
+
+struct rdx_ring;
+
+/* Called by rdx_ring_take() under the ring lock, in sequence order. */
+typedef int (*rdx_ring_hook)(void *arg, struct rdx_slot *slot);
+
+/* Allocates nslots slots of slot_size bytes (a multiple of 4096), plus a
+ * wire buffer of wire_size bytes each when wire_size is non-zero.  With
+ * lock true it tries mlock(2); *locked says whether that worked.
+ * Returns 0 or -errno. */
+int rdx_ring_new(struct rdx_ring **out, unsigned nslots, size_t slot_size,
+		 size_t wire_size, bool lock, bool *locked);
+
+void rdx_ring_free(struct rdx_ring *r);
+
+unsigned rdx_ring_nslots(const struct rdx_ring *r);
+size_t rdx_ring_slot_size(const struct rdx_ring *r);
+struct rdx_slot *rdx_ring_slot(struct rdx_ring *r, unsigned index);
+
+/* Bounds how long rdx_ring_claim() waits for a slot (0: no bound). */
+void rdx_ring_set_stall(struct rdx_ring *r, uint64_t ms);
+
+/* Waits until chunk seq may be filled and hands its slot to the caller.
+ * Returns 0, -RDX_EPROTO if seq was already claimed (a duplicate or replay),
+ * -RDX_ETIMEOUT after the stall bound, or the abort error. */
+int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out);
+
+/* Makes a filled slot available to rdx_ring_take(). */
+void rdx_ring_publish(struct rdx_ring *r, struct rdx_slot *slot);
+
+/* Gives a claimed slot back unfilled (the producer found end of input). */
+void rdx_ring_unclaim(struct rdx_ring *r, struct rdx_slot *slot);
+
+/* Declares that the stream has exactly nchunks chunks.  Returns 0, or
+ * -RDX_EPROTO if chunks beyond that were already claimed. */
+int rdx_ring_set_end(struct rdx_ring *r, uint64_t nchunks);
+
+/* Declares that no producer will publish anything more: rdx_ring_take()
+ * then fails with -ENODATA instead of waiting for a chunk that cannot come. */
+void rdx_ring_close_producers(struct rdx_ring *r);
+
+/* Takes the next chunk in sequence order, running hook (if any) on it under
+ * the lock.  Returns 1 with *out set, 0 at the end of the stream, or a
+ * negative error (the abort error, the hook's, which aborts the ring, or
+ * -ENODATA after rdx_ring_close_producers()). */
+int rdx_ring_take(struct rdx_ring *r, rdx_ring_hook hook, void *arg,
+		  struct rdx_slot **out);
+
+/* Returns a taken slot to the pool. */
+void rdx_ring_release(struct rdx_ring *r, struct rdx_slot *slot);
+
+/* Wakes every waiter with err (negative); the first error sticks. */
+void rdx_ring_abort(struct rdx_ring *r, int err);
+
+/* The abort error, or 0. */
+int rdx_ring_error(struct rdx_ring *r);
+
+/* Chunks taken so far (the next seq rdx_ring_take() will hand out). */
+uint64_t rdx_ring_taken(struct rdx_ring *r);
+
+#endif

@@ -1,0 +1,538 @@
+/* The sending side of a transfer.
+ *
+ *   readers (1 for pipes, --io-threads for files)  claim chunk seq, fill it
+ *   stream threads (one per connection)            take chunks in order
+ *                                                  (hash), compress, seal,
+ *                                                  send, release
+ *   control thread                                 reads stream 0: keepalives,
+ *                                                  the receiver's ERROR / DONE
+ *   main thread                                    keepalives, progress,
+ *                                                  signals; EOS once every
+ *                                                  stream thread is finished
+ */
+#include "xfer_int.h"
+
+#include "err.h"
+#include "fileio.h"
+#include "log.h"
+#include "units.h"
+#include "zpack.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sender {
+	struct rdx_session s;
+	struct rdx_source *src;
+	const char *src_name;
+	uint64_t nchunks; /* seekable sources: known up front */
+	_Atomic uint64_t next_seq;
+	pthread_t readers[64];
+	unsigned nreaders;
+	pthread_t ctrl;
+	bool ctrl_started;
+	atomic_uint streams_done;
+	bool eos_sent;
+	bool done;	   /* DONE received; s.lock */
+	struct rdx_done done_msg;
+};
+
+static struct sender *sender_of(struct rdx_session *s)
+{
+	return (struct sender *)s;
+}
+
+static int read_fail(struct sender *x, int err)
+{
+	if (err == -ECANCELED)
+		return err;
+	if (err == -ESTALE)
+		return sess_fail(&x->s, -RDX_ELOCAL,
+				 "'%s' shrank while being read", x->src_name);
+	return sess_fail(&x->s, err, "cannot read '%s': %s", x->src_name,
+			 rdx_strerror(err));
+}
+
+/* Reader for seekable sources: chunks in any order, several threads. */
+static void *reader_file(void *arg)
+{
+	struct sender *x = arg;
+	size_t cap = rdx_ring_slot_size(x->s.ring);
+
+	for (;;) {
+		uint64_t seq = atomic_fetch_add(&x->next_seq, 1);
+		struct rdx_slot *slot;
+		ssize_t n;
+
+		if (seq >= x->nchunks)
+			break;
+		if (rdx_ring_claim(x->s.ring, seq, &slot))
+			break;
+		n = rdx_source_read(x->src, slot->data, cap, seq);
+		if (n <= 0) {
+			read_fail(x, n < 0 ? (int)n : -ESTALE);
+			rdx_ring_unclaim(x->s.ring, slot);
+			break;
+		}
+		slot->len = (size_t)n;
+		rdx_ring_publish(x->s.ring, slot);
+	}
+	return NULL;
+}
+
+/* Reader for pipes: one thread, full slots (short reads merged). */
+static void *reader_stream(void *arg)
+{
+	struct sender *x = arg;
+	size_t cap = rdx_ring_slot_size(x->s.ring);
+	uint64_t seq;
+
+	for (seq = 0;; seq++) {
+		struct rdx_slot *slot;
+		ssize_t n;
+
+		if (rdx_ring_claim(x->s.ring, seq, &slot))
+			break;
+		n = rdx_source_read(x->src, slot->data, cap, seq);
+		if (n <= 0) {
+			rdx_ring_unclaim(x->s.ring, slot);
+			if (n < 0)
+				read_fail(x, (int)n);
+			else if (rdx_ring_set_end(x->s.ring, seq))
+				sess_fail(&x->s, -RDX_EPROTO, "internal: bad end");
+			break;
+		}
+		slot->len = (size_t)n;
+		rdx_ring_publish(x->s.ring, slot);
+	}
+	return NULL;
+}
+
+/* In order, under the ring lock: offsets and the end-to-end hash. */
+static int hash_hook(void *arg, struct rdx_slot *slot)
+{
+	struct rdx_session *s = arg;
+
+	slot->offset = s->total;
+	s->total += slot->len;
+	XXH3_128bits_update(s->hash, slot->data, slot->len);
+	return 0;
+}
+
+struct stream_ctx {
+	struct rdx_zpack *z;
+	struct rdx_seal *seal;
+};
+
+/* Compresses and seals the slot as needed; fills h and returns the
+ * payload to send. */
+static const void *transform(struct rdx_session *s, struct stream_ctx *c,
+			     struct rdx_slot *slot, struct rdx_frame_hdr *h,
+			     int *err)
+{
+	const uint8_t *payload = slot->data;
+	size_t len = slot->len;
+	uint8_t aad[RDX_HDR_LEN];
+
+	h->type = RDX_F_DATA;
+	h->flags = 0;
+	h->seq = slot->seq;
+	h->plain_len = (uint32_t)slot->len;
+	if (c->z) {
+		ssize_t n = rdx_zpack_compress(c->z, slot->data, slot->len,
+					       slot->wire, s->data_max - RDX_TAG_LEN);
+
+		if (n < 0) {
+			*err = (int)n;
+			return NULL;
+		}
+		if (n > 0) {
+			payload = slot->wire;
+			len = (size_t)n;
+			h->flags |= RDX_FL_COMPRESSED;
+		}
+	}
+	h->len = (uint32_t)len;
+	if (c->seal) {
+		h->flags |= RDX_FL_SEALED;
+		h->len += RDX_TAG_LEN;
+		rdx_hdr_encode(h, aad);
+		*err = rdx_seal(c->seal, RDX_SEAL_DATA, h->seq, aad, sizeof(aad),
+				payload, len, slot->wire);
+		if (*err)
+			return NULL;
+		payload = slot->wire;
+	}
+	return payload;
+}
+
+static void *stream_main(void *arg)
+{
+	struct rdx_stream *st = arg;
+	struct rdx_session *s = st->s;
+	struct sender *x = sender_of(s);
+	struct stream_ctx c = { 0 };
+	struct rdx_slot *slot;
+	int ret = 0;
+
+	if (s->opts.compress)
+		ret = rdx_zpack_new(&c.z, s->opts.compress);
+	if (!ret && s->encrypt)
+		ret = rdx_seal_new(&c.seal, s->key_tx);
+	if (ret)
+		sess_fail(s, ret, "cannot set up stream: %s", rdx_strerror(ret));
+	while (!ret && rdx_ring_take(s->ring, hash_hook, s, &slot) == 1) {
+		struct rdx_frame_hdr h;
+		const void *payload = transform(s, &c, slot, &h, &ret);
+
+		if (!payload) {
+			sess_fail(s, ret, "cannot encode chunk: %s", rdx_strerror(ret));
+			break;
+		}
+		h.stream = (uint16_t)st->index;
+		ret = sess_send(st, &h, payload);
+		if (ret) {
+			sess_fail_conn(s, ret, "lost the connection to the receiver");
+			break;
+		}
+		atomic_fetch_add(&s->moved, slot->len);
+		rdx_ring_release(s->ring, slot);
+	}
+	rdx_zpack_free(c.z);
+	rdx_seal_free(c.seal);
+	atomic_fetch_add(&x->streams_done, 1);
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Reads what the receiver says on stream 0 until DONE or failure. */
+static void *ctrl_main(void *arg)
+{
+	struct sender *x = arg;
+	struct rdx_session *s = &x->s;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	int ret;
+
+
+	ret = sess_recv_ctrl(s, s->streams[0].conn, &h, buf, s->encrypt, &em);
+	if (ret == -RDX_EREMOTE) {
+		sess_fail_peer(s, ret, "receiver: %s", em.text);
+		return NULL;
+	}
+	if (ret) {
+		sess_fail_conn(s, ret, "lost the connection to the receiver");
+		return NULL;
+	}
+	if (h.type != RDX_F_DONE || rdx_done_decode(buf, h.len, &x->done_msg)) {
+		sess_fail(s, -RDX_EPROTO, "receiver sent an unexpected message");
+		return NULL;
+	}
+	pthread_mutex_lock(&s->lock);
+	x->done = true;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+static int connect_stream(struct rdx_session *s, unsigned i,
+			  struct rdx_conn **out)
+{
+	const struct rdx_xfer_opts *o = s->o;
+	uint64_t deadline = rdx_now_ns() + o->connect_timeout_ms * 1000000;
+	int ret, last = 0;
+
+	ret = s->xp->connect(&s->net, o->host, o->port, deadline, o->interrupted,
+			     &last, out);
+	if (ret == -RDX_EINTR)
+		return sess_fail(s, ret, "interrupted");
+	if (ret == -RDX_ECONNECT)
+		return sess_fail(s, ret, "cannot connect to %s port %s%s: %s",
+				 o->host, o->port, i ? " (extra stream)" : "",
+				 rdx_strerror(last));
+	if (ret)
+		return sess_fail(s, -RDX_ECONNECT, "cannot resolve '%s': %s",
+				 o->host, ret == -ENOENT ? "unknown host" : rdx_strerror(ret));
+	return 0;
+}
+
+static int handshake_fail(struct rdx_session *s, int ret, const char *step,
+			  const struct rdx_errmsg *em)
+{
+	char why[96];
+
+	if (ret == -RDX_EREMOTE)
+		return sess_fail_peer(s, ret, "receiver: %s", em->text);
+	if (ret == -RDX_EVERSION)
+		return sess_fail(s, ret, "receiver speaks an incompatible protocol version");
+	if (ret == -RDX_EPROTO)
+		return sess_fail(s, ret, "receiver broke the protocol during %s", step);
+	return sess_fail(s, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret,
+			 "handshake with %s failed: %s", s->o->host,
+			 sess_conn_reason(s, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret,
+					  why, sizeof(why)));
+}
+
+static int handshake(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_conn *c = s->streams[0].conn;
+	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
+	struct rdx_auth auth;
+	struct rdx_accept acc;
+	struct rdx_errmsg em;
+	struct rdx_frame_hdr h;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	unsigned i;
+	int ret;
+
+	ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
+	if (ret)
+		return sess_fail(s, ret, "no randomness available");
+	memcpy(hello.nonce, s->nonce_s, RDX_NONCE_LEN);
+	h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
+	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
+	ret = sess_send(&s->streams[0], &h, buf);
+	if (!ret)
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+	if (ret)
+		return handshake_fail(s, ret, "hello", &em);
+	if (h.type != RDX_F_HELLO)
+		return handshake_fail(s, -RDX_EPROTO, "hello", &em);
+	ret = rdx_hello_decode(buf, h.len, true, &hello);
+	if (ret)
+		return handshake_fail(s, ret, "hello", &em);
+	memcpy(s->nonce_r, hello.nonce, RDX_NONCE_LEN);
+	if (!rdx_mac_check(&s->o->key, RDX_LABEL_RECEIVER, s->nonce_s,
+			   s->nonce_r, NULL, 0, hello.mac))
+		return sess_fail(s, -RDX_EAUTH, "authentication failed (wrong key?)");
+
+	auth.opts = s->opts;
+	rdx_opts_encode(&auth.opts, auth.opts_raw);
+	ret = rdx_mac(&s->o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
+		      auth.opts_raw, RDX_OPTS_LEN, auth.mac);
+	if (ret)
+		return sess_fail(s, ret, "cannot compute MAC");
+	h = (struct rdx_frame_hdr){ .type = RDX_F_AUTH };
+	h.len = (uint32_t)rdx_auth_encode(&auth, buf);
+	ret = sess_send(&s->streams[0], &h, buf);
+	if (!ret)
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+	if (ret)
+		return handshake_fail(s, ret, "authentication", &em);
+	if (h.type != RDX_F_ACCEPT || rdx_accept_decode(buf, h.len, &acc))
+		return handshake_fail(s, -RDX_EPROTO, "authentication", &em);
+	if (!rdx_mac_check(&s->o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
+			   acc.raw, RDX_ACCEPT_LEN, acc.mac) ||
+	    acc.acc.streams > s->opts.streams ||
+	    (s->opts.encrypt && !acc.acc.encrypt))
+		return sess_fail(s, -RDX_EAUTH, "authentication failed: receiver's answer does not verify");
+	s->nstreams = acc.acc.streams;
+	s->encrypt = acc.acc.encrypt;
+	s->opts.encrypt = acc.acc.encrypt;
+	if (s->encrypt) {
+		ret = rdx_derive_keys(&s->o->key, s->nonce_s, s->nonce_r,
+				      s->key_tx, s->key_rx);
+		if (!ret)
+			ret = rdx_seal_new(&s->ctrl_tx, s->key_tx);
+		if (!ret)
+			ret = rdx_seal_new(&s->ctrl_rx, s->key_rx);
+		if (ret)
+			return sess_fail(s, ret, "cannot set up encryption");
+	}
+
+	for (i = 1; i < s->nstreams; i++) {
+		struct rdx_join j = { .version = RDX_PROTO_VERSION,
+				      .index = (uint16_t)i };
+		uint8_t idx[2] = { (uint8_t)(i >> 8), (uint8_t)i };
+
+		ret = connect_stream(s, i, &s->streams[i].conn);
+		if (ret)
+			return ret;
+		memcpy(j.nonce_r, s->nonce_r, RDX_NONCE_LEN);
+		ret = rdx_mac(&s->o->key, RDX_LABEL_JOIN, s->nonce_s, s->nonce_r,
+			      idx, sizeof(idx), j.mac);
+		if (ret)
+			return sess_fail(s, ret, "cannot compute MAC");
+		h = (struct rdx_frame_hdr){ .type = RDX_F_JOIN };
+		h.len = (uint32_t)rdx_join_encode(&j, buf);
+		ret = sess_send(&s->streams[i], &h, buf);
+		if (ret)
+			return handshake_fail(s, ret, "stream setup", &em);
+	}
+	rdx_info(2, "authenticated to %s; %u stream%s%s%s", c->peer,
+		 s->nstreams, s->nstreams == 1 ? "" : "s",
+		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
+	return 0;
+}
+
+static bool send_done(struct rdx_session *s)
+{
+	return sender_of(s)->done;
+}
+
+static bool streams_finished(struct rdx_session *s)
+{
+	return atomic_load(&sender_of(s)->streams_done) == s->nstreams;
+}
+
+static int send_eos(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_eos eos = { .total = s->total,
+			       .nchunks = rdx_ring_taken(s->ring) };
+	XXH128_hash_t hv = XXH3_128bits_digest(s->hash);
+	XXH128_canonical_t canon;
+	uint8_t buf[RDX_EOS_LEN];
+	int ret;
+
+	XXH128_canonicalFromHash(&canon, hv);
+	memcpy(eos.hash, canon.digest, RDX_HASH_LEN);
+	rdx_eos_encode(&eos, buf);
+	ret = sess_send_ctrl(s, RDX_F_EOS, buf, sizeof(buf));
+	if (ret)
+		return sess_fail_conn(s, ret, "lost the connection to the receiver");
+	x->eos_sent = true;
+	return 0;
+}
+
+static int check_done(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	XXH128_hash_t hv = XXH3_128bits_digest(s->hash);
+	XXH128_canonical_t canon;
+
+	XXH128_canonicalFromHash(&canon, hv);
+	if (x->done_msg.total != s->total ||
+	    memcmp(x->done_msg.hash, canon.digest, RDX_HASH_LEN))
+		return sess_fail(s, -RDX_EINTEGRITY,
+				 "receiver confirmed different data (%llu bytes, hash mismatch)",
+				 (unsigned long long)x->done_msg.total);
+	return 0;
+}
+
+static int start_pipeline(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	size_t wire = 0;
+	unsigned i;
+	int ret;
+
+	s->data_max = rdx_data_max(s->opts.slot_size);
+	if (s->opts.compress || s->encrypt)
+		wire = s->data_max;
+	ret = rdx_ring_new(&s->ring, o->slots, s->opts.slot_size, wire, true,
+			   &s->mem_locked);
+	if (ret)
+		return sess_fail(s, ret, "cannot allocate %u slots of %u bytes: %s",
+				 o->slots, s->opts.slot_size, rdx_strerror(ret));
+	if (!s->mem_locked)
+		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
+	if (rdx_source_seekable(x->src)) {
+		x->nchunks = (rdx_source_size(x->src) + s->opts.slot_size - 1) /
+			     s->opts.slot_size;
+		rdx_ring_set_end(s->ring, x->nchunks);
+		x->nreaders = o->io_threads;
+		if (x->nreaders > x->nchunks)
+			x->nreaders = x->nchunks ? (unsigned)x->nchunks : 1;
+	} else {
+		x->nreaders = 1;
+	}
+	for (i = 0; i < x->nreaders; i++) {
+		ret = pthread_create(&x->readers[i], NULL,
+				     rdx_source_seekable(x->src) ? reader_file : reader_stream, x);
+		if (ret) {
+			x->nreaders = i;
+			return sess_fail(s, -ret, "cannot start threads");
+		}
+	}
+	for (i = 0; i < s->nstreams; i++) {
+		ret = pthread_create(&s->streams[i].thread, NULL, stream_main,
+				     &s->streams[i]);
+		if (ret)
+			return sess_fail(s, -ret, "cannot start threads");
+		s->streams[i].started = true;
+	}
+	ret = pthread_create(&x->ctrl, NULL, ctrl_main, x);
+	if (ret)
+		return sess_fail(s, -ret, "cannot start threads");
+	x->ctrl_started = true;
+	return 0;
+}
+
+static void stop_pipeline(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	unsigned i;
+
+	if (s->ring && sess_error(s))
+		rdx_ring_abort(s->ring, sess_error(s));
+	sess_stop_streams(s);
+	if (x->ctrl_started)
+		pthread_join(x->ctrl, NULL);
+	for (i = 0; i < x->nreaders; i++)
+		pthread_join(x->readers[i], NULL);
+}
+
+int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
+{
+	struct sender *x = calloc(1, sizeof(*x));
+	struct rdx_session *s;
+	int ret;
+
+	if (!x) {
+		rdx_error("out of memory");
+		return -ENOMEM;
+	}
+	s = &x->s;
+	ret = sess_init(s, o, "receiver");
+	if (ret)
+		goto out;
+	x->src_name = o->path && strcmp(o->path, "-") ? o->path : "standard input";
+	ret = rdx_source_open(&x->src, o->path, &s->stop);
+	if (ret) {
+		sess_fail(s, ret, "cannot open '%s': %s", x->src_name, rdx_strerror(ret));
+		goto out;
+	}
+	s->opts = (struct rdx_opts_wire){
+		.slot_size = o->slot_size,
+		.slots = o->slots,
+		.streams = (uint16_t)o->streams,
+		.compress = (uint8_t)o->compress,
+		.encrypt = o->encrypt,
+	};
+	if (rdx_source_seekable(x->src)) {
+		s->opts.flags = RDX_OPT_SIZE_KNOWN;
+		s->opts.size = rdx_source_size(x->src);
+	}
+	if (sess_pick_transport(s))
+		goto out;
+	s->nstreams = 1;
+	if (connect_stream(s, 0, &s->streams[0].conn) || handshake(x))
+		goto out;
+	s->t_start_ns = rdx_now_ns();
+	rdx_progress_init(&s->progress, o->progress,
+			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);
+	if (start_pipeline(x) == 0) {
+		sess_tick_loop(s, true, streams_finished);
+		if (!sess_error(s) && send_eos(x) == 0)
+			sess_tick_loop(s, true, send_done);
+		if (!sess_error(s))
+			check_done(x);
+	}
+out:
+	sess_send_error(s);
+	if (x->ctrl_started || s->nstreams)
+		stop_pipeline(x);
+	sess_stats(s, st, "sent");
+	ret = sess_finish(s);
+	rdx_source_close(x->src);
+	sess_release(s);
+	free(x);
+	return ret;
+}

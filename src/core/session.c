@@ -1,0 +1,408 @@
+/* What the sending and receiving sides share: failure recording, control
+ * frames, keepalives, the main thread's tick loop and the final report. */
+#include "xfer_int.h"
+
+#include "err.h"
+#include "log.h"
+#include "units.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void deadline_in(struct timespec *dl, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += (time_t)(ms / 1000);
+	dl->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl->tv_nsec >= 1000000000) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000;
+	}
+}
+
+void rdx_xfer_opts_init(struct rdx_xfer_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->transport = RDX_TRANSPORT_AUTO;
+	o->slot_size = 1u << 20;
+	o->slots = 16;
+	o->streams = 1;
+	o->io_threads = 4;
+	o->timeout_ms = 60000;
+	o->connect_timeout_ms = 10000;
+}
+
+int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
+	      const char *peer_role)
+{
+	unsigned i;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	s->peer_role = peer_role;
+	s->net.family = o->family;
+	s->net.bind = o->bind;
+	s->net.timeout_ms = o->timeout_ms;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	for (i = 0; i < RDX_MAX_STREAMS; i++) {
+		pthread_mutex_init(&s->streams[i].send_lock, NULL);
+		s->streams[i].index = i;
+		s->streams[i].s = s;
+	}
+	s->hash = XXH3_createState();
+	if (!s->hash)
+		return -ENOMEM;
+	XXH3_128bits_reset(s->hash);
+	return 0;
+}
+
+void sess_release(struct rdx_session *s)
+{
+	unsigned i;
+
+	for (i = 0; i < RDX_MAX_STREAMS; i++) {
+		if (s->streams[i].conn)
+			s->streams[i].conn->ops->close(s->streams[i].conn);
+		pthread_mutex_destroy(&s->streams[i].send_lock);
+	}
+	rdx_ring_free(s->ring);
+	rdx_seal_free(s->ctrl_tx);
+	rdx_seal_free(s->ctrl_rx);
+	XXH3_freeState(s->hash);
+	memset(s->key_tx, 0, sizeof(s->key_tx));
+	memset(s->key_rx, 0, sizeof(s->key_rx));
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+}
+
+static int fail_v(struct rdx_session *s, int err, bool weak, bool from_peer,
+		  const char *fmt, va_list ap)
+{
+	if (err > 0)
+		err = -err;
+	pthread_mutex_lock(&s->lock);
+	if (!s->err || (s->err_weak && !weak)) {
+		s->err = err;
+		s->err_weak = weak;
+		s->err_from_peer = from_peer;
+		vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	atomic_store(&s->stop, 1);
+	if (s->ring)
+		rdx_ring_abort(s->ring, err);
+	return err;
+}
+
+int sess_fail(struct rdx_session *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = fail_v(s, err, false, false, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int sess_fail_peer(struct rdx_session *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = fail_v(s, err, false, true, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static int fail_weak(struct rdx_session *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail_weak(struct rdx_session *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = fail_v(s, err, true, true, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *sess_conn_reason(struct rdx_session *s, int err, char *buf,
+			     size_t len)
+{
+	if (err < 0)
+		err = -err;
+	if (err == RDX_ETIMEOUT)
+		snprintf(buf, len, "no response for %.0f s (--timeout)",
+			 (double)s->o->timeout_ms / 1000);
+	else if (err == RDX_ECONNECT)
+		snprintf(buf, len, "connection closed");
+	else
+		snprintf(buf, len, "%s", rdx_strerror(err));
+	return buf;
+}
+
+int sess_fail_conn(struct rdx_session *s, int err, const char *what)
+{
+	char why[96];
+
+	/* Once we are stopping, failures of our own shutdown are noise. */
+	if (atomic_load(&s->stop) && sess_error(s))
+		return sess_error(s);
+	if (err == RDX_XPORT_EOF)
+		err = -RDX_ECONNECT;
+	sess_conn_reason(s, err, why, sizeof(why));
+	return fail_weak(s, err, "%s: %s", what, why);
+}
+
+int sess_error(struct rdx_session *s)
+{
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	err = s->err;
+	pthread_mutex_unlock(&s->lock);
+	return err;
+}
+
+int sess_pick_transport(struct rdx_session *s)
+{
+	switch (s->o->transport) {
+	case RDX_TRANSPORT_RDMA:
+		return sess_fail(s, -RDX_ENOTSUP,
+				 "--transport rdma: RDMA transport not available in this build");
+	case RDX_TRANSPORT_AUTO:
+		rdx_info(2, "transport: tcp (no RDMA transport in this build)");
+		break;
+	case RDX_TRANSPORT_TCP:
+		break;
+	}
+	s->xp = &rdx_xport_tcp;
+	return 0;
+}
+
+int sess_send(struct rdx_stream *st, struct rdx_frame_hdr *h,
+	      const void *payload)
+{
+	int ret;
+
+	h->stream = (uint16_t)st->index;
+	pthread_mutex_lock(&st->send_lock);
+	ret = st->conn->ops->send(st->conn, h, payload);
+	pthread_mutex_unlock(&st->send_lock);
+	atomic_store(&st->last_tx_ns, rdx_now_ns());
+	return ret;
+}
+
+int sess_send_ctrl(struct rdx_session *s, uint8_t type, const uint8_t *msg,
+		   size_t len)
+{
+	struct rdx_frame_hdr h = { .type = type, .len = (uint32_t)len };
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN], aad[RDX_HDR_LEN];
+	int ret;
+
+	if (!s->encrypt || !s->ctrl_tx)
+		return sess_send(&s->streams[0], &h, msg);
+	h.flags = RDX_FL_SEALED;
+	h.len = (uint32_t)(len + RDX_TAG_LEN);
+	h.seq = s->ctrl_tx_seq++;
+	h.stream = 0;
+	rdx_hdr_encode(&h, aad);
+	ret = rdx_seal(s->ctrl_tx, RDX_SEAL_CTRL, h.seq, aad, sizeof(aad), msg,
+		       len, buf);
+	if (ret)
+		return ret;
+	return sess_send(&s->streams[0], &h, buf);
+}
+
+int sess_peer_error(struct rdx_session *s, const uint8_t *buf, size_t len)
+{
+	struct rdx_errmsg m;
+
+	if (rdx_errmsg_decode(buf, len, &m))
+		return sess_fail(s, -RDX_EPROTO, "%s sent a malformed error",
+				 s->peer_role);
+	return sess_fail_peer(s, -RDX_EREMOTE, "%s: %s", s->peer_role, m.text);
+}
+
+int sess_recv_ctrl(struct rdx_session *s, struct rdx_conn *c,
+		   struct rdx_frame_hdr *h, uint8_t *buf, bool sealed,
+		   struct rdx_errmsg *em)
+{
+	uint8_t raw[RDX_HDR_LEN];
+	int ret;
+
+	for (;;) {
+		ret = c->ops->recv(c, raw, sizeof(raw));
+		if (ret)
+			return ret;
+		ret = rdx_hdr_decode(raw, 0, h);
+		if (ret)
+			return ret;
+		if (h->len) {
+			ret = c->ops->recv(c, buf, h->len);
+			if (ret)
+				return ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret;
+		}
+		if (h->type == RDX_F_KEEPALIVE)
+			continue;
+		if (h->type == RDX_F_ERROR)
+			return rdx_errmsg_decode(buf, h->len, em) ? -RDX_EPROTO
+								   : -RDX_EREMOTE;
+		break;
+	}
+	if (sealed != !!(h->flags & RDX_FL_SEALED))
+		return -RDX_EPROTO;
+	if (!sealed)
+		return 0;
+	if (h->seq != s->ctrl_rx_seq)
+		return -RDX_EPROTO; /* replayed or reordered control frame */
+	ret = rdx_open(s->ctrl_rx, RDX_SEAL_CTRL, h->seq, raw, sizeof(raw), buf,
+		       h->len, buf);
+	if (ret)
+		return ret;
+	s->ctrl_rx_seq++;
+	h->len -= RDX_TAG_LEN;
+	return 0;
+}
+
+void sess_send_error(struct rdx_session *s)
+{
+	struct rdx_stream *st = &s->streams[0];
+	struct rdx_frame_hdr h = { .type = RDX_F_ERROR };
+	uint8_t buf[4 + RDX_ERRTEXT_MAX];
+	struct timespec dl;
+	int err;
+
+	pthread_mutex_lock(&s->lock);
+	err = s->err;
+	if (!err || s->err_from_peer || !st->conn) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	h.len = (uint32_t)rdx_errmsg_encode((uint32_t)-err, s->errmsg, buf);
+	pthread_mutex_unlock(&s->lock);
+	/* The data thread of stream 0 may sit in a blocked send holding the
+	 * lock; then the peer learns of the failure from the closed socket. */
+	deadline_in(&dl, 1000);
+	if (pthread_mutex_timedlock(&st->send_lock, &dl))
+		return;
+	st->conn->ops->send(st->conn, &h, buf);
+	pthread_mutex_unlock(&st->send_lock);
+}
+
+static uint64_t keepalive_ns(const struct rdx_session *s)
+{
+	uint64_t ms = s->o->timeout_ms / 4;
+
+	if (ms < 200)
+		ms = 200;
+	if (ms > 5000)
+		ms = 5000;
+	return ms * 1000000;
+}
+
+static void send_keepalives(struct rdx_session *s, bool all_streams)
+{
+	uint64_t now = rdx_now_ns(), every = keepalive_ns(s);
+	unsigned i, n = all_streams ? s->nstreams : 1;
+
+	for (i = 0; i < n; i++) {
+		struct rdx_stream *st = &s->streams[i];
+		struct rdx_frame_hdr h = { .type = RDX_F_KEEPALIVE,
+					   .stream = (uint16_t)i };
+
+		if (!st->conn || now - atomic_load(&st->last_tx_ns) < every)
+			continue;
+		/* A busy stream needs no keepalive; never wait for it. */
+		if (pthread_mutex_trylock(&st->send_lock))
+			continue;
+		if (st->conn->ops->send(st->conn, &h, NULL) == 0)
+			atomic_store(&st->last_tx_ns, now);
+		pthread_mutex_unlock(&st->send_lock);
+	}
+}
+
+void sess_tick_loop(struct rdx_session *s, bool all_streams,
+		    bool (*done)(struct rdx_session *s))
+{
+	for (;;) {
+		struct timespec dl;
+
+		if (s->o->interrupted && atomic_load(s->o->interrupted))
+			sess_fail(s, -RDX_EINTR, "interrupted");
+		pthread_mutex_lock(&s->lock);
+		if (s->err || done(s)) {
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		deadline_in(&dl, 100);
+		pthread_cond_timedwait(&s->cond, &s->lock, &dl);
+		pthread_mutex_unlock(&s->lock);
+		send_keepalives(s, all_streams);
+		rdx_progress_update(&s->progress, atomic_load(&s->moved));
+	}
+}
+
+void sess_wait(struct rdx_session *s, bool (*done)(struct rdx_session *s),
+	       uint64_t ms)
+{
+	struct timespec dl;
+
+	deadline_in(&dl, ms);
+	pthread_mutex_lock(&s->lock);
+	while (!done(s))
+		if (pthread_cond_timedwait(&s->cond, &s->lock, &dl) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void sess_stop_streams(struct rdx_session *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nstreams; i++)
+		if (s->streams[i].conn)
+			s->streams[i].conn->ops->shutdown(s->streams[i].conn);
+	for (i = 0; i < s->nstreams; i++) {
+		if (s->streams[i].started)
+			pthread_join(s->streams[i].thread, NULL);
+		s->streams[i].started = false;
+	}
+}
+
+void sess_stats(struct rdx_session *s, struct rdx_xfer_stats *st,
+		const char *verb)
+{
+	double secs = (double)(rdx_now_ns() - s->t_start_ns) / 1e9;
+	uint64_t bytes = atomic_load(&s->moved);
+
+	rdx_progress_end(&s->progress);
+	if (!st)
+		return;
+	st->bytes = bytes;
+	st->seconds = secs;
+	st->transport = s->xp ? s->xp->name : "none";
+	st->streams = s->nstreams;
+	st->compress = s->opts.compress != 0;
+	st->encrypt = s->encrypt;
+	st->mem_locked = s->mem_locked;
+	if (!sess_error(s))
+		rdx_info(1, "%s %llu bytes in %.3f s, Bandwidth %.3f GB/s (%s, %u stream%s)",
+			 verb, (unsigned long long)bytes, secs,
+			 secs > 0 ? (double)bytes / secs / 1e9 : 0.0,
+			 st->transport, s->nstreams, s->nstreams == 1 ? "" : "s");
+}
+
+int sess_finish(struct rdx_session *s)
+{
+	int err = sess_error(s);
+
+	if (err)
+		rdx_error("%s", s->errmsg);
+	return err;
+}

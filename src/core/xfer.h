@@ -1,0 +1,60 @@
+/* One transfer, sender or receiver side: the public entry points of the
+ * streaming core used by rdsend and rdrecv (and later rdcp and rdpipe). */
+#ifndef RDX_XFER_H
+#define RDX_XFER_H
+
+#include "auth.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum rdx_transport_mode { RDX_TRANSPORT_AUTO, RDX_TRANSPORT_TCP, RDX_TRANSPORT_RDMA };
+
+struct rdx_xfer_opts {
+	const char *host; /* sender: the receiver's address */
+	const char *port;
+	const char *bind;
+	int family;	  /* AF_UNSPEC, AF_INET, AF_INET6 */
+	const char *path; /* NULL or "-": stdin / stdout */
+	struct rdx_key key;
+	enum rdx_transport_mode transport;
+	uint32_t slot_size;
+	unsigned slots;
+	unsigned streams;    /* sender: wanted; receiver: most accepted */
+	unsigned io_threads; /* file readers / writers */
+	int compress;	     /* zstd level, 0 = off (sender) */
+	bool encrypt;
+	bool fsync;
+	bool progress;
+	uint64_t timeout_ms;	     /* silence limit during a transfer */
+	uint64_t connect_timeout_ms; /* sender: how long to retry connecting */
+	uint64_t wait_ms;	     /* receiver: wait for a sender, 0 = forever */
+	const atomic_int *interrupted; /* set by the tool's signal handler */
+	/* receiver: called once listening, with the bound port */
+	void (*on_listen)(unsigned port, void *arg);
+	void *on_listen_arg;
+};
+
+struct rdx_xfer_stats {
+	uint64_t bytes;	 /* plain bytes moved */
+	double seconds;	 /* from authenticated session to end */
+	const char *transport;
+	unsigned streams;
+	bool compress;
+	bool encrypt;
+	bool mem_locked; /* slots pinned in memory */
+};
+
+/* Sets the defaults every tool starts from. */
+void rdx_xfer_opts_init(struct rdx_xfer_opts *o);
+
+/* Sends o->path (or stdin) to a receiver.  Prints exactly one error line on
+ * failure.  Returns 0 or a negative error for rdx_exit_code(). */
+int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st);
+
+/* Receives one stream into o->path (or stdout).  Same conventions. */
+int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st);
+
+#endif

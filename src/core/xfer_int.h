@@ -1,0 +1,141 @@
+/* Internals shared by the sending and receiving sides of a transfer. */
+#ifndef RDX_XFER_INT_H
+#define RDX_XFER_INT_H
+
+#include "progress.h"
+#include "proto.h"
+#include "ring.h"
+#include "seal.h"
+#include "xfer.h"
+#include "xport.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <xxhash.h>
+
+struct rdx_stream {
+	struct rdx_conn *conn;
+	pthread_mutex_t send_lock; /* one frame at a time on conn */
+	_Atomic uint64_t last_tx_ns;
+	unsigned index;
+	pthread_t thread;
+	bool started;
+	struct rdx_session *s;
+};
+
+struct rdx_session {
+	const struct rdx_xfer_opts *o;
+	const struct rdx_xport_ops *xp;
+	struct rdx_net_opts net;
+	const char *peer_role; /* "sender" or "receiver": prefixes its errors */
+
+	/* Settled by the handshake, then read-only. */
+	uint8_t nonce_s[RDX_NONCE_LEN];
+	uint8_t nonce_r[RDX_NONCE_LEN];
+	uint8_t key_tx[32];
+	uint8_t key_rx[32];
+	struct rdx_opts_wire opts; /* as the sender proposed them */
+	bool encrypt;
+	unsigned nstreams;
+	uint32_t data_max;
+	struct rdx_stream streams[RDX_MAX_STREAMS];
+	struct rdx_ring *ring;
+	bool mem_locked;
+
+	/* Sealed control frames, one counter and context per direction;
+	 * each is used by one thread only (see send.c / recv.c). */
+	struct rdx_seal *ctrl_tx;
+	struct rdx_seal *ctrl_rx;
+	uint64_t ctrl_tx_seq;
+	uint64_t ctrl_rx_seq;
+
+	/* In-order state, touched only from ring take hooks (ring lock). */
+	XXH3_state_t *hash;
+	uint64_t total;
+
+	atomic_int stop;	   /* ends poll-sliced I/O loops */
+	_Atomic uint64_t moved;	   /* plain bytes through the pipeline */
+	atomic_uint threads_done;  /* workers that have returned */
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* signalled on failure and on progress events */
+	int err;	     /* first failure; lock */
+	bool err_weak;	     /* err may be explained better by the peer */
+	bool err_from_peer;  /* do not echo it back as an ERROR frame */
+	char errmsg[768];
+
+	struct rdx_progress progress;
+	uint64_t t_start_ns;
+};
+
+/* Records a failure (the first one wins, except that a weak one, such as a
+ * connection reset, gives way to a later explained one) and stops every
+ * stage.  fmt gives the one-line message.  Returns err for convenience. */
+int sess_fail(struct rdx_session *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like sess_fail for errors the peer told us about (never echoed back). */
+int sess_fail_peer(struct rdx_session *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like sess_fail for broken connections: a weak error. */
+int sess_fail_conn(struct rdx_session *s, int err, const char *what);
+
+int sess_error(struct rdx_session *s);
+
+int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
+	      const char *peer_role);
+void sess_release(struct rdx_session *s);
+
+/* Transport selection for --transport; logs why under -v.  Returns 0 or an
+ * error already reported. */
+int sess_pick_transport(struct rdx_session *s);
+
+/* Sends one frame on a stream under its send lock. */
+int sess_send(struct rdx_stream *st, struct rdx_frame_hdr *h,
+	      const void *payload);
+
+/* Sends a control frame on stream 0, sealed when the session encrypts. */
+int sess_send_ctrl(struct rdx_session *s, uint8_t type, const uint8_t *msg,
+		   size_t len);
+
+/* Receives one control frame (not DATA) into buf (RDX_CTRL_MAX + tag),
+ * skipping keepalives.  An ERROR frame is decoded into *em and gives
+ * -RDX_EREMOTE.  With sealed true the payload is opened as the next control
+ * frame.  Returns 0 (h filled, payload in buf, h->len its length),
+ * RDX_XPORT_EOF, or a negative error; nothing is recorded with sess_fail. */
+int sess_recv_ctrl(struct rdx_session *s, struct rdx_conn *c,
+		   struct rdx_frame_hdr *h, uint8_t *buf, bool sealed,
+		   struct rdx_errmsg *em);
+
+/* Records the peer's ERROR payload as the session's failure. */
+int sess_peer_error(struct rdx_session *s, const uint8_t *buf, size_t len);
+
+/* Waits until done() holds or ms pass, whichever is first. */
+void sess_wait(struct rdx_session *s, bool (*done)(struct rdx_session *s),
+	       uint64_t ms);
+
+/* Best effort: tells the peer why we stop, unless the failure came from it. */
+void sess_send_error(struct rdx_session *s);
+
+/* Runs the main thread's duties until done() says so or the session fails:
+ * signals, keepalives (stream 0 only unless all_streams), progress. */
+void sess_tick_loop(struct rdx_session *s, bool all_streams,
+		    bool (*done)(struct rdx_session *s));
+
+/* Shuts every connection down so that blocked threads return, then joins
+ * the stream threads. */
+void sess_stop_streams(struct rdx_session *s);
+
+/* Fills the stats and, on success, prints the -v summary. */
+void sess_stats(struct rdx_session *s, struct rdx_xfer_stats *st,
+		const char *verb);
+
+/* Prints the recorded error (once) and returns it. */
+int sess_finish(struct rdx_session *s);
+
+/* Describes a transport error for messages ("timed out after 60 s"). */
+const char *sess_conn_reason(struct rdx_session *s, int err, char *buf,
+			     size_t len);
+
+#endif

@@ -1,0 +1,400 @@
+/* The tcp transport: one TCP connection per stream, frames sent with one
+ * sendmsg (header + payload) and received straight into the caller's slot.
+ * Silence is bounded by SO_RCVTIMEO/SO_SNDTIMEO and TCP_USER_TIMEOUT, so a
+ * dead peer or a pulled cable surfaces as -RDX_ETIMEOUT, never a hang. */
+#include "xport.h"
+
+#include "err.h"
+#include "units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+struct tcp_conn {
+	struct rdx_conn base;
+	int fd;
+};
+
+struct tcp_listener {
+	struct rdx_listener base;
+	int fd;
+	unsigned port;
+};
+
+static struct tcp_conn *tcp_of(struct rdx_conn *c)
+{
+	return (struct tcp_conn *)c;
+}
+
+static void addr_name(const struct sockaddr *sa, socklen_t len, char *out,
+		      size_t outlen)
+{
+	char host[64], serv[16];
+
+	if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
+			NI_NUMERICHOST | NI_NUMERICSERV)) {
+		snprintf(out, outlen, "?");
+		return;
+	}
+	if (sa->sa_family == AF_INET6)
+		snprintf(out, outlen, "[%s]:%s", host, serv);
+	else
+		snprintf(out, outlen, "%s:%s", host, serv);
+}
+
+static void set_timeouts(int fd, uint64_t ms)
+{
+	struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
+			      .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+	unsigned int uto = ms > UINT32_MAX ? UINT32_MAX : (unsigned int)ms;
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!ms)
+		return;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &uto, sizeof(uto));
+}
+
+static int conn_new(int fd, const struct rdx_net_opts *o,
+		    struct rdx_conn **out)
+{
+	struct tcp_conn *c = calloc(1, sizeof(*c));
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->base.ops = &rdx_xport_tcp;
+	c->fd = fd;
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
+		addr_name((struct sockaddr *)&ss, len, c->base.peer,
+			  sizeof(c->base.peer));
+	set_timeouts(fd, o->timeout_ms);
+	*out = &c->base;
+	return 0;
+}
+
+static int resolve(const char *host, const char *port, int family, int flags,
+		   struct addrinfo **res)
+{
+	struct addrinfo hints = { .ai_family = family,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = flags };
+	char buf[256];
+	size_t n;
+	int ret;
+
+	/* Accept scp-style "[v6addr]". */
+	if (host && host[0] == '[') {
+		n = strlen(host);
+		if (n < 3 || host[n - 1] != ']' || n - 2 >= sizeof(buf))
+			return -EINVAL;
+		memcpy(buf, host + 1, n - 2);
+		buf[n - 2] = '\0';
+		host = buf;
+	}
+	ret = getaddrinfo(host, port, &hints, res);
+	if (ret == EAI_SYSTEM)
+		return -errno;
+	return ret ? -ENOENT : 0;
+}
+
+/* One non-blocking connect bounded by the deadline.  Returns fd or -errno. */
+static int try_connect(const struct addrinfo *ai, const struct rdx_net_opts *o,
+		       uint64_t deadline_ns)
+{
+	struct pollfd p;
+	int fd, err = 0, flags;
+	socklen_t elen = sizeof(err);
+	uint64_t now;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	if (o->bind) {
+		struct addrinfo *b;
+		int ret = resolve(o->bind, NULL, ai->ai_family, AI_PASSIVE, &b);
+
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+		ret = bind(fd, b->ai_addr, b->ai_addrlen) ? -errno : 0;
+		freeaddrinfo(b);
+		if (ret) {
+			close(fd);
+			return ret;
+		}
+	}
+	flags = fcntl(fd, F_GETFL);
+	fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) && errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	p.fd = fd;
+	p.events = POLLOUT;
+	now = rdx_now_ns();
+	if (poll(&p, 1, now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000) + 1) <= 0) {
+		close(fd);
+		return -ETIMEDOUT;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err) {
+		close(fd);
+		return -(err ? err : ECONNREFUSED);
+	}
+	fcntl(fd, F_SETFL, flags);
+	return fd;
+}
+
+static int tcp_connect(const struct rdx_net_opts *o, const char *host,
+		       const char *port, uint64_t deadline_ns,
+		       const atomic_int *stop, int *last_err,
+		       struct rdx_conn **out)
+{
+	struct addrinfo *res, *ai;
+	int ret, fd = -ECONNREFUSED;
+
+	ret = resolve(host, port, o->family, AI_ADDRCONFIG, &res);
+	if (ret)
+		return ret;
+	for (;;) {
+		for (ai = res; ai; ai = ai->ai_next) {
+			fd = try_connect(ai, o, deadline_ns);
+			if (fd >= 0)
+				break;
+		}
+		if (fd >= 0 || rdx_now_ns() >= deadline_ns ||
+		    (stop && atomic_load(stop)))
+			break;
+		usleep(100000);
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		*last_err = -fd;
+		return stop && atomic_load(stop) ? -RDX_EINTR : -RDX_ECONNECT;
+	}
+	return conn_new(fd, o, out);
+}
+
+static int listen_on(const struct addrinfo *ai, bool dual)
+{
+	int fd, one = 1, zero = 0;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+		    ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (dual)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static int tcp_listen(const struct rdx_net_opts *o, const char *port,
+		      struct rdx_listener **out)
+{
+	struct addrinfo *res, *ai;
+	struct tcp_listener *l;
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+	int ret, fd = -EADDRNOTAVAIL;
+
+	ret = resolve(o->bind, port, o->family, AI_PASSIVE, &res);
+	if (ret)
+		return ret;
+	/* With no address given, prefer one dual-stack IPv6 socket. */
+	for (ai = res; ai && fd < 0; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET6)
+			fd = listen_on(ai, !o->bind && o->family == AF_UNSPEC);
+	for (ai = res; ai && fd < 0; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET)
+			fd = listen_on(ai, false);
+	freeaddrinfo(res);
+	if (fd < 0)
+		return fd;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		close(fd);
+		return -ENOMEM;
+	}
+	l->base.ops = &rdx_xport_tcp;
+	l->fd = fd;
+	if (getsockname(fd, (struct sockaddr *)&ss, &slen) == 0)
+		l->port = ntohs(ss.ss_family == AF_INET6 ?
+				  ((struct sockaddr_in6 *)&ss)->sin6_port :
+				  ((struct sockaddr_in *)&ss)->sin_port);
+	*out = &l->base;
+	return 0;
+}
+
+static unsigned tcp_listen_port(struct rdx_listener *l)
+{
+	return ((struct tcp_listener *)l)->port;
+}
+
+static int tcp_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
+		      int wait_ms, struct rdx_conn **out)
+{
+	struct tcp_listener *l = (struct tcp_listener *)lb;
+	struct pollfd p = { .fd = l->fd, .events = POLLIN };
+	int n, fd;
+
+	n = poll(&p, 1, wait_ms);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	if (n == 0)
+		return -EAGAIN;
+	fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return (errno == EINTR || errno == ECONNABORTED) ? -EAGAIN : -errno;
+	return conn_new(fd, o, out);
+}
+
+static void tcp_close_listener(struct rdx_listener *lb)
+{
+	struct tcp_listener *l = (struct tcp_listener *)lb;
+
+	if (!l)
+		return;
+	close(l->fd);
+	free(l);
+}
+
+static int io_error(int err)
+{
+	if (err == EAGAIN || err == EWOULDBLOCK)
+		return -RDX_ETIMEOUT;
+	return -err;
+}
+
+static int tcp_send(struct rdx_conn *cb, const struct rdx_frame_hdr *h,
+		    const void *payload)
+{
+	struct tcp_conn *c = tcp_of(cb);
+	uint8_t hdr[RDX_HDR_LEN];
+	struct iovec iov[2] = {
+		{ .iov_base = hdr, .iov_len = RDX_HDR_LEN },
+		{ .iov_base = (void *)payload, .iov_len = h->len },
+	};
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = h->len ? 2 : 1 };
+
+	rdx_hdr_encode(h, hdr);
+	while (msg.msg_iovlen) {
+		ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(errno);
+		}
+		while (msg.msg_iovlen && (size_t)n >= msg.msg_iov->iov_len) {
+			n -= (ssize_t)msg.msg_iov->iov_len;
+			msg.msg_iov++;
+			msg.msg_iovlen--;
+		}
+		if (msg.msg_iovlen) {
+			msg.msg_iov->iov_base = (char *)msg.msg_iov->iov_base + n;
+			msg.msg_iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static int tcp_recv(struct rdx_conn *cb, void *buf, size_t len)
+{
+	struct tcp_conn *c = tcp_of(cb);
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = recv(c->fd, p + done, len - done, MSG_WAITALL);
+
+		if (n == 0)
+			return done ? -RDX_ECONNECT : RDX_XPORT_EOF;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return io_error(errno);
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static void tcp_set_timeout(struct rdx_conn *cb, uint64_t ms)
+{
+	set_timeouts(tcp_of(cb)->fd, ms);
+}
+
+static void tcp_shutdown(struct rdx_conn *cb)
+{
+	shutdown(tcp_of(cb)->fd, SHUT_RDWR);
+}
+
+static void tcp_close(struct rdx_conn *cb)
+{
+	if (!cb)
+		return;
+	close(tcp_of(cb)->fd);
+	free(cb);
+}
+
+static void tcp_close_gently(struct rdx_conn *cb, int wait_ms)
+{
+	struct tcp_conn *c = tcp_of(cb);
+	uint64_t end = rdx_now_ns() + (uint64_t)wait_ms * 1000000;
+	char sink[4096];
+
+	/* Send our FIN after the last frame, then drain until the peer
+	 * closes: closing with unread data would send a RST, and a RST can
+	 * destroy the frame we just sent before the peer reads it. */
+	shutdown(c->fd, SHUT_WR);
+	for (;;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		uint64_t now = rdx_now_ns();
+
+		if (now >= end || poll(&p, 1, (int)((end - now) / 1000000) + 1) <= 0)
+			break;
+		if (recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0)
+			break;
+	}
+	tcp_close(cb);
+}
+
+const struct rdx_xport_ops rdx_xport_tcp = {
+	.name = "tcp",
+	.connect = tcp_connect,
+	.listen = tcp_listen,
+	.listen_port = tcp_listen_port,
+	.accept = tcp_accept,
+	.close_listener = tcp_close_listener,
+	.send = tcp_send,
+	.recv = tcp_recv,
+	.set_timeout = tcp_set_timeout,
+	.shutdown = tcp_shutdown,
+	.close_gently = tcp_close_gently,
+	.close = tcp_close,
+};

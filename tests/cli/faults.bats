@@ -1,0 +1,391 @@
+#!/usr/bin/env bats
+# Failures: each must end fast with a one-line error, the documented exit
+# code, and nothing under the final name (docs/CLI.md "Behaviour", "Exit
+# codes").
+
+load ../lib/common
+
+# Phrases that say "the connection went away", whatever the exact wording.
+LOST='(connection|closed|reset|eof|end of (stream|file)|disconnect|broken pipe|timed out|timeout|lost|peer|sender|receiver)'
+
+# slow_source: a background writer into $D/fifo that never ends by itself
+# (about 2-3 MB/s of random data); sets SEND_IN for start_send.
+slow_source() {
+	mkfifo "$D/fifo"
+	BG_STDOUT=$D/fifo bg_start src bash -c \
+		'while :; do head -c 65536 /dev/urandom || exit 0; sleep 0.02; done'
+	SEND_IN=$D/fifo
+}
+
+# wait_temp DST: until rdrecv's .DST.rdx-* temporary exists and holds data.
+wait_temp() {
+	local dir=${1%/*} base=${1##*/}
+	has_temp() {
+		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
+	}
+	wait_until 15 has_temp || fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
+}
+
+# last_line FILE: the last line of FILE.
+last_line() {
+	tail -n 1 "$1"
+}
+
+# assert_err_file FILE TOOL ERE: FILE holds exactly one line, a TOOL error
+# matching ERE (case-insensitive).
+assert_err_file() {
+	local n
+	n=$(grep -c '' "$1" || true)
+	if [ "$n" -ne 1 ]; then
+		echo "${1##*/}: expected one error line, got $n:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+	assert_one_line_error "$(cat "$1")" "$2"
+	grep -qiE -- "$3" "$1" || {
+		echo "${1##*/} does not match /$3/i: $(cat "$1")" >&2
+		return 1
+	}
+}
+
+# real_send SRC: a correct sender into the running rdrecv on $port; must
+# succeed and rdrecv with it.
+real_send_succeeds() {
+	run_t --secs 40 "$RDSEND" --timeout 10 --connect-timeout 20 127.0.0.1 "$port" "$KEY" "$1"
+	assert_status 0
+	wait_recv 20
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$1" "$D/dst"
+	assert_no_temp "$D/dst"
+}
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# -------------------------------------------------------------- wrong key
+
+@test "wrong key: rdsend exits 3, rdrecv logs it, keeps waiting, then a right sender succeeds" {
+	mkrand "$D/src" $((1024 * 1024 + 1))
+	port=$(free_port)
+	start_recv --timeout 5 --wait 10 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 127.0.0.1 "$port" wrong-key "$D/src"
+	assert_status 3
+	[ "$stderr" = "rdsend: authentication failed (wrong key?)" ] || fail "rdsend stderr: $stderr"
+	wait_until 5 grep -qE '^rdrecv: rejected connection from .+: authentication failed$' "$D/recv.err" ||
+		fail "rdrecv did not log the rejection: $(cat "$D/recv.err")"
+	alive "$RECV_PID" || fail "rdrecv exited after a wrong key: $(cat "$D/recv.err")"
+	# Nothing is created before the sender authenticated.
+	assert_no_output_file "$D/dst"
+	real_send_succeeds "$D/src"
+}
+
+@test "wrong key with --wait 3: rdrecv logs it, then exits 3 when the wait expires" {
+	mkrand "$D/src" 1000
+	port=$(free_port)
+	t0=$SECONDS
+	start_recv --timeout 5 --wait 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 127.0.0.1 "$port" wrong-key "$D/src"
+	assert_status 3
+	assert_match "$stderr" 'authentication failed' "rdsend stderr"
+	wait_recv 15
+	assert_rc recv "$RECV_RC" 3
+	[ $((SECONDS - t0)) -le 8 ] || fail "rdrecv took $((SECONDS - t0)) s for --wait 3"
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .+: authentication failed$'
+	# The last line says why it gave up.
+	last=$(last_line "$D/recv.err")
+	assert_one_line_error "$last" rdrecv
+	assert_match "$last" '(wait|timed out|timeout|no (authenticated )?sender)' "rdrecv last line"
+	assert_no_output_file "$D/dst"
+}
+
+@test "--wait 2 with no sender at all: rdrecv exits 3" {
+	port=$(free_port)
+	t0=$SECONDS
+	start_recv --wait 2 "$port" "$KEY" "$D/dst"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 3
+	[ $((SECONDS - t0)) -le 5 ]
+	assert_err_file "$D/recv.err" rdrecv '(wait|timed out|timeout|no (authenticated )?sender)'
+	assert_no_output_file "$D/dst"
+}
+
+@test "wrong key through --key-file and RDX_KEY is rejected too" {
+	mkrand "$D/src" 1000
+	echo other-key >"$D/kf"
+	port=$(free_port)
+	start_recv --timeout 5 --wait 10 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 --key-file "$D/kf" 127.0.0.1 "$port" "$D/src"
+	assert_status 3
+	RDX_KEY=other-key run_t --secs 20 "$RDSEND" --timeout 5 127.0.0.1 "$port" "$D/src"
+	assert_status 3
+	[ "$(grep -c 'authentication failed' "$D/recv.err")" -ge 2 ] ||
+		fail "rdrecv logged: $(cat "$D/recv.err")"
+	assert_no_output_file "$D/dst"
+	real_send_succeeds "$D/src"
+}
+
+# ------------------------------------------------------- killed mid-stream
+
+@test "sender killed with SIGKILL mid-stream: rdrecv fails within --timeout, no file" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -KILL "$SEND_PID"
+	t0=$SECONDS
+	wait_recv 20
+	[ "$RECV_RC" -ne 124 ] || fail "rdrecv still running 20 s after the sender died"
+	[ $((SECONDS - t0)) -le 7 ] || fail "rdrecv needed $((SECONDS - t0)) s (--timeout 5)"
+	assert_rc recv "$RECV_RC" 3
+	assert_err_file "$D/recv.err" rdrecv "$LOST"
+	assert_no_output_file "$D/dst"
+}
+
+@test "receiver killed with SIGKILL mid-stream: rdsend exits 3" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -KILL "$RECV_PID"
+	t0=$SECONDS
+	wait_send 20
+	[ "$SEND_RC" -ne 124 ] || fail "rdsend still running 20 s after the receiver died"
+	[ $((SECONDS - t0)) -le 7 ] || fail "rdsend needed $((SECONDS - t0)) s (--timeout 5)"
+	assert_rc send "$SEND_RC" 3
+	assert_err_file "$D/send.err" rdsend "$LOST"
+	# A killed rdrecv cannot clean up its temporary, but it never renames.
+	[ ! -e "$D/dst" ]
+}
+
+@test "receiver SIGINT mid-stream: exit 130, temporary removed, rdsend fails" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -INT "$RECV_PID"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 130
+	assert_no_output_file "$D/dst"
+	wait_send 15
+	[ "$SEND_RC" -ne 124 ] || fail "rdsend still running 15 s after the receiver stopped"
+	[ "$SEND_RC" -ne 0 ] || fail "rdsend exited 0 although the receiver was interrupted"
+	assert_err_file "$D/send.err" rdsend '.'
+}
+
+@test "receiver SIGTERM mid-stream: exit 130, temporary removed" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -TERM "$RECV_PID"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 130
+	assert_no_output_file "$D/dst"
+	wait_send 15
+	[ "$SEND_RC" -ne 0 ] && [ "$SEND_RC" -ne 124 ]
+}
+
+@test "sender SIGINT mid-stream: rdsend exits 130, rdrecv fails, no file" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -INT "$SEND_PID"
+	wait_send 10
+	assert_rc send "$SEND_RC" 130
+	wait_recv 10
+	[ "$RECV_RC" -ne 0 ] && [ "$RECV_RC" -ne 124 ] ||
+		fail "rdrecv exit $RECV_RC after the sender was interrupted"
+	assert_err_file "$D/recv.err" rdrecv '.'
+	assert_no_output_file "$D/dst"
+}
+
+@test "SIGINT while rdrecv waits for a sender: exit 130, nothing created" {
+	port=$(free_port)
+	start_recv "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	kill -INT "$RECV_PID"
+	wait_recv 5
+	assert_rc recv "$RECV_RC" 130
+	assert_no_output_file "$D/dst"
+}
+
+# -------------------------------------------------- misbehaving peers
+
+# badpeer_then_real MODE: rdrecv rejects what badpeer sends, logs it, keeps
+# waiting, and a real sender then succeeds.
+badpeer_then_real() {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	mkrand "$D/src" $((1024 * 1024 + 1))
+	port=$(free_port)
+	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 40 "$BADPEER" "$1" 127.0.0.1 "$port"
+	assert_status 0
+	wait_until 10 grep -q '^rdrecv: rejected connection from ' "$D/recv.err" ||
+		fail "rdrecv did not log a rejection after badpeer $1: $(cat "$D/recv.err")"
+	alive "$RECV_PID" || fail "rdrecv exited after badpeer $1: $(cat "$D/recv.err")"
+	assert_no_output_file "$D/dst"
+	real_send_succeeds "$D/src"
+}
+
+@test "badpeer garbage: rejected, rdrecv keeps waiting" {
+	badpeer_then_real garbage
+}
+
+@test "badpeer short-hello: rejected, rdrecv keeps waiting" {
+	badpeer_then_real short-hello
+}
+
+@test "badpeer huge-len: rejected, rdrecv keeps waiting" {
+	badpeer_then_real huge-len
+}
+
+@test "badpeer bad-version: rejected, rdrecv keeps waiting" {
+	badpeer_then_real bad-version
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .*version'
+}
+
+@test "badpeer silent: does not block a real sender for long" {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	mkrand "$D/src" $((1024 * 1024 + 1))
+	port=$(free_port)
+	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start silent "$BADPEER" silent 127.0.0.1 "$port"
+	sleep 0.3
+	t0=$SECONDS
+	real_send_succeeds "$D/src"
+	[ $((SECONDS - t0)) -le 10 ] || fail "the silent peer held the real sender for $((SECONDS - t0)) s"
+}
+
+# ------------------------------------------------------------- local I/O
+
+@test "ENOSPC: rdrecv exits 4, rdsend exits 5 with 'receiver:', no file" {
+	mount_tmpfs "$D/small" 2m
+	mkrand "$D/src" $((8 * 1024 * 1024))
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/small/dst"
+	wait_listen "$port"
+	run_t --secs 30 "$RDSEND" --timeout 5 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_status 5
+	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" '^rdsend: receiver: ' "rdsend stderr"
+	wait_recv 15
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv 'No space left on device'
+	assert_no_output_file "$D/small/dst"
+	# The temporary's space was given back.
+	[ "$(df --output=used -k "$D/small" | tail -n 1 | tr -d ' ')" -lt 512 ]
+}
+
+@test "rdsend of a nonexistent file: exit 4 'cannot open'" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 2 127.0.0.1 "$port" "$KEY" "$D/nope"
+	assert_status 4
+	[ "$stderr" = "rdsend: cannot open '$D/nope': No such file or directory" ] ||
+		fail "rdsend stderr: $stderr"
+	sleep 0.5
+	assert_no_output_file "$D/dst"
+}
+
+@test "rdsend of an unreadable path (a directory): exit 4" {
+	port=$(free_port)
+	mkdir "$D/adir"
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 1 127.0.0.1 "$port" "$KEY" "$D/adir"
+	[ "$status" -eq 4 ] || [ "$status" -eq 3 ] || fail "exit $status: $stderr"
+	assert_one_line_error "$stderr" rdsend
+}
+
+@test "rdrecv into a directory that does not exist: exit 4, rdsend fails" {
+	mkrand "$D/src" 100000
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/nodir/dst"
+	# rdrecv may check the directory before listening and exit at once.
+	wait_listen_or_exit "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 2 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_nonzero
+	assert_one_line_error "$stderr" rdsend
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv "(cannot|No such file or directory)"
+	[ ! -e "$D/nodir" ]
+}
+
+@test "rdrecv into a read-only directory: exit 4, nothing left" {
+	mkrand "$D/src" 100000
+	mount_tmpfs "$D/ro" 1m
+	mount -o remount,ro "$D/ro"
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/ro/dst"
+	wait_listen_or_exit "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 2 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_nonzero
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv "Read-only file system"
+	assert_no_output_file "$D/ro/dst"
+}
+
+# -------------------------------------------------------------- network
+
+@test "nothing listening, --connect-timeout 1: exit 3 within ~2 s" {
+	mkrand "$D/src" 1000
+	port=$(free_port)
+	t0=$(now_ms)
+	run_t --secs 20 "$RDSEND" --connect-timeout 1 127.0.0.1 "$port" "$KEY" "$D/src"
+	t1=$(now_ms)
+	assert_status 3
+	[ $((t1 - t0)) -le 2500 ] || fail "took $((t1 - t0)) ms"
+	[ $((t1 - t0)) -ge 900 ] || fail "gave up after $((t1 - t0)) ms, before --connect-timeout 1"
+	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" '(connect|refused)' "rdsend stderr"
+}
+
+@test "--connect-timeout: rdsend retries until rdrecv appears" {
+	mkrand "$D/src" 100000
+	port=$(free_port)
+	start_send --timeout 10 --connect-timeout 10 127.0.0.1 "$port" "$KEY" "$D/src"
+	sleep 1.5
+	alive "$SEND_PID" || fail "rdsend gave up before --connect-timeout: $(cat "$D/send.err")"
+	start_recv --timeout 10 "$port" "$KEY" "$D/dst"
+	wait_send 20
+	assert_rc send "$SEND_RC" 0
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$D/dst"
+}
+
+@test "unresolvable host: exit 3, one line" {
+	run_t --secs 30 "$RDSEND" --connect-timeout 1 no-such-host.invalid 5000 "$KEY" /dev/null
+	assert_status 3
+	assert_one_line_error "$stderr" rdsend
+}
+
+@test "port already in use: rdrecv fails at once (3, or 1)" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	run_t --secs 10 "$RDRECV" "$port" "$KEY" "$D/dst2"
+	# docs/CLI.md does not say which; 3 (connection) is the likely reading.
+	[ "$status" -eq 3 ] || [ "$status" -eq 1 ] || fail "exit $status: $stderr"
+	assert_one_line_error "$stderr" rdrecv
+	assert_match "$stderr" '(in use|bind|listen)' "rdrecv stderr"
+	[ ! -e "$D/dst2" ]
+}

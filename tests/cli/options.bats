@@ -1,0 +1,335 @@
+#!/usr/bin/env bats
+# Option parsing, --help/--version, completions and man pages against
+# docs/CLI.md.
+
+load ../lib/common
+
+# The long options docs/CLI.md lists (both tools print the same set).
+CLI_LONG_OPTS=(verbose progress json transport key-file slot-size slots
+	streams io-threads compress encrypt timeout connect-timeout wait
+	fsync bind help version)
+CLI_SHORT_OPTS=(-v -4 -6 -h -V)
+
+# long_opts_in: the distinct --long-option tokens on stdin, one per line.
+long_opts_in() {
+	grep -oE -- '--[a-z][a-z0-9]*(-[a-z0-9]+)*' | sort -u
+}
+
+help_opts() { # help_opts TOOL
+	"$RDX_BUILD/$1" --help | long_opts_in
+}
+
+# A port nothing listens on, for rdsend cases that must fail before or at
+# connecting.
+dead_port() {
+	free_port
+}
+
+# --------------------------------------------------------------- --help
+
+@test "--help exits 0, prints usage on stdout and every long option" {
+	for tool in rdsend rdrecv; do
+		run_t --secs 10 "$RDX_BUILD/$tool" --help
+		assert_status 0
+		[ -z "$stderr" ] || fail "$tool --help wrote to stderr: $stderr"
+		assert_match "$output" "[Uu]sage:.*$tool" "$tool --help"
+		for o in "${CLI_LONG_OPTS[@]}"; do
+			grep -qE -- "--$o([^a-z-]|$)" <<<"$output" ||
+				fail "$tool --help does not mention --$o"
+		done
+		for o in "${CLI_SHORT_OPTS[@]}"; do
+			grep -qE -- "(^|[^a-zA-Z0-9-])$o([^a-zA-Z0-9-]|$)" <<<"$output" ||
+				fail "$tool --help does not mention $o"
+		done
+	done
+}
+
+@test "-h is --help" {
+	for tool in rdsend rdrecv; do
+		run_t --secs 10 "$RDX_BUILD/$tool" -h
+		assert_status 0
+		[ "$output" = "$("$RDX_BUILD/$tool" --help)" ]
+	done
+}
+
+@test "rdsend and rdrecv --help list the same long options" {
+	diff <(help_opts rdsend) <(help_opts rdrecv)
+}
+
+@test "--help lists no option that docs/CLI.md lacks" {
+	want=$(printf -- '--%s\n' "${CLI_LONG_OPTS[@]}" | sort -u)
+	for tool in rdsend rdrecv; do
+		extra=$(comm -13 <(echo "$want") <(help_opts "$tool"))
+		[ -z "$extra" ] || fail "$tool --help lists options not in docs/CLI.md: $extra"
+	done
+}
+
+@test "--help does not show the hidden --completion" {
+	for tool in rdsend rdrecv; do
+		! "$RDX_BUILD/$tool" --help | grep -q -- --completion
+	done
+}
+
+# ------------------------------------------------------------ --version
+
+@test "--version and -V print 'TOOL (rdxfer) X.Y.Z' and exit 0" {
+	for tool in rdsend rdrecv; do
+		for opt in --version -V; do
+			run_t --secs 10 "$RDX_BUILD/$tool" "$opt"
+			assert_status 0
+			assert_match "$output" "^$tool \\(rdxfer\\) [0-9]+\\.[0-9]+\\.[0-9]+$" "$tool $opt"
+			[ "$(grep -c '' <<<"$output")" -eq 1 ]
+			[ -z "$stderr" ]
+		done
+	done
+	# Both tools come from one release.
+	[ "$("$RDSEND" --version | awk '{print $3}')" = "$("$RDRECV" --version | awk '{print $3}')" ]
+}
+
+# --------------------------------------------------------- usage errors
+
+# usage_error TOOL ARGS...: exit 2, a one-line "TOOL: ..." error, no stdout.
+usage_error() {
+	local tool=$1
+	shift
+	run_t --secs 10 "$RDX_BUILD/$tool" "$@"
+	if [ "$status" -ne 2 ]; then
+		echo "$tool $*: expected exit 2, got $status" >&2
+		echo "stderr: $stderr" >&2
+		return 1
+	fi
+	[ -z "$output" ] || fail "$tool $*: usage error wrote to stdout: $output"
+	assert_one_line_error "$stderr" "$tool"
+}
+
+@test "unknown option: exit 2 with a one-line error" {
+	usage_error rdsend --bogus 127.0.0.1 1 k
+	usage_error rdrecv --bogus 1 k
+	usage_error rdsend -Z 127.0.0.1 1 k
+	usage_error rdrecv -Z 1 k
+}
+
+@test "option missing its argument: exit 2" {
+	usage_error rdsend 127.0.0.1 1 k --streams
+	usage_error rdrecv 1 k --slots
+	usage_error rdrecv 1 k --key-file
+}
+
+@test "bad --slot-size: exit 2" {
+	p=$(dead_port)
+	for v in 1000 5K 0 2K 128M 1G abc 4Kx -4K ''; do
+		usage_error rdsend --connect-timeout 1 --slot-size "$v" 127.0.0.1 "$p" k
+		usage_error rdrecv --slot-size "$v" "$p" k
+	done
+}
+
+@test "bad --slots: exit 2" {
+	p=$(dead_port)
+	for v in 0 1 1025 -1 x; do
+		usage_error rdsend --connect-timeout 1 --slots "$v" 127.0.0.1 "$p" k
+		usage_error rdrecv --slots "$v" "$p" k
+	done
+}
+
+@test "bad --streams: exit 2" {
+	p=$(dead_port)
+	for v in 0 65 100 -1 x; do
+		usage_error rdsend --connect-timeout 1 --streams "$v" 127.0.0.1 "$p" k
+		usage_error rdrecv --streams "$v" "$p" k
+	done
+}
+
+@test "bad --io-threads, --compress level, --timeout, --transport: exit 2" {
+	p=$(dead_port)
+	usage_error rdsend --connect-timeout 1 --io-threads 0 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --io-threads 65 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --compress=0 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --compress=20 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --compress=x 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --timeout abc 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout x 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --transport foo 127.0.0.1 "$p" k
+	usage_error rdrecv --io-threads 0 "$p" k
+	usage_error rdrecv --timeout abc "$p" k
+	usage_error rdrecv --wait abc "$p" k
+	usage_error rdrecv --transport foo "$p" k
+}
+
+@test "bad PORT: exit 2" {
+	for v in 0 65536 -1 abc 80x ''; do
+		usage_error rdsend --connect-timeout 1 127.0.0.1 "$v" k
+	done
+	for v in 65536 -1 abc 80x ''; do
+		usage_error rdrecv "$v" k
+	done
+}
+
+@test "missing arguments: exit 2" {
+	usage_error rdsend
+	usage_error rdsend 127.0.0.1
+	usage_error rdsend 127.0.0.1 "$(dead_port)"
+	usage_error rdrecv
+	usage_error rdrecv "$(dead_port)"
+}
+
+@test "too many arguments: exit 2" {
+	usage_error rdsend 127.0.0.1 1 k f extra
+	usage_error rdrecv 1 k f extra
+}
+
+@test "an empty key is a usage error" {
+	p=$(dead_port)
+	usage_error rdsend --connect-timeout 1 127.0.0.1 "$p" ''
+	usage_error rdrecv "$p" ''
+	: >"$D/empty"
+	usage_error rdrecv --key-file "$D/empty" "$p"
+	printf '\n' >"$D/nl"
+	usage_error rdsend --connect-timeout 1 --key-file "$D/nl" 127.0.0.1 "$p"
+	RDX_KEY= usage_error rdrecv "$p"
+}
+
+@test "--key-file together with a positional key: exit 2" {
+	echo secret >"$D/kf"
+	p=$(dead_port)
+	usage_error rdrecv --key-file "$D/kf" "$p" secret "$D/out"
+	usage_error rdsend --connect-timeout 1 --key-file "$D/kf" 127.0.0.1 "$p" secret "$D/in"
+	[ ! -e "$D/out" ]
+}
+
+@test "valid boundary values are accepted (rdsend then fails to connect: 3)" {
+	p=$(dead_port)
+	for opts in "--slot-size 4K --slots 2" "--slot-size 64M --slots 2" \
+		"--slot-size 4K --slots 1024" "--slot-size 1M" "--slot-size 4096" \
+		"--streams 1" "--streams 64" "--io-threads 1" \
+		"--io-threads 64" "--compress" "--compress=1" "--compress=19" \
+		"--transport tcp" "--transport auto" "--timeout 1" "-4"; do
+		# shellcheck disable=SC2086
+		run_t --secs 15 "$RDSEND" --connect-timeout 1 $opts 127.0.0.1 "$p" k
+		[ "$status" -eq 3 ] || fail "rdsend $opts: expected 3 (connect failure), got $status: $stderr"
+	done
+}
+
+# ------------------------------------------------------ --transport rdma
+
+@test "--transport rdma: exit 3, not available in this build" {
+	p=$(dead_port)
+	run_t --secs 10 "$RDSEND" --connect-timeout 1 --transport rdma 127.0.0.1 "$p" k
+	assert_status 3
+	[ "$stderr" = "rdsend: --transport rdma: RDMA transport not available in this build" ] ||
+		fail "rdsend stderr: $stderr"
+	run_t --secs 10 "$RDRECV" --transport rdma "$p" k "$D/out"
+	assert_status 3
+	[ "$stderr" = "rdrecv: --transport rdma: RDMA transport not available in this build" ] ||
+		fail "rdrecv stderr: $stderr"
+	[ ! -e "$D/out" ]
+}
+
+@test "--transport tcp and auto transfer data" {
+	for t in tcp auto; do
+		mkrand "$D/src" 100000
+		rm -f "$D/dst"
+		xfer_file "$D/src" "$D/dst" --transport "$t" -- --transport "$t"
+	done
+}
+
+# ---------------------------------------------------------- completions
+
+@test "--completion bash is valid bash and mentions every --help option" {
+	for tool in rdsend rdrecv; do
+		run_t --secs 10 "$RDX_BUILD/$tool" --completion bash
+		assert_status 0
+		[ -n "$output" ]
+		bash -n <<<"$output" || fail "$tool --completion bash: syntax error"
+		for o in $(help_opts "$tool"); do
+			grep -qE -- "$o([^a-z-]|$)" <<<"$output" ||
+				fail "$tool --completion bash lacks $o"
+		done
+	done
+}
+
+@test "--completion bash registers a working completion" {
+	for tool in rdsend rdrecv; do
+		"$RDX_BUILD/$tool" --completion bash >"$D/$tool.bash"
+		run_t --secs 10 bash -c '
+			source "$1" || exit 1
+			spec=$(complete -p "$2") || exit 1
+			fn=$(sed -nE "s/.* -F ([^ ]+) .*/\1/p" <<<"$spec")
+			[ -n "$fn" ] || { echo "no -F function: $spec"; exit 1; }
+			COMP_WORDS=("$2" --sl); COMP_CWORD=1; COMP_LINE="$2 --sl"; COMP_POINT=${#COMP_LINE}
+			"$fn" "$2" --sl "$2"
+			printf "%s\n" "${COMPREPLY[@]}"' _ "$D/$tool.bash" "$tool"
+		assert_status 0
+		assert_match "$output" '^--slot-size' "$tool completion of --sl"
+		assert_match "$output" '^--slots' "$tool completion of --sl"
+	done
+}
+
+@test "--completion zsh starts with #compdef and mentions every --help option" {
+	for tool in rdsend rdrecv; do
+		run_t --secs 10 "$RDX_BUILD/$tool" --completion zsh
+		assert_status 0
+		assert_match "$(head -n1 <<<"$output")" "^#compdef $tool" "$tool zsh first line"
+		for o in $(help_opts "$tool"); do
+			grep -qE -- "$o([^a-z-]|$)" <<<"$output" ||
+				fail "$tool --completion zsh lacks $o"
+		done
+		if command -v zsh >/dev/null; then
+			zsh -n <<<"$output" || fail "$tool --completion zsh: syntax error"
+		fi
+	done
+}
+
+@test "--completion with an unknown shell: exit 2" {
+	usage_error rdsend --completion fish
+	usage_error rdrecv --completion fish
+}
+
+@test "committed completions/ equal --completion output" {
+	for tool in rdsend rdrecv; do
+		[ -f "$RDX_REPO/completions/$tool.bash" ] || fail "missing completions/$tool.bash"
+		[ -f "$RDX_REPO/completions/_$tool" ] || fail "missing completions/_$tool"
+		diff -u "$RDX_REPO/completions/$tool.bash" <("$RDX_BUILD/$tool" --completion bash) ||
+			fail "completions/$tool.bash is stale"
+		diff -u "$RDX_REPO/completions/_$tool" <("$RDX_BUILD/$tool" --completion zsh) ||
+			fail "completions/_$tool is stale"
+	done
+}
+
+# ------------------------------------------------------------ man pages
+
+# man_opts FILE: the --options the roff source mentions (\-\- or \- escapes).
+man_opts() {
+	sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\f(..//g' -e 's/\\&//g' "$1" | long_opts_in
+}
+
+@test "man pages mention every --help option and no other" {
+	for tool in rdsend rdrecv; do
+		page=$RDX_REPO/man/$tool.1
+		[ -f "$page" ] || fail "missing man/$tool.1"
+		missing=$(comm -23 <(help_opts "$tool") <(man_opts "$page"))
+		[ -z "$missing" ] || fail "man/$tool.1 lacks: $missing"
+		extra=$(comm -13 <(help_opts "$tool") <(man_opts "$page"))
+		[ -z "$extra" ] || fail "man/$tool.1 mentions options --help lacks: $extra"
+	done
+}
+
+@test "man pages render and document the exit codes" {
+	command -v man >/dev/null || skip "man not installed"
+	for tool in rdsend rdrecv; do
+		page=$RDX_REPO/man/$tool.1
+		[ -f "$page" ] || fail "missing man/$tool.1"
+		run_t --secs 20 env MANWIDTH=100 MAN_KEEP_FORMATTING= man -P cat -l "$page"
+		assert_status 0
+		text=$(sed 's/.\x08//g' <<<"$output")
+		assert_match "$text" "$tool" "man $tool"
+		# Rendered options agree with the source scan too.
+		missing=$(comm -23 <(help_opts "$tool") <(long_opts_in <<<"$text"))
+		[ -z "$missing" ] || fail "rendered man/$tool.1 lacks: $missing"
+		assert_match "$text" '^EXIT (STATUS|CODES|VALUES)' "man $tool"
+		section=$(sed -nE '/^EXIT (STATUS|CODES|VALUES)/,/^[A-Z][A-Z ]+$/p' <<<"$text")
+		for code in 0 1 2 3 4 5 6 130; do
+			grep -qE "(^|[^0-9])$code([^0-9]|$)" <<<"$section" ||
+				fail "man $tool: EXIT STATUS lacks $code"
+		done
+	done
+}
