@@ -147,13 +147,16 @@ static int recv_eos(struct rdx_stream *st, const struct rdx_frame_hdr *h,
 					 "end-of-stream message failed authentication");
 		s->ctrl_rx_seq++;
 	}
-	if (rdx_eos_decode(c->scratch, h->len - (s->encrypt ? RDX_TAG_LEN : 0), &eos) ||
-	    rdx_ring_set_end(s->ring, eos.nchunks))
+	if (rdx_eos_decode(c->scratch, h->len - (s->encrypt ? RDX_TAG_LEN : 0), &eos))
 		return sess_fail(s, -RDX_EPROTO, "sender sent a bad end-of-stream message");
+	/* Recorded before the ring learns the end: the writers may finish
+	 * the moment it does, and the main thread then reads x->eos. */
 	pthread_mutex_lock(&s->lock);
 	x->eos = eos;
 	x->eos_seen = true;
 	pthread_mutex_unlock(&s->lock);
+	if (rdx_ring_set_end(s->ring, eos.nchunks))
+		return sess_fail(s, -RDX_EPROTO, "sender sent a bad end-of-stream message");
 	return 1;
 }
 
@@ -195,8 +198,8 @@ static void stream_loop(struct rdx_stream *st, struct stream_ctx *c)
 		if (ret == RDX_XPORT_EOF && st->index > 0)
 			return;
 		if (ret == RDX_XPORT_EOF) {
-			sess_fail_conn(s, -RDX_ECONNECT,
-				       "sender closed the connection before the end of the stream");
+			sess_fail(s, -RDX_ECONNECT,
+				  "sender closed the connection before the end of the stream");
 			return;
 		}
 		if (ret) {

@@ -135,6 +135,7 @@ static const void *transform(struct rdx_session *s, struct stream_ctx *c,
 	size_t len = slot->len;
 	uint8_t aad[RDX_HDR_LEN];
 
+	/* h->stream is set by the caller: it is part of the sealed AAD. */
 	h->type = RDX_F_DATA;
 	h->flags = 0;
 	h->seq = slot->seq;
@@ -183,14 +184,13 @@ static void *stream_main(void *arg)
 	if (ret)
 		sess_fail(s, ret, "cannot set up stream: %s", rdx_strerror(ret));
 	while (!ret && rdx_ring_take(s->ring, hash_hook, s, &slot) == 1) {
-		struct rdx_frame_hdr h;
+		struct rdx_frame_hdr h = { .stream = (uint16_t)st->index };
 		const void *payload = transform(s, &c, slot, &h, &ret);
 
 		if (!payload) {
 			sess_fail(s, ret, "cannot encode chunk: %s", rdx_strerror(ret));
 			break;
 		}
-		h.stream = (uint16_t)st->index;
 		ret = sess_send(st, &h, payload);
 		if (ret) {
 			sess_fail_conn(s, ret, "lost the connection to the receiver");

@@ -41,6 +41,18 @@ static void addr_name(const struct sockaddr *sa, socklen_t len, char *out,
 {
 	char host[64], serv[16];
 
+	struct sockaddr_in v4;
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	/* Dual-stack listeners see IPv4 peers as ::ffff:a.b.c.d; show a.b.c.d. */
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+		memset(&v4, 0, sizeof(v4));
+		v4.sin_family = AF_INET;
+		v4.sin_port = s6->sin6_port;
+		memcpy(&v4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+		sa = (const struct sockaddr *)&v4;
+		len = sizeof(v4);
+	}
 	if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
 			NI_NUMERICHOST | NI_NUMERICSERV)) {
 		snprintf(out, outlen, "?");
