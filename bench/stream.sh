@@ -18,6 +18,9 @@
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #   SRC_FILE       use this file as the data source instead of generating
 #                  one (its size then overrides SIZE)
+#   FEED=cat       how stream rows get their stdin: `cat` = `cat src | tool`
+#                  (a pipe, the default: a generator), `file` = `tool < src`
+#                  (stdin is the regular file itself: no pipe in the way)
 #
 # What is measured, per row:
 #   wall s   from starting the sending side (the listener is already up)
@@ -44,7 +47,8 @@
 # stricter comparison; the two differ by only the setup cost.
 #
 # Correctness: every rdxfer row runs rdrecv --json and checks "bytes" equals
-# SIZE (and both exit 0); the file->file row also cmp's the destination with
+# SIZE, that "streams"/"compress"/"encrypt" match what the row asked for,
+# and that both ends exit 0; the file->file row also cmp's the destination with
 # the source.  Before timing, a small pre-flight (3 MiB + 12345 bytes)
 # goes through each rdxfer variant into `wc -c`/cmp.
 #
@@ -59,6 +63,8 @@ RDRECV=${RDRECV:-$here/build/rdrecv}
 STREAMS=${STREAMS:-4}
 RUNS=${RUNS:-1}
 ONLY=${ONLY:-}
+FEED=${FEED:-cat}
+case $FEED in cat | file) ;; *) echo "bench: FEED must be cat or file" >&2; exit 2 ;; esac
 
 log() { printf 'bench: %s\n' "$*" >&2; }
 die() { printf 'bench: error: %s\n' "$*" >&2; exit 1; }
@@ -130,7 +136,7 @@ if [ -n "${SRC_FILE:-}" ]; then
 	SRC=$SRC_FILE
 	[ -f "$SRC" ] || die "SRC_FILE=$SRC is not a file"
 	BYTES=$(stat -c %s "$SRC")
-	SRC_DESC="given file $SRC ($BYTES bytes)"
+	SRC_DESC="given file $SRC ($BYTES bytes) fed from page cache with cat"
 else
 	BYTES=$(to_bytes "${SIZE:-4G}")
 	SRC=$TMPD/src.bin
@@ -205,6 +211,9 @@ run_tx() {
 	if [ "$in" = - ]; then
 		timeout -k 5 "$TIMEOUT" /usr/bin/time -o "$d/tx.time" -f "$TIMEF" "$@" \
 			</dev/null >"$d/tx.out" 2>"$d/tx.err" &
+	elif [ "$FEED" = file ]; then
+		timeout -k 5 "$TIMEOUT" /usr/bin/time -o "$d/tx.time" -f "$TIMEF" "$@" \
+			<"$in" >"$d/tx.out" 2>"$d/tx.err" &
 	else
 		cat "$in" | timeout -k 5 "$TIMEOUT" /usr/bin/time -o "$d/tx.time" -f "$TIMEF" "$@" \
 			>"$d/tx.out" 2>"$d/tx.err" &
@@ -365,11 +374,30 @@ row_mbuffer() {
 # enlarges the pipe (F_SETPIPE_SZ) or splices.
 row_pipe() {
 	local name="(ref) pipe only: cat into dd bs=1M" d=$TMPD/r t0 t1 rc=0
+	local FEED=cat   # always through a pipe, whatever the other rows use
 	want_row "$name" || return 0
 	rm -rf "$d"; mkdir -p "$d"; add_order "$name"
 	t0=$(now)
 	run_tx "$d" "$SRC" dd bs=1M of=/dev/null status=none || rc=$?
 	t1=$(now)
+	[ "$rc" -eq 0 ] || { fail_row "$name" "$d" "exit $rc"; return; }
+	record "$name" "$d" "$t0" "$t1"
+}
+
+# Reference, no network: the disk's own file->file ceiling, O_DIRECT read
+# of the source piped into an O_DIRECT write of a destination in the same
+# scratch directory (what the rdxfer file->file row does, minus TCP)
+row_disk() {
+	local name="(ref) disk only: dd iflag=direct into dd oflag=direct" d=$TMPD/r t0 t1 rc=0
+	want_row "$name" || return 0
+	rm -rf "$d"; mkdir -p "$d"; add_order "$name"
+	rm -f "$TMPD/dst.bin"
+	t0=$(now)
+	# shellcheck disable=SC2016  # $1/$2 are the inner shell's arguments
+	run_tx "$d" - sh -c 'dd if="$1" bs=4M iflag=direct status=none |
+		dd of="$2" bs=4M oflag=direct iflag=fullblock status=none' sh "$SRC" "$TMPD/dst.bin" || rc=$?
+	t1=$(now)
+	rm -f "$TMPD/dst.bin"
 	[ "$rc" -eq 0 ] || { fail_row "$name" "$d" "exit $rc"; return; }
 	record "$name" "$d" "$t0" "$t1"
 }
@@ -406,6 +434,17 @@ row_rdx() {
 	got=$(json_num bytes "$jf")
 	[ "$got" = "$BYTES" ] ||
 		{ fail_row "$name" "$d" "rdrecv --json bytes='$got', want $BYTES"; return; }
+	# the mode asked for must be the mode rdrecv reports
+	local want_streams=1 want_c=false want_e=false prev=""
+	for o in "$@"; do
+		[ "$prev" = --streams ] && want_streams=$o
+		[ "$o" = --compress ] && want_c=true
+		[ "$o" = --encrypt ] && want_e=true
+		prev=$o
+	done
+	grep -q "\"streams\":${want_streams}[,}]" "$jf" &&
+		grep -q "\"compress\":$want_c" "$jf" && grep -q "\"encrypt\":$want_e" "$jf" ||
+		{ fail_row "$name" "$d" "rdrecv --json does not report streams=$want_streams compress=$want_c encrypt=$want_e"; return; }
 	if [ "$mode" = file ]; then
 		cmp -s "$SRC" "$TMPD/dst.bin" ||
 			{ fail_row "$name" "$d" "destination differs from source"; return; }
@@ -450,6 +489,7 @@ preflight() {
 }
 
 # ---------------------------------------------------------------- main
+[ "$FEED" = file ] && SRC_DESC=${SRC_DESC/ fed from page cache with cat/ as stdin (< file, no pipe), from page cache}
 log "source: $SRC_DESC"
 log "size $BYTES bytes per row, runs $RUNS, timeout ${TIMEOUT}s per process, scratch $TMPD"
 PREFLIGHT_FAIL=()
@@ -470,6 +510,7 @@ for run in $(seq 1 "$RUNS"); do
 	row_nc
 	row_mbuffer
 	row_pipe
+	row_disk
 done
 
 # ---------------------------------------------------------------- report

@@ -29,6 +29,22 @@ static bool aligned(uint64_t v)
 	return (v & (DIO_ALIGN - 1)) == 0;
 }
 
+/* A pipe holds 64 KiB by default, so every read or write of a 1 MiB slot
+ * would take 16 trips through the kernel and as many wakeups of the other
+ * end.  Ask for a pipe as large as a slot (the kernel caps it at
+ * /proc/sys/fs/pipe-max-size for unprivileged users; halve until it fits). */
+static void grow_pipe(int fd, size_t want)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	for (; want >= 65536; want /= 2)
+		if (fcntl(fd, F_GETPIPE_SZ) >= (int)want ||
+		    fcntl(fd, F_SETPIPE_SZ, (int)want) >= 0)
+			return;
+}
+
 int rdx_source_open(struct rdx_source **out, const char *path,
 		    const atomic_int *stop)
 {
@@ -55,6 +71,8 @@ int rdx_source_open(struct rdx_source **out, const char *path,
 		goto err_close;
 	}
 	s->seekable = S_ISREG(st.st_mode);
+	if (S_ISFIFO(st.st_mode))
+		grow_pipe(s->fd, 1u << 20);
 	if (s->seekable) {
 		s->size = (uint64_t)st.st_size;
 		/* Reopen rather than fcntl(F_SETFL): stdin's open file
@@ -213,6 +231,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 	if (!path || strcmp(path, "-") == 0) {
 		k->fd = STDOUT_FILENO;
 		k->name = "standard output";
+		grow_pipe(k->fd, 1u << 20);
 		*out = k;
 		return 0;
 	}
