@@ -12,6 +12,9 @@
 #               'trans*'; default: everything
 #   RDX_FILTER  regex passed to `bats --filter` (test names)
 #   RDX_UNIT_TIMEOUT  seconds one unit binary may run (default 300)
+#   RDX_ASAN_BUILD    a second build (ASan/UBSan) whose unit tests and
+#               CLI transfer/fault tests run too (make check sets it)
+#   RDX_ASAN_BIG_SIZE size of the big-file test in that pass (default 128M)
 #
 # Exit status: 0 when every test passed or was skipped and at least one ran;
 # 1 otherwise.
@@ -43,7 +46,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/rdx-run.XXXXXX")
 trap 'rm -f "$log"' EXIT
 
 # count_tap FILE: adds FILE's ok / not ok / skip lines to the totals and
-# prints how many results it held.
+# sets tap_n to how many results it held (no subshell: totals must stick).
 count_tap() {
 	local p f s
 	p=$(grep -cE '^ok ' "$1")
@@ -52,7 +55,7 @@ count_tap() {
 	passed=$((passed + p - s))
 	skipped=$((skipped + s))
 	failed=$((failed + f))
-	echo $((p + f))
+	tap_n=$((p + f))
 }
 
 matches() {
@@ -60,57 +63,103 @@ matches() {
 	[[ $1 == $select_glob ]]
 }
 
-# ------------------------------------------------------------ unit tests
-if [ -d "$build/tests/unit" ]; then
-	for t in "$build"/tests/unit/*; do
+# run_unit DIR LABEL: every executable in DIR/tests/unit, TAP counted.
+run_unit() {
+	local dir=$1 label=$2 t name rc n bad
+	if [ ! -d "$dir/tests/unit" ]; then
+		echo "# $label: no unit tests in $dir/tests/unit"
+		return 0
+	fi
+	for t in "$dir"/tests/unit/*; do
 		if [ ! -f "$t" ] || [ ! -x "$t" ]; then
 			continue
 		fi
 		name=${t##*/}
 		matches "$name" || continue
-		echo "# unit: $name"
+		echo "# $label unit: $name"
 		timeout -k 5 "$unit_timeout" "$t" </dev/null | tee "$log"
 		rc=${PIPESTATUS[0]}
-		n=$(count_tap "$log")
+		count_tap "$log"
+		n=$tap_n
 		bad=$(grep -cE '^not ok ' "$log")
 		if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
 			# Crashed, timed out or failed without saying which test.
-			echo "not ok - $name exited with status $rc"
+			echo "not ok - $label $name exited with status $rc"
 			failed=$((failed + 1))
 		elif [ "$n" -eq 0 ]; then
-			echo "not ok - $name printed no TAP results"
+			echo "not ok - $label $name printed no TAP results"
 			failed=$((failed + 1))
 		fi
 	done
-else
-	echo "# no unit tests in $build/tests/unit"
-fi
+}
 
-# ------------------------------------------------------------- CLI tests
-files=()
-for f in tests/cli/*.bats; do
-	[ -f "$f" ] || continue
-	base=${f##*/}
-	matches "${base%.bats}" || matches "$base" || continue
-	files+=("$f")
-done
-
-if [ ${#files[@]} -gt 0 ]; then
+# run_cli DIR LABEL FILE...: bats on FILE... with RDX_BUILD=DIR.
+run_cli() {
+	local dir=$1 label=$2 rc bad
+	shift 2
+	[ $# -gt 0 ] || return 0
 	if ! command -v bats >/dev/null 2>&1; then
 		echo "not ok - bats is not installed (scripts/deps.sh test)"
 		failed=$((failed + 1))
-	else
-		args=(--tap)
-		[ -n "${RDX_FILTER:-}" ] && args+=(--filter "$RDX_FILTER")
-		echo "# cli: ${files[*]}"
-		bats "${args[@]}" "${files[@]}" </dev/null | tee "$log"
-		rc=${PIPESTATUS[0]}
-		count_tap "$log" >/dev/null
-		bad=$(grep -cE '^not ok ' "$log")
-		if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
-			echo "not ok - bats exited with status $rc"
-			failed=$((failed + 1))
+		return 0
+	fi
+	local args=(--tap)
+	[ -n "${RDX_FILTER:-}" ] && args+=(--filter "$RDX_FILTER")
+	echo "# $label cli: $*"
+	RDX_BUILD=$dir bats "${args[@]}" "$@" </dev/null | tee "$log"
+	rc=${PIPESTATUS[0]}
+	count_tap "$log"
+	bad=$(grep -cE '^not ok ' "$log")
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		echo "not ok - $label bats exited with status $rc"
+		failed=$((failed + 1))
+	fi
+}
+
+# cli_files GLOB...: the tests/cli files RDX_TESTS selects among GLOB.
+cli_files() {
+	local f base
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		base=${f##*/}
+		matches "${base%.bats}" || matches "$base" || continue
+		echo "$f"
+	done
+}
+
+# ------------------------------------------------------------ normal build
+run_unit "$build" build
+mapfile -t files < <(cli_files tests/cli/*.bats)
+run_cli "$build" build "${files[@]}"
+
+# -------------------------------------------- sanitizer build (optional)
+# RDX_ASAN_BUILD=DIR: also run DIR's unit tests and the CLI transfers and
+# faults with DIR's binaries (ASan/UBSan).  Any sanitizer report makes the
+# tool exit non-zero, which fails the test.  The big-file test shrinks to
+# RDX_ASAN_BIG_SIZE (default 128M) there.
+if [ -n "${RDX_ASAN_BUILD:-}" ]; then
+	asan=$RDX_ASAN_BUILD
+	case $asan in
+	/*) ;;
+	*)
+		if [ -d "$invoked_from/$asan" ]; then
+			asan=$invoked_from/$asan
+		else
+			asan=$repo/$asan
 		fi
+		;;
+	esac
+	if [ ! -x "$asan/rdsend" ] || [ ! -x "$asan/rdrecv" ]; then
+		echo "not ok - RDX_ASAN_BUILD=$asan holds no rdsend/rdrecv"
+		failed=$((failed + 1))
+	else
+		export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
+		run_unit "$asan" asan
+		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats)
+		run_cli "$asan" asan "${files[@]}"
+		unset RDX_BIG_SIZE
 	fi
 fi
 

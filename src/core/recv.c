@@ -296,7 +296,7 @@ static void *writer_main(void *arg)
 		ret = rdx_sink_write(x->sink, slot->data, slot->len, slot->offset);
 		if (ret) {
 			if (ret != -ECANCELED)
-				sess_fail(s, ret, "cannot write '%s': %s",
+				sess_fail(s, -RDX_ELOCAL, "cannot write '%s': %s",
 					  rdx_sink_name(x->sink), rdx_strerror(ret));
 			break;
 		}
@@ -350,7 +350,7 @@ static int prepare(struct receiver *x)
 	ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
 			    s->opts.size, o->fsync, &s->stop);
 	if (ret)
-		return sess_fail(s, ret, "cannot create '%s': %s", o->path,
+		return sess_fail(s, -RDX_ELOCAL, "cannot create '%s': %s", o->path,
 				 rdx_strerror(ret));
 	/* Memory stays what --slots x --slot-size allow, whatever slot size
 	 * the sender picked (but at least two slots). */
@@ -627,7 +627,7 @@ static int finish(struct receiver *x)
 				 "data corrupted in transit (xxh3-128 mismatch)");
 	ret = rdx_sink_commit(x->sink, s->total);
 	if (ret)
-		return sess_fail(s, ret, "cannot finish '%s': %s",
+		return sess_fail(s, -RDX_ELOCAL, "cannot finish '%s': %s",
 				 rdx_sink_name(x->sink), rdx_strerror(ret));
 	done.total = s->total;
 	memcpy(done.hash, canon.digest, RDX_HASH_LEN);

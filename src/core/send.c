@@ -50,7 +50,7 @@ static int read_fail(struct sender *x, int err)
 	if (err == -ESTALE)
 		return sess_fail(&x->s, -RDX_ELOCAL,
 				 "'%s' shrank while being read", x->src_name);
-	return sess_fail(&x->s, err, "cannot read '%s': %s", x->src_name,
+	return sess_fail(&x->s, -RDX_ELOCAL, "cannot read '%s': %s", x->src_name,
 			 rdx_strerror(err));
 }
 
@@ -496,7 +496,8 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	x->src_name = o->path && strcmp(o->path, "-") ? o->path : "standard input";
 	ret = rdx_source_open(&x->src, o->path, &s->stop);
 	if (ret) {
-		sess_fail(s, ret, "cannot open '%s': %s", x->src_name, rdx_strerror(ret));
+		sess_fail(s, -RDX_ELOCAL, "cannot open '%s': %s", x->src_name,
+			  rdx_strerror(ret));
 		goto out;
 	}
 	s->opts = (struct rdx_opts_wire){

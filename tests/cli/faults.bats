@@ -6,7 +6,7 @@
 load ../lib/common
 
 # Phrases that say "the connection went away", whatever the exact wording.
-LOST='(connection|closed|reset|eof|end of (stream|file)|disconnect|broken pipe|timed out|timeout|lost|peer|sender|receiver)'
+LOST='(connection|closed|reset|eof|end of (stream|file)|disconnect|broken pipe|timed out|timeout|no response)'
 
 # slow_source: a background writer into $D/fifo that never ends by itself
 # (about 2-3 MB/s of random data); sets SEND_IN for start_send.
@@ -73,7 +73,9 @@ now_ms() {
 	run_t --secs 20 "$RDSEND" --timeout 5 127.0.0.1 "$port" wrong-key "$D/src"
 	assert_status 3
 	[ "$stderr" = "rdsend: authentication failed (wrong key?)" ] || fail "rdsend stderr: $stderr"
-	wait_until 5 grep -qE '^rdrecv: rejected connection from .+: authentication failed$' "$D/recv.err" ||
+	# docs/CLI.md: "rdrecv: rejected connection from ADDR: authentication
+	# failed"; extra words around the phrase are tolerated here.
+	wait_until 5 grep -qE '^rdrecv: rejected connection from .+: .*authentication failed' "$D/recv.err" ||
 		fail "rdrecv did not log the rejection: $(cat "$D/recv.err")"
 	alive "$RECV_PID" || fail "rdrecv exited after a wrong key: $(cat "$D/recv.err")"
 	# Nothing is created before the sender authenticated.
@@ -93,7 +95,7 @@ now_ms() {
 	wait_recv 15
 	assert_rc recv "$RECV_RC" 3
 	[ $((SECONDS - t0)) -le 8 ] || fail "rdrecv took $((SECONDS - t0)) s for --wait 3"
-	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .+: authentication failed$'
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .+: .*authentication failed'
 	# The last line says why it gave up.
 	last=$(last_line "$D/recv.err")
 	assert_one_line_error "$last" rdrecv
@@ -165,6 +167,46 @@ now_ms() {
 	[ ! -e "$D/dst" ]
 }
 
+@test "sender stalls (SIGSTOP): rdrecv gives up after --timeout 3 with exit 3" {
+	port=$(free_port)
+	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 3 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -STOP "$SEND_PID"
+	t0=$SECONDS
+	wait_recv 15
+	kill -CONT "$SEND_PID" 2>/dev/null || true
+	[ "$RECV_RC" -ne 124 ] || fail "rdrecv still running 15 s into a stall (--timeout 3)"
+	[ $((SECONDS - t0)) -ge 2 ] || fail "rdrecv gave up after $((SECONDS - t0)) s, before --timeout 3"
+	[ $((SECONDS - t0)) -le 6 ] || fail "rdrecv needed $((SECONDS - t0)) s (--timeout 3)"
+	assert_rc recv "$RECV_RC" 3
+	assert_err_file "$D/recv.err" rdrecv "$LOST"
+	assert_no_output_file "$D/dst"
+}
+
+@test "receiver stalls (SIGSTOP): rdsend gives up after --timeout 3 with exit 3" {
+	port=$(free_port)
+	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 3 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -STOP "$RECV_PID"
+	t0=$SECONDS
+	wait_send 15
+	kill -CONT "$RECV_PID" 2>/dev/null || true
+	[ "$SEND_RC" -ne 124 ] || fail "rdsend still running 15 s into a stall (--timeout 3)"
+	[ $((SECONDS - t0)) -le 6 ] || fail "rdsend needed $((SECONDS - t0)) s (--timeout 3)"
+	assert_rc send "$SEND_RC" 3
+	assert_err_file "$D/send.err" rdsend "$LOST"
+	# Woken up, rdrecv notices the sender is gone and cleans up.
+	wait_recv 10
+	[ "$RECV_RC" -ne 0 ] && [ "$RECV_RC" -ne 124 ]
+	assert_no_output_file "$D/dst"
+}
+
 @test "receiver SIGINT mid-stream: exit 130, temporary removed, rdsend fails" {
 	port=$(free_port)
 	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
@@ -214,6 +256,21 @@ now_ms() {
 	assert_no_output_file "$D/dst"
 }
 
+@test "sender SIGTERM mid-stream: rdsend exits 130, no file" {
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	slow_source
+	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	wait_temp "$D/dst"
+	kill -TERM "$SEND_PID"
+	wait_send 10
+	assert_rc send "$SEND_RC" 130
+	wait_recv 10
+	[ "$RECV_RC" -ne 0 ] && [ "$RECV_RC" -ne 124 ]
+	assert_no_output_file "$D/dst"
+}
+
 @test "SIGINT while rdrecv waits for a sender: exit 130, nothing created" {
 	port=$(free_port)
 	start_recv "$port" "$KEY" "$D/dst"
@@ -260,6 +317,11 @@ badpeer_then_real() {
 	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .*version'
 }
 
+@test "badpeer bad-auth (right HELLO, wrong MAC): authentication failed, keeps waiting" {
+	badpeer_then_real bad-auth
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .+: .*authentication failed'
+}
+
 @test "badpeer silent: does not block a real sender for long" {
 	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
 	mkrand "$D/src" $((1024 * 1024 + 1))
@@ -271,6 +333,46 @@ badpeer_then_real() {
 	t0=$SECONDS
 	real_send_succeeds "$D/src"
 	[ $((SECONDS - t0)) -le 10 ] || fail "the silent peer held the real sender for $((SECONDS - t0)) s"
+}
+
+# ---------------------------------------------------------------- integrity
+
+# corrupt_through_proxy SRC [SEND_OPTS...]: rdsend -> badpeer corrupt (one
+# bit flipped in the 2nd DATA payload) -> rdrecv.  rdrecv must exit 6 with
+# nothing under the final name; rdsend reports the receiver's error.
+corrupt_through_proxy() {
+	local src=$1 pport
+	shift
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	port=$(free_port)
+	pport=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start proxy "$BADPEER" corrupt 127.0.0.1 "$port" "$pport"
+	LISTEN_PID=$BG_PID wait_listen "$pport"
+	run_t --secs 30 "$RDSEND" --timeout 5 "$@" 127.0.0.1 "$pport" "$KEY" "$src"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 6
+	assert_err_file "$D/recv.err" rdrecv '(corrupt|mismatch|integrity|authentication|tag)'
+	[ "$status" -eq 5 ] || [ "$status" -eq 6 ] || fail "rdsend exit $status: $stderr"
+	assert_one_line_error "$stderr" rdsend
+	assert_no_output_file "$D/dst"
+	! grep -q 'flipped nothing' "$D/proxy.err" || fail "the proxy corrupted nothing"
+}
+
+@test "a bit flipped in transit: rdrecv exits 6 (hash), no file" {
+	mkrand "$D/src" $((5 * 1024 * 1024))
+	corrupt_through_proxy "$D/src"
+}
+
+@test "a bit flipped in transit with --encrypt: rdrecv exits 6 (AEAD), no file" {
+	mkrand "$D/src" $((5 * 1024 * 1024))
+	corrupt_through_proxy "$D/src" --encrypt
+}
+
+@test "a bit flipped in transit with --compress: rdrecv exits 6, no file" {
+	mktext "$D/src" $((8 * 1024 * 1024))
+	corrupt_through_proxy "$D/src" --compress --slot-size 64K
 }
 
 # ------------------------------------------------------------- local I/O
@@ -293,6 +395,21 @@ badpeer_then_real() {
 	[ "$(df --output=used -k "$D/small" | tail -n 1 | tr -d ' ')" -lt 512 ]
 }
 
+@test "rdrecv stdout closed early (| head -c 10): rdrecv exits 4, rdsend 5" {
+	mkrand "$D/src" $((50 * 1024 * 1024))
+	mkfifo "$D/out"
+	BG_STDIN=$D/out BG_STDOUT=/dev/null bg_start head head -c 10
+	port=$(free_port)
+	RECV_OUT=$D/out start_recv --timeout 5 "$port" "$KEY"
+	wait_listen "$port"
+	run_t --secs 30 "$RDSEND" --timeout 5 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_status 5
+	assert_match "$stderr" '^rdsend: receiver: ' "rdsend stderr"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv 'Broken pipe'
+}
+
 @test "rdsend of a nonexistent file: exit 4 'cannot open'" {
 	port=$(free_port)
 	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
@@ -305,12 +422,20 @@ badpeer_then_real() {
 	assert_no_output_file "$D/dst"
 }
 
-@test "rdsend of an unreadable path (a directory): exit 4" {
+@test "rdsend of a directory (as FILE or as stdin): exit 4" {
 	port=$(free_port)
 	mkdir "$D/adir"
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
 	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 1 127.0.0.1 "$port" "$KEY" "$D/adir"
-	[ "$status" -eq 4 ] || [ "$status" -eq 3 ] || fail "exit $status: $stderr"
+	assert_status 4
 	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" 'Is a directory' "rdsend stderr"
+	# The same as standard input.
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 1 127.0.0.1 "$port" "$KEY" <"$D/adir"
+	assert_status 4
+	assert_one_line_error "$stderr" rdsend
+	assert_no_output_file "$D/dst"
 }
 
 @test "rdrecv into a directory that does not exist: exit 4, rdsend fails" {
@@ -326,6 +451,21 @@ badpeer_then_real() {
 	assert_rc recv "$RECV_RC" 4
 	assert_err_file "$D/recv.err" rdrecv "(cannot|No such file or directory)"
 	[ ! -e "$D/nodir" ]
+}
+
+@test "rdrecv FILE is an existing directory: rdrecv exits 4, rdsend 5" {
+	mkrand "$D/src" 100000
+	mkdir "$D/adir"
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/adir"
+	wait_listen_or_exit "$port"
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 2 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_nonzero
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv 'Is a directory'
+	[ -z "$(ls -A "$D/adir")" ]
+	assert_no_temp "$D/adir"
 }
 
 @test "rdrecv into a read-only directory: exit 4, nothing left" {

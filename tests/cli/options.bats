@@ -4,10 +4,13 @@
 
 load ../lib/common
 
-# The long options docs/CLI.md lists (both tools print the same set).
-CLI_LONG_OPTS=(verbose progress json transport key-file slot-size slots
-	streams io-threads compress encrypt timeout connect-timeout wait
-	fsync bind help version)
+# The long options docs/CLI.md lists: both tools, then each tool's own
+# ("rdsend only" / "rdrecv only").  Each --help shows the options its tool
+# accepts.
+CLI_COMMON_OPTS=(verbose progress json transport key-file slot-size slots
+	streams io-threads encrypt timeout bind ipv4 ipv6 help version)
+CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" compress connect-timeout)
+CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync)
 CLI_SHORT_OPTS=(-v -4 -6 -h -V)
 
 # long_opts_in: the distinct --long-option tokens on stdin, one per line.
@@ -27,13 +30,20 @@ dead_port() {
 
 # --------------------------------------------------------------- --help
 
+# cli_opts TOOL: the long options docs/CLI.md gives TOOL, one per line.
+cli_opts() {
+	local -n list=CLI_${1^^}_OPTS
+	printf -- '--%s\n' "${list[@]}" | sort -u
+}
+
 @test "--help exits 0, prints usage on stdout and every long option" {
 	for tool in rdsend rdrecv; do
+		local -n opts=CLI_${tool^^}_OPTS
 		run_t --secs 10 "$RDX_BUILD/$tool" --help
 		assert_status 0
 		[ -z "$stderr" ] || fail "$tool --help wrote to stderr: $stderr"
 		assert_match "$output" "[Uu]sage:.*$tool" "$tool --help"
-		for o in "${CLI_LONG_OPTS[@]}"; do
+		for o in "${opts[@]}"; do
 			grep -qE -- "--$o([^a-z-]|$)" <<<"$output" ||
 				fail "$tool --help does not mention --$o"
 		done
@@ -52,14 +62,15 @@ dead_port() {
 	done
 }
 
-@test "rdsend and rdrecv --help list the same long options" {
-	diff <(help_opts rdsend) <(help_opts rdrecv)
+@test "rdsend and rdrecv --help list the same common options" {
+	common=$(printf -- '--%s\n' "${CLI_COMMON_OPTS[@]}" | sort -u)
+	diff <(comm -12 <(echo "$common") <(help_opts rdsend)) \
+		<(comm -12 <(echo "$common") <(help_opts rdrecv))
 }
 
 @test "--help lists no option that docs/CLI.md lacks" {
-	want=$(printf -- '--%s\n' "${CLI_LONG_OPTS[@]}" | sort -u)
 	for tool in rdsend rdrecv; do
-		extra=$(comm -13 <(echo "$want") <(help_opts "$tool"))
+		extra=$(comm -13 <(cli_opts "$tool") <(help_opts "$tool"))
 		[ -z "$extra" ] || fail "$tool --help lists options not in docs/CLI.md: $extra"
 	done
 }
@@ -107,6 +118,14 @@ usage_error() {
 	usage_error rdrecv --bogus 1 k
 	usage_error rdsend -Z 127.0.0.1 1 k
 	usage_error rdrecv -Z 1 k
+}
+
+@test "one tool's own options are unknown to the other: exit 2" {
+	p=$(dead_port)
+	usage_error rdrecv --compress "$p" k
+	usage_error rdrecv --connect-timeout 1 "$p" k
+	usage_error rdsend --connect-timeout 1 --wait 3 127.0.0.1 "$p" k
+	usage_error rdsend --connect-timeout 1 --fsync 127.0.0.1 "$p" k
 }
 
 @test "option missing its argument: exit 2" {
@@ -198,14 +217,22 @@ usage_error() {
 
 @test "valid boundary values are accepted (rdsend then fails to connect: 3)" {
 	p=$(dead_port)
-	for opts in "--slot-size 4K --slots 2" "--slot-size 64M --slots 2" \
-		"--slot-size 4K --slots 1024" "--slot-size 1M" "--slot-size 4096" \
-		"--streams 1" "--streams 64" "--io-threads 1" \
-		"--io-threads 64" "--compress" "--compress=1" "--compress=19" \
-		"--transport tcp" "--transport auto" "--timeout 1" "-4"; do
-		# shellcheck disable=SC2086
-		run_t --secs 15 "$RDSEND" --connect-timeout 1 $opts 127.0.0.1 "$p" k
-		[ "$status" -eq 3 ] || fail "rdsend $opts: expected 3 (connect failure), got $status: $stderr"
+	cases=("--slot-size 4K --slots 2" "--slot-size 64M --slots 2"
+		"--slot-size 4K --slots 1024" "--slot-size 1M" "--slot-size 4096"
+		"--streams 1" "--streams 64" "--io-threads 1" "--io-threads 64"
+		"--compress" "--compress=1" "--compress=19" "--transport tcp"
+		"--transport auto" "--timeout 1" "-4" "--ipv4")
+	# All at once: each waits out its --connect-timeout 1.
+	pids=()
+	for i in "${!cases[@]}"; do
+		# shellcheck disable=SC2086 # split the options on purpose
+		bg_start "case$i" "$RDSEND" --connect-timeout 1 ${cases[$i]} 127.0.0.1 "$p" k
+		pids+=("$BG_PID")
+	done
+	for i in "${!cases[@]}"; do
+		wait_exit "${pids[$i]}" 15
+		[ "$WAIT_RC" -eq 3 ] ||
+			fail "rdsend ${cases[$i]}: expected 3 (connect failure), got $WAIT_RC: $(cat "$D/case$i.err")"
 	done
 }
 

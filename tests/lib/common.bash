@@ -307,13 +307,13 @@ is_listening() {
 }
 
 # wait_listen PORT [SECS]: until something listens on PORT (max 5 s);
-# fails at once if rdrecv already exited.
+# fails at once if the listener ($LISTEN_PID, default rdrecv) exited.
 wait_listen() {
-	local port=$1 deadline
+	local port=$1 deadline pid=${LISTEN_PID:-${RECV_PID:-}}
 	deadline=$((SECONDS + ${2:-5}))
 	until is_listening "$port"; do
-		if [ -n "${RECV_PID:-}" ] && ! alive "$RECV_PID"; then
-			echo "rdrecv exited before listening on $port:" >&2
+		if [ -n "$pid" ] && ! alive "$pid"; then
+			echo "the listener (pid $pid) exited before listening on $port:" >&2
 			cat "$D/recv.err" >&2
 			return 1
 		fi

@@ -73,6 +73,9 @@ in_b() { ip netns exec "$NS_B" "$@"; }
 # Prints nothing and returns 0 on success; returns 1 if neither works.
 netns_lossy_link() {
 	local err
+	# One MTU-sized packet per skb, so a 1% loss hits about 1% of the
+	# segments rather than 1% of 64 KiB GSO bursts.
+	in_b ip link set dev veth1 gso_max_segs 1 2>/dev/null || true
 	if err=$(in_b tc qdisc add dev veth1 root netem loss 1% delay 5ms 2>&1); then
 		LOSSY_HOW="tc netem loss 1% delay 5ms"
 		return 0
@@ -85,10 +88,19 @@ netns_lossy_link() {
 		table inet rdxloss {
 			chain out {
 				type filter hook output priority 0; policy accept;
-				meta l4proto tcp numgen random mod 100 < 1 drop
+				meta l4proto tcp numgen random mod 100 < 1 counter drop
 			}
 		}
 	EOF
 	LOSSY_HOW="nft 1% random drop (kernel lacks sch_netem; no delay)"
 	return 0
+}
+
+# netns_lossy_dropped: prints how many packets the lossy link dropped.
+netns_lossy_dropped() {
+	if [ "${LOSSY_HOW#tc}" != "$LOSSY_HOW" ]; then
+		in_b tc -s qdisc show dev veth1 | sed -nE 's/.*dropped ([0-9]+).*/\1/p' | head -n 1
+	else
+		in_b nft list table inet rdxloss | sed -nE 's/.*counter packets ([0-9]+).*/\1/p' | head -n 1
+	fi
 }

@@ -2,12 +2,20 @@
  * badpeer - a misbehaving rdxfer sender for the CLI fault tests.
  *
  * Usage: badpeer MODE HOST PORT
+ *        badpeer corrupt HOST PORT LISTEN_PORT
  *
  *   garbage      4 KiB of random bytes
  *   short-hello  a valid HELLO header (len 40), then only 10 payload bytes
  *   huge-len     a HELLO header with len 0xFFFFFFFF, then a few bytes
  *   bad-version  a complete 40-byte HELLO with version 99
  *   silent       connect and send nothing for 30 s
+ *   corrupt      a man in the middle: accepts one connection on
+ *                127.0.0.1:LISTEN_PORT, relays it to HOST PORT, and flips
+ *                one bit in the payload of the second DATA frame going to
+ *                the receiver (one stream only; exits when both sides end)
+ *   bad-auth     a valid HELLO, read the receiver's HELLO, then an AUTH
+ *                with plausible options but a random MAC (a sender that
+ *                ignores mac_r and does not know the key)
  *
  * After sending, every mode but short-hello lingers until the receiver
  * closes the connection (at most 30 s for silent, 3 s otherwise), so the
@@ -39,9 +47,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HDR_LEN 24
-#define HELLO_LEN 40
+#define HDR_LEN	    24
+#define HELLO_LEN   40
+#define AUTH_LEN    56
+#define CTRL_MAX    4096
 #define FRAME_HELLO 1
+#define FRAME_AUTH  2
+#define FRAME_DATA  5
 
 static void put_be16(unsigned char *p, uint16_t v)
 {
@@ -87,8 +99,8 @@ static void make_hdr(unsigned char *h, uint8_t type, uint32_t len)
 {
 	memset(h, 0, HDR_LEN);
 	h[0] = type;
-	h[1] = 0;		/* flags */
-	put_be16(h + 2, 0);	/* stream 0 = control */
+	h[1] = 0;	    /* flags */
+	put_be16(h + 2, 0); /* stream 0 = control */
 	put_be32(h + 4, len);
 	/* plain_len, reserved and seq stay 0 */
 }
@@ -118,6 +130,67 @@ static int send_full(int fd, const unsigned char *buf, size_t n)
 	return 0;
 }
 
+/* Reads exactly n bytes; returns 0, or -1 on error or EOF. */
+static int recv_full(int fd, unsigned char *buf, size_t n)
+{
+	while (n > 0) {
+		ssize_t r = recv(fd, buf, n, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		buf += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static uint32_t get_be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+/*
+ * bad-auth: a correct HELLO, then the receiver's HELLO is read and
+ * answered with an AUTH frame carrying a random MAC and zero options.
+ * Returns 0 once the AUTH went out, -1 if the exchange broke earlier.
+ */
+static int send_bad_auth(int fd)
+{
+	unsigned char buf[HDR_LEN + CTRL_MAX];
+	uint32_t len;
+
+	make_hdr(buf, FRAME_HELLO, HELLO_LEN);
+	make_hello(buf + HDR_LEN, 1);
+	if (send_full(fd, buf, HDR_LEN + HELLO_LEN) < 0)
+		return -1;
+	if (recv_full(fd, buf, HDR_LEN) < 0) {
+		fprintf(stderr, "badpeer: no HELLO from the receiver\n");
+		return -1;
+	}
+	len = get_be32(buf + 4);
+	if (buf[0] != FRAME_HELLO || len > CTRL_MAX ||
+	    recv_full(fd, buf + HDR_LEN, len) < 0) {
+		fprintf(stderr, "badpeer: unexpected reply (type %u len %u)\n",
+			buf[0], (unsigned)len);
+		return -1;
+	}
+	/*
+	 * Plausible options, so only the MAC is wrong: slot_size u32 = 1M,
+	 * slots u32 = 16, streams u16 = 1, compress u8 = 0, encrypt u8 = 0,
+	 * flags u32 = 0, size u64 = 0 (src/core/proto.h, rdx_opts_wire).
+	 */
+	make_hdr(buf, FRAME_AUTH, AUTH_LEN);
+	fill_random(buf + HDR_LEN, 32);
+	memset(buf + HDR_LEN + 32, 0, AUTH_LEN - 32);
+	put_be32(buf + HDR_LEN + 32, 1u << 20);
+	put_be32(buf + HDR_LEN + 36, 16);
+	put_be16(buf + HDR_LEN + 40, 1);
+	return send_full(fd, buf, HDR_LEN + AUTH_LEN);
+}
+
 /* Connects to host:port (any address family); returns the fd or -1. */
 static int dial(const char *host, const char *port)
 {
@@ -127,7 +200,8 @@ static int dial(const char *host, const char *port)
 	int fd = -1, rc;
 
 	/* Accept "[::1]" as well as "::1". */
-	if (hl >= 2 && hl < sizeof(h) && host[0] == '[' && host[hl - 1] == ']') {
+	if (hl >= 2 && hl < sizeof(h) && host[0] == '[' &&
+	    host[hl - 1] == ']') {
 		memcpy(h, host + 1, hl - 2);
 		h[hl - 2] = '\0';
 		host = h;
@@ -168,7 +242,7 @@ static int linger_until_closed(int fd, int ms)
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		long left;
 		int r;
 
@@ -191,10 +265,128 @@ static int linger_until_closed(int fd, int ms)
 	}
 }
 
+/*
+ * Frame tracker for the sender-to-receiver direction of the corrupt
+ * proxy: flips one bit in the middle of the second DATA payload.
+ */
+struct tracker {
+	unsigned char hdr[HDR_LEN];
+	size_t hdr_have;  /* header bytes seen of the current frame */
+	uint32_t left;	  /* payload bytes still to come */
+	uint32_t flip_at; /* payload offset to flip, counted down */
+	int flip_this;	  /* the current frame is the victim */
+	int data_seen;
+	int flipped;
+};
+
+static void track(struct tracker *t, unsigned char *buf, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		if (t->left == 0) {
+			t->hdr[t->hdr_have++] = buf[i++];
+			if (t->hdr_have < HDR_LEN)
+				continue;
+			t->hdr_have = 0;
+			t->left = get_be32(t->hdr + 4);
+			t->flip_this = 0;
+			if (t->hdr[0] == FRAME_DATA && t->left > 0 &&
+			    ++t->data_seen == 2 && !t->flipped) {
+				t->flip_this = 1;
+				t->flip_at = t->left / 2;
+			}
+			continue;
+		}
+		size_t take = n - i < t->left ? n - i : t->left;
+
+		if (t->flip_this && t->flip_at < take) {
+			buf[i + t->flip_at] ^= 0x10;
+			t->flip_this = 0;
+			t->flipped = 1;
+		} else if (t->flip_this) {
+			t->flip_at -= (uint32_t)take;
+		}
+		i += take;
+		t->left -= (uint32_t)take;
+	}
+}
+
+/* Relays one accepted connection to host:port, corrupting as above. */
+static int run_corrupt(const char *host, const char *port, const char *lport)
+{
+	struct addrinfo hints, *res;
+	struct tracker t;
+	unsigned char buf[65536];
+	int ls, c, u, one = 1, open_c = 1, open_u = 1;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo("127.0.0.1", lport, &hints, &res) != 0)
+		return 1;
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	if (ls < 0)
+		return 1;
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, res->ai_addr, res->ai_addrlen) < 0 || listen(ls, 1) < 0) {
+		fprintf(stderr, "badpeer: cannot listen on port %s: %s\n",
+			lport, strerror(errno));
+		return 1;
+	}
+	freeaddrinfo(res);
+	c = accept(ls, NULL, NULL);
+	close(ls);
+	if (c < 0)
+		return 1;
+	u = dial(host, port);
+	if (u < 0)
+		return 1;
+	memset(&t, 0, sizeof(t));
+	while (open_c || open_u) {
+		struct pollfd p[2] = {{.fd = open_c ? c : -1, .events = POLLIN},
+				      {.fd = open_u ? u : -1,
+				       .events = POLLIN}};
+
+		if (poll(p, 2, 60000) <= 0)
+			break;
+		if (p[0].revents) {
+			ssize_t n = recv(c, buf, sizeof(buf), 0);
+
+			if (n <= 0) {
+				open_c = 0;
+				shutdown(u, SHUT_WR);
+			} else {
+				track(&t, buf, (size_t)n);
+				if (send_full(u, buf, (size_t)n) < 0)
+					break;
+			}
+		}
+		if (p[1].revents) {
+			ssize_t n = recv(u, buf, sizeof(buf), 0);
+
+			if (n <= 0) {
+				open_u = 0;
+				shutdown(c, SHUT_WR);
+			} else if (send_full(c, buf, (size_t)n) < 0) {
+				break;
+			}
+		}
+	}
+	close(c);
+	close(u);
+	if (!t.flipped)
+		fprintf(stderr,
+			"badpeer: saw %d DATA frames, flipped nothing\n",
+			t.data_seen);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
-			"bad-version|silent HOST PORT\n");
+			"bad-version|bad-auth|silent HOST PORT\n"
+			"       badpeer corrupt HOST PORT LISTEN_PORT\n");
 	return 2;
 }
 
@@ -205,15 +397,17 @@ int main(int argc, char **argv)
 	size_t n = 0;
 	int fd, linger_ms = 3000;
 
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && !strcmp(argv[1], "corrupt"))
+		return run_corrupt(argv[2], argv[3], argv[4]);
 	if (argc != 4)
 		return usage();
 	mode = argv[1];
 	if (strcmp(mode, "garbage") && strcmp(mode, "short-hello") &&
 	    strcmp(mode, "huge-len") && strcmp(mode, "bad-version") &&
-	    strcmp(mode, "silent"))
+	    strcmp(mode, "bad-auth") && strcmp(mode, "silent"))
 		return usage();
 
-	signal(SIGPIPE, SIG_IGN);
 	fd = dial(argv[2], argv[3]);
 	if (fd < 0)
 		return 1;
@@ -235,6 +429,11 @@ int main(int argc, char **argv)
 		make_hdr(buf, FRAME_HELLO, HELLO_LEN);
 		make_hello(buf + HDR_LEN, 99);
 		n = HDR_LEN + HELLO_LEN;
+	} else if (!strcmp(mode, "bad-auth")) {
+		if (send_bad_auth(fd) < 0) {
+			close(fd);
+			return 1;
+		}
 	} else {
 		linger_ms = 30000;
 	}
