@@ -73,7 +73,7 @@ ns_xfer() {
 }
 
 @test "netns: 16 MiB over a lossy link (netem loss 1% delay 5ms; nft 1% drop without netem)" {
-	netns_lossy_link || skip "kernel lacks sch_netem and nft is not installed: no way to drop packets"
+	netns_lossy_link || fail "kernel lacks sch_netem and nft is not installed (scripts/deps.sh test installs nftables)"
 	echo "# lossy link: $LOSSY_HOW" >&3
 	ns_xfer $((16 * 1024 * 1024))
 	dropped=$(netns_lossy_dropped)
@@ -82,7 +82,7 @@ ns_xfer() {
 }
 
 @test "netns: 16 MiB --streams 4 --encrypt over the lossy link" {
-	netns_lossy_link || skip "kernel lacks sch_netem and nft is not installed: no way to drop packets"
+	netns_lossy_link || fail "kernel lacks sch_netem and nft is not installed (scripts/deps.sh test installs nftables)"
 	ns_xfer $((16 * 1024 * 1024)) --streams 4 --encrypt
 	[ "$(netns_lossy_dropped)" -gt 0 ] || fail "the lossy link dropped nothing"
 }

@@ -287,9 +287,7 @@ assert_json_stats() { # assert_json_stats JSON TOOL BYTES
 	assert_match "$j" '"streams" *: *[0-9]+' "--json streams"
 	assert_match "$j" '"compress" *: *(true|false)' "--json compress"
 	assert_match "$j" '"encrypt" *: *(true|false)' "--json encrypt"
-	if command -v jq >/dev/null; then
-		[ "$(jq -r .bytes <<<"$j")" = "$3" ] || fail "jq: bytes != $3"
-	fi
+	[ "$(jq -r .bytes <<<"$j")" = "$3" ] || fail "jq: bytes != $3"
 }
 
 @test "rdrecv --json to a FILE: stats on stdout, bytes equals size" {
