@@ -1,6 +1,7 @@
 /* Sources and sinks for the stream: files through O_DIRECT where the
- * filesystem allows it (buffered otherwise, and always for the unaligned
- * tail), stdin/stdout and other pipes through full-length loops.
+ * filesystem allows it (buffered otherwise, for the unaligned tail, and for
+ * a source already in the page cache), stdin/stdout and other pipes through
+ * full-length loops, with pipes grown to a slot's size.
  *
  * A sink for a regular file writes a temporary in the target's directory and
  * only rdx_sink_commit() gives it the final name; rdx_sink_abort() removes

@@ -593,6 +593,9 @@ static int start_pipeline(struct receiver *x)
 		s->streams[i].started = true;
 	}
 	x->nwriters = rdx_sink_parallel(x->sink) ? s->o->io_threads : 1;
+	rdx_info(2, "writing '%s' with %u thread%s%s", rdx_sink_name(x->sink),
+		 x->nwriters, x->nwriters == 1 ? "" : "s",
+		 rdx_sink_direct(x->sink) ? " and O_DIRECT" : "");
 	for (i = 0; i < x->nwriters; i++) {
 		ret = pthread_create(&x->writers[i], NULL, writer_main, x);
 		if (ret) {

@@ -123,7 +123,14 @@ static int hash_hook(void *arg, struct rdx_slot *slot)
 struct stream_ctx {
 	struct rdx_zpack *z;
 	struct rdx_seal *seal;
+	unsigned zskip;	   /* chunks left to send without trying zstd */
+	unsigned zbackoff; /* next skip after another incompressible chunk */
 };
+
+/* Data that did not compress (media, ciphertext, already compressed) will
+ * not compress in the next chunk either: back off exponentially, up to 64
+ * chunks, and try again; one success resets it. */
+#define ZSKIP_MAX 64
 
 /* Compresses and seals the slot as needed; fills h and returns the
  * payload to send. */
@@ -140,7 +147,9 @@ static const void *transform(struct rdx_session *s, struct stream_ctx *c,
 	h->flags = 0;
 	h->seq = slot->seq;
 	h->plain_len = (uint32_t)slot->len;
-	if (c->z) {
+	if (c->z && c->zskip) {
+		c->zskip--;
+	} else if (c->z) {
 		ssize_t n = rdx_zpack_compress(c->z, slot->data, slot->len,
 					       slot->wire, s->data_max - RDX_TAG_LEN);
 
@@ -152,6 +161,11 @@ static const void *transform(struct rdx_session *s, struct stream_ctx *c,
 			payload = slot->wire;
 			len = (size_t)n;
 			h->flags |= RDX_FL_COMPRESSED;
+			c->zbackoff = 1;
+		} else {
+			c->zskip = c->zbackoff;
+			if (c->zbackoff < ZSKIP_MAX)
+				c->zbackoff *= 2;
 		}
 	}
 	h->len = (uint32_t)len;
@@ -173,7 +187,7 @@ static void *stream_main(void *arg)
 	struct rdx_stream *st = arg;
 	struct rdx_session *s = st->s;
 	struct sender *x = sender_of(s);
-	struct stream_ctx c = { 0 };
+	struct stream_ctx c = { .zbackoff = 1 };
 	struct rdx_slot *slot;
 	int ret = 0;
 
@@ -433,6 +447,8 @@ static int start_pipeline(struct sender *x)
 				 o->slots, s->opts.slot_size, rdx_strerror(ret));
 	if (!s->mem_locked)
 		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
+	rdx_info(2, "reading '%s'%s", x->src_name,
+		 rdx_source_direct(x->src) ? " with O_DIRECT" : "");
 	if (rdx_source_seekable(x->src)) {
 		x->nchunks = (rdx_source_size(x->src) + s->opts.slot_size - 1) /
 			     s->opts.slot_size;
