@@ -281,7 +281,7 @@ static int order_hook(void *arg, struct rdx_slot *slot)
 		return sess_fail(s, -RDX_EPROTO, "sender sent more data than it announced");
 	slot->offset = s->total;
 	s->total += slot->len;
-	XXH3_128bits_update(s->hash, slot->data, slot->len);
+	rdx_hash_update(s->hash, slot->data, slot->len);
 	return 0;
 }
 

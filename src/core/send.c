@@ -116,7 +116,7 @@ static int hash_hook(void *arg, struct rdx_slot *slot)
 
 	slot->offset = s->total;
 	s->total += slot->len;
-	XXH3_128bits_update(s->hash, slot->data, slot->len);
+	rdx_hash_update(s->hash, slot->data, slot->len);
 	return 0;
 }
 
