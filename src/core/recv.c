@@ -484,36 +484,49 @@ static bool interrupted(const struct rdx_session *s)
 	return s->o->interrupted && atomic_load(s->o->interrupted);
 }
 
+/* Waits for the next connection until deadline (0: none), with the short
+ * handshake timeout on it.  Returns 0 with *c set, -RDX_ETIMEOUT (not
+ * recorded: the caller says what it was waiting for), or a recorded error. */
+static int next_conn(struct receiver *x, uint64_t deadline, struct rdx_conn **c)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_net_opts hs = s->net;
+	int ret;
+
+	if (hs.timeout_ms > HANDSHAKE_MS)
+		hs.timeout_ms = HANDSHAKE_MS;
+	do {
+		if (interrupted(s))
+			return sess_fail(s, -RDX_EINTR, "interrupted");
+		if (deadline && rdx_now_ns() >= deadline)
+			return -RDX_ETIMEOUT;
+		ret = s->xp->accept(x->lis, &hs, 200, c);
+	} while (ret == -EAGAIN);
+	if (ret)
+		return sess_fail(s, -RDX_ECONNECT, "accept failed: %s", rdx_strerror(ret));
+	rdx_info(2, "connection from %s", (*c)->peer);
+	return 0;
+}
+
 /* Waits for the one authenticated sender.  Returns 0 or an error (recorded). */
 static int await_sender(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
 	uint64_t deadline = o->wait_ms ? rdx_now_ns() + o->wait_ms * 1000000 : 0;
-	struct rdx_net_opts hs = s->net;
+	struct rdx_conn *c;
+	int ret;
 
-	hs.timeout_ms = HANDSHAKE_MS < o->timeout_ms ? HANDSHAKE_MS : o->timeout_ms;
-	for (;;) {
-		struct rdx_conn *c;
-		int ret;
-
-		if (interrupted(s))
-			return sess_fail(s, -RDX_EINTR, "interrupted");
-		if (deadline && rdx_now_ns() >= deadline)
-			return sess_fail(s, -RDX_ETIMEOUT,
-					 "no authenticated sender within %.0f s (--wait)",
+	do {
+		ret = next_conn(x, deadline, &c);
+		if (ret == -RDX_ETIMEOUT)
+			return sess_fail(s, ret, "no authenticated sender within %.0f s (--wait)",
 					 (double)o->wait_ms / 1000);
-		ret = s->xp->accept(x->lis, &hs, 200, &c);
-		if (ret == -EAGAIN)
-			continue;
 		if (ret)
-			return sess_fail(s, -RDX_ECONNECT, "accept failed: %s",
-					 rdx_strerror(ret));
-		rdx_info(2, "connection from %s", c->peer);
-		ret = greet(x, c);
-		if (ret <= 0)
 			return ret;
-	}
+		ret = greet(x, c);
+	} while (ret > 0);
+	return ret;
 }
 
 /* Accepts the sender's extra streams (JOIN), rejecting anything else. */
@@ -521,10 +534,8 @@ static int await_streams(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
 	uint64_t deadline = rdx_now_ns() + s->o->timeout_ms * 1000000;
-	struct rdx_net_opts hs = s->net;
 	unsigned joined = 1;
 
-	hs.timeout_ms = HANDSHAKE_MS < s->o->timeout_ms ? HANDSHAKE_MS : s->o->timeout_ms;
 	while (joined < s->nstreams) {
 		uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 		struct rdx_frame_hdr h;
@@ -534,18 +545,12 @@ static int await_streams(struct receiver *x)
 		uint8_t idx[2];
 		int ret;
 
-		if (interrupted(s))
-			return sess_fail(s, -RDX_EINTR, "interrupted");
-		if (rdx_now_ns() >= deadline)
-			return sess_fail(s, -RDX_ETIMEOUT,
-					 "only %u of %u streams connected", joined,
-					 s->nstreams);
-		ret = s->xp->accept(x->lis, &hs, 200, &c);
-		if (ret == -EAGAIN)
-			continue;
+		ret = next_conn(x, deadline, &c);
+		if (ret == -RDX_ETIMEOUT)
+			return sess_fail(s, ret, "only %u of %u streams connected",
+					 joined, s->nstreams);
 		if (ret)
-			return sess_fail(s, -RDX_ECONNECT, "accept failed: %s",
-					 rdx_strerror(ret));
+			return ret;
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
 		if (!ret && (h.type != RDX_F_JOIN || rdx_join_decode(buf, h.len, &j)))
 			ret = -RDX_EPROTO;
