@@ -19,7 +19,9 @@ struct ring_entry {
 
 struct rdx_ring {
 	pthread_mutex_t lock;
-	pthread_cond_t changed; /* any entry changed state, or abort */
+	pthread_cond_t space; /* a slot became free (claimers wait), or abort */
+	pthread_cond_t ready; /* a chunk was published or the end is known
+			       * (takers wait), or abort */
 	struct ring_entry *e;
 	unsigned n;
 	size_t slot_size;
@@ -77,7 +79,8 @@ int rdx_ring_new(struct rdx_ring **out, unsigned nslots, size_t slot_size,
 		r->e[i].next_seq = i;
 	}
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->changed, NULL);
+	pthread_cond_init(&r->space, NULL);
+	pthread_cond_init(&r->ready, NULL);
 	*out = r;
 	return 0;
 
@@ -95,7 +98,8 @@ void rdx_ring_free(struct rdx_ring *r)
 	if (r->locked)
 		munlock(r->mem, r->mem_len);
 	munmap(r->mem, r->mem_len);
-	pthread_cond_destroy(&r->changed);
+	pthread_cond_destroy(&r->space);
+	pthread_cond_destroy(&r->ready);
 	pthread_mutex_destroy(&r->lock);
 	free(r->e);
 	free(r);
@@ -128,17 +132,23 @@ static struct ring_entry *entry_of(struct rdx_slot *s)
 	return (struct ring_entry *)((char *)s - offsetof(struct ring_entry, slot));
 }
 
-/* Waits on the condition with an optional absolute deadline (CLOCK_REALTIME
- * as pthread_cond_timedwait wants).  Returns 0 or -RDX_ETIMEOUT. */
-static int ring_wait(struct rdx_ring *r, const struct timespec *deadline)
+/* Waits for a free slot with an optional absolute deadline
+ * (CLOCK_REALTIME, as pthread_cond_timedwait wants).  0 or -RDX_ETIMEOUT. */
+static int wait_space(struct rdx_ring *r, const struct timespec *deadline)
 {
 	if (!deadline) {
-		pthread_cond_wait(&r->changed, &r->lock);
+		pthread_cond_wait(&r->space, &r->lock);
 		return 0;
 	}
-	if (pthread_cond_timedwait(&r->changed, &r->lock, deadline) == ETIMEDOUT)
+	if (pthread_cond_timedwait(&r->space, &r->lock, deadline) == ETIMEDOUT)
 		return -RDX_ETIMEOUT;
 	return 0;
+}
+
+static void wake_all(struct rdx_ring *r)
+{
+	pthread_cond_broadcast(&r->space);
+	pthread_cond_broadcast(&r->ready);
 }
 
 int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out)
@@ -171,7 +181,7 @@ int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out)
 		}
 		if (seq == e->next_seq && e->state == SLOT_FREE)
 			break;
-		ret = ring_wait(r, dl);
+		ret = wait_space(r, dl);
 		if (ret)
 			break;
 	}
@@ -191,7 +201,7 @@ void rdx_ring_publish(struct rdx_ring *r, struct rdx_slot *slot)
 {
 	pthread_mutex_lock(&r->lock);
 	entry_of(slot)->state = SLOT_READY;
-	pthread_cond_broadcast(&r->changed);
+	pthread_cond_broadcast(&r->ready);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -199,7 +209,7 @@ void rdx_ring_unclaim(struct rdx_ring *r, struct rdx_slot *slot)
 {
 	pthread_mutex_lock(&r->lock);
 	entry_of(slot)->state = SLOT_FREE;
-	pthread_cond_broadcast(&r->changed);
+	pthread_cond_broadcast(&r->space);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -221,7 +231,7 @@ int rdx_ring_set_end(struct rdx_ring *r, uint64_t nchunks)
 		ret = -RDX_EPROTO;
 	if (!ret)
 		r->end = nchunks;
-	pthread_cond_broadcast(&r->changed);
+	wake_all(r);
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
@@ -249,14 +259,14 @@ int rdx_ring_take(struct rdx_ring *r, rdx_ring_hook hook, void *arg,
 			ret = -ENODATA;
 			goto out;
 		}
-		pthread_cond_wait(&r->changed, &r->lock);
+		pthread_cond_wait(&r->ready, &r->lock);
 	}
 	if (hook) {
 		ret = hook(arg, &e->slot);
 		if (ret) {
 			if (!r->err)
 				r->err = ret;
-			pthread_cond_broadcast(&r->changed);
+			wake_all(r);
 			goto out;
 		}
 	}
@@ -264,7 +274,7 @@ int rdx_ring_take(struct rdx_ring *r, rdx_ring_hook hook, void *arg,
 	r->tail++;
 	*out = &e->slot;
 	ret = 1;
-	pthread_cond_broadcast(&r->changed);
+	pthread_cond_broadcast(&r->ready); /* the next taker's turn */
 out:
 	pthread_mutex_unlock(&r->lock);
 	return ret;
@@ -277,7 +287,7 @@ void rdx_ring_release(struct rdx_ring *r, struct rdx_slot *slot)
 	pthread_mutex_lock(&r->lock);
 	e->state = SLOT_FREE;
 	e->next_seq = slot->seq + r->n;
-	pthread_cond_broadcast(&r->changed);
+	pthread_cond_broadcast(&r->space);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -285,7 +295,7 @@ void rdx_ring_close_producers(struct rdx_ring *r)
 {
 	pthread_mutex_lock(&r->lock);
 	r->closed = true;
-	pthread_cond_broadcast(&r->changed);
+	wake_all(r);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -294,7 +304,7 @@ void rdx_ring_abort(struct rdx_ring *r, int err)
 	pthread_mutex_lock(&r->lock);
 	if (!r->err)
 		r->err = err < 0 ? err : -err;
-	pthread_cond_broadcast(&r->changed);
+	wake_all(r);
 	pthread_mutex_unlock(&r->lock);
 }
 

@@ -453,7 +453,12 @@ static int start_pipeline(struct sender *x)
 		x->nchunks = (rdx_source_size(x->src) + s->opts.slot_size - 1) /
 			     s->opts.slot_size;
 		rdx_ring_set_end(s->ring, x->nchunks);
+		/* Parallel reads keep a device's queue full; data served from
+		 * the page cache is a memcpy, and more threads than that only
+		 * take CPU from the network stages. */
 		x->nreaders = o->io_threads;
+		if (!rdx_source_direct(x->src) && x->nreaders > 2)
+			x->nreaders = 2;
 		if (x->nreaders > x->nchunks)
 			x->nreaders = x->nchunks ? (unsigned)x->nchunks : 1;
 	} else {
