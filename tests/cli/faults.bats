@@ -395,6 +395,25 @@ corrupt_through_proxy() {
 	[ "$(df --output=used -k "$D/small" | tail -n 1 | tr -d ' ')" -lt 512 ]
 }
 
+@test "ENOSPC mid-stream (size unknown, stdin): rdrecv exits 4, rdsend exits 5 with 'receiver:'" {
+	# Without a size there is no fallocate: the disk fills while data
+	# flows, and the receiver's ERROR must reach a sender that is busy
+	# sending.
+	mount_tmpfs "$D/small" 2m
+	mkrand "$D/src" $((32 * 1024 * 1024))
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/small/dst"
+	wait_listen "$port"
+	run_t --secs 30 bash -c 'cat "$1" | "$2" --timeout 5 127.0.0.1 "$3" "$4"' _ \
+		"$D/src" "$RDSEND" "$port" "$KEY"
+	assert_status 5
+	assert_match "$stderr" '^rdsend: receiver: .*No space left on device' "rdsend stderr"
+	wait_recv 15
+	assert_rc recv "$RECV_RC" 4
+	assert_err_file "$D/recv.err" rdrecv 'No space left on device'
+	assert_no_output_file "$D/small/dst"
+}
+
 @test "rdrecv stdout closed early (| head -c 10): rdrecv exits 4, rdsend 5" {
 	mkrand "$D/src" $((50 * 1024 * 1024))
 	mkfifo "$D/out"
