@@ -34,6 +34,7 @@ struct receiver {
 	pthread_t writers[64];
 	unsigned nwriters;
 	atomic_uint writers_done;
+	bool committed; /* the file is in place and DONE sent; s.lock */
 	atomic_uint streams_done;
 	bool eos_seen; /* s.lock */
 	struct rdx_eos eos;
@@ -285,6 +286,8 @@ static int order_hook(void *arg, struct rdx_slot *slot)
 	return 0;
 }
 
+static int finish(struct receiver *x);
+
 static void *writer_main(void *arg)
 {
 	struct receiver *x = arg;
@@ -305,7 +308,14 @@ static void *writer_main(void *arg)
 	}
 	if (ret == -ENODATA)
 		sess_fail(s, -RDX_EPROTO, "sender ended the streams with data missing");
-	atomic_fetch_add(&x->writers_done, 1);
+	/* The last writer checks and commits the file (fsync can take long),
+	 * while the main thread goes on sending keepalives. */
+	if (atomic_fetch_add(&x->writers_done, 1) + 1 == x->nwriters &&
+	    !sess_error(s) && finish(x) == 0) {
+		pthread_mutex_lock(&s->lock);
+		x->committed = true;
+		pthread_mutex_unlock(&s->lock);
+	}
 	signal_main(s);
 	return NULL;
 }
@@ -575,11 +585,9 @@ static int await_streams(struct receiver *x)
 	return 0;
 }
 
-static bool writers_finished(struct rdx_session *s)
+static bool committed(struct rdx_session *s)
 {
-	struct receiver *x = receiver_of(s);
-
-	return atomic_load(&x->writers_done) == x->nwriters;
+	return receiver_of(s)->committed;
 }
 
 static int start_pipeline(struct receiver *x)
@@ -692,9 +700,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	rdx_progress_init(&s->progress, o->progress,
 			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);
 	if (start_pipeline(x) == 0) {
-		sess_tick_loop(s, false, writers_finished);
-		if (!sess_error(s))
-			finish(x);
+		sess_tick_loop(s, false, committed);
 	}
 out:
 	sess_send_error(s);
