@@ -65,7 +65,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 $(PEER_BIN): tests/peer/badpeer.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
 
 deps:
 	@scripts/deps.sh test

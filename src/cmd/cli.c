@@ -157,12 +157,12 @@ int cli_load_key(struct cli_state *c, char *arg)
 			rdx_error("the key must not be empty");
 		else
 			rdx_error("no key: give KEY, --key-file FILE or RDX_KEY (see --help)");
-		return -1;
+		return RDX_EXIT_USAGE;
 	}
 	if (ret) {
 		rdx_error("cannot read key file '%s': %s", c->key_file,
 			  rdx_strerror(ret));
-		return -1;
+		return RDX_EXIT_IO;
 	}
 	return 0;
 }

@@ -74,7 +74,8 @@ struct cli_state {
 int cli_common_opt(struct cli_state *c, int key, const char *arg);
 
 /* Loads the key (positional arg, --key-file or RDX_KEY); wipes the
- * positional argument in argv so that ps shows less.  0 or -1 (printed). */
+ * positional argument in argv so that ps shows less.  Returns 0, or the
+ * exit status after an error it printed (usage, or I/O for the file). */
 int cli_load_key(struct cli_state *c, char *arg);
 
 /* Installs SIGINT/SIGTERM handlers that ask the transfer to stop, and

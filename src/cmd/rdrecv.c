@@ -95,8 +95,9 @@ int main(int argc, char **argv)
 		key = argv[optind_ + 1];
 	if (npos == 3 || (npos == 2 && cli_key_elsewhere(&c)))
 		c.o.path = argv[argc - 1];
-	if (cli_load_key(&c, key))
-		return RDX_EXIT_USAGE;
+	ret = cli_load_key(&c, key);
+	if (ret)
+		return ret;
 	c.o.on_listen = on_listen;
 	c.o.on_listen_arg = (void *)c.o.port;
 	cli_signals(&c.o);

@@ -92,8 +92,9 @@ int main(int argc, char **argv)
 		key = argv[optind_ + 2];
 	if (npos == 4 || (npos == 3 && cli_key_elsewhere(&c)))
 		c.o.path = argv[argc - 1];
-	if (cli_load_key(&c, key))
-		return RDX_EXIT_USAGE;
+	ret = cli_load_key(&c, key);
+	if (ret)
+		return ret;
 	cli_signals(&c.o);
 	ret = rdx_send(&c.o, &st);
 	rdx_key_release(&c.o.key);

@@ -21,7 +21,8 @@ struct rdx_source {
 	bool seekable;
 	bool own;	 /* we opened it (not stdin) */
 	atomic_bool direct_ok;
-	uint64_t size;
+	uint64_t base;	 /* where reading starts: stdin's current offset */
+	uint64_t size;	 /* bytes from base to the end at open time */
 	const atomic_int *stop;
 };
 
@@ -105,7 +106,14 @@ int rdx_source_open(struct rdx_source **out, const char *path,
 	if (S_ISFIFO(st.st_mode))
 		grow_pipe(s->fd, 1u << 20);
 	if (s->seekable) {
-		s->size = (uint64_t)st.st_size;
+		/* `rdsend h p k < file` after a partial read of the file by
+		 * the caller: send what is left, as cat would. */
+		off_t pos = s->own ? 0 : lseek(s->fd, 0, SEEK_CUR);
+
+		s->base = pos > 0 && pos < st.st_size ? (uint64_t)pos : 0;
+		if (pos >= st.st_size && pos > 0)
+			s->base = (uint64_t)st.st_size;
+		s->size = (uint64_t)st.st_size - s->base;
 		/* Reopen rather than fcntl(F_SETFL): stdin's open file
 		 * description is shared with whoever gave it to us. */
 		if (s->own && !mostly_cached(s->fd, s->size))
@@ -156,6 +164,7 @@ ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
 	if (off >= s->size)
 		return 0;
 	want = s->size - off < cap ? s->size - off : cap;
+	off += s->base;
 	if (atomic_load(&s->direct_ok)) {
 		/* Ask for whole blocks: O_DIRECT returns the short tail at
 		 * end of file by itself. */
@@ -245,8 +254,42 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode)
 	return 0;
 }
 
+/* Opens a pipe or fifo for writing without blocking, so that a writer can
+ * always notice a stop request: a blocking write of a whole slot into a pipe
+ * whose reader stalled would sit in the kernel for good.  path is the fifo,
+ * or /proc/self/fd/N to get a private, non-blocking open file description
+ * of an inherited pipe (O_NONBLOCK on the inherited one would change it for
+ * every process sharing it).  A fifo without a reader yet is retried until
+ * wait_ms pass.  Returns the fd or -errno. */
+static int open_pipe(const char *path, uint64_t wait_ms,
+		     const atomic_int *interrupted)
+{
+	uint64_t waited = 0;
+
+	for (;;) {
+		int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+
+		if (fd >= 0 || errno != ENXIO)
+			return fd >= 0 ? fd : -errno;
+		if (interrupted && atomic_load(interrupted))
+			return -EINTR;
+		if (waited >= wait_ms)
+			return -ENXIO;
+		usleep(100000);
+		waited += 100;
+	}
+}
+
+static bool is_fifo(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
-		  uint64_t size, bool do_fsync, const atomic_int *stop)
+		  uint64_t size, bool do_fsync, const atomic_int *stop,
+		  uint64_t open_wait_ms, const atomic_int *interrupted)
 {
 	struct rdx_sink *k = calloc(1, sizeof(*k));
 	struct stat st;
@@ -262,6 +305,12 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 	if (!path || strcmp(path, "-") == 0) {
 		k->fd = STDOUT_FILENO;
 		k->name = "standard output";
+		if (is_fifo(STDOUT_FILENO)) {
+			int fd = open_pipe("/proc/self/fd/1", 0, NULL);
+
+			if (fd >= 0)
+				k->fd = fd;
+		}
 		grow_pipe(k->fd, 1u << 20);
 		*out = k;
 		return 0;
@@ -273,11 +322,17 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 			goto err;
 		}
 		/* A device or fifo: write into it, as cp does. */
-		k->fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (k->fd < 0) {
-			ret = -errno;
-			goto err;
+		if (S_ISFIFO(st.st_mode)) {
+			ret = open_pipe(path, open_wait_ms, interrupted);
+		} else {
+			ret = open(path, O_WRONLY | O_CLOEXEC);
+			if (ret < 0)
+				ret = -errno;
 		}
+		if (ret < 0)
+			goto err;
+		k->fd = ret;
+		grow_pipe(k->fd, 1u << 20);
 		*out = k;
 		return 0;
 	}
@@ -369,9 +424,10 @@ static int fsync_dir(const char *dir)
 	return ret;
 }
 
-int rdx_sink_commit(struct rdx_sink *k, uint64_t total)
+int rdx_sink_flush(struct rdx_sink *k, uint64_t total)
 {
 	if (!k->tmp) {
+		/* Pipes and devices cannot be synced; that is no error. */
 		if (k->do_fsync && fsync(k->fd) && errno != EINVAL &&
 		    errno != EROFS)
 			return -errno;
@@ -381,6 +437,13 @@ int rdx_sink_commit(struct rdx_sink *k, uint64_t total)
 		return -errno;
 	if (k->do_fsync && fsync(k->fd))
 		return -errno;
+	return 0;
+}
+
+int rdx_sink_publish(struct rdx_sink *k)
+{
+	if (!k->tmp)
+		return 0;
 	if (rename(k->tmp, k->final))
 		return -errno;
 	k->committed = true;

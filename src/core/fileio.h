@@ -4,7 +4,7 @@
  * full-length loops, with pipes grown to a slot's size.
  *
  * A sink for a regular file writes a temporary in the target's directory and
- * only rdx_sink_commit() gives it the final name; rdx_sink_abort() removes
+ * only rdx_sink_publish() gives it the final name; rdx_sink_abort() removes
  * it.  Reads and writes at distinct offsets may run on several threads. */
 #ifndef RDX_FILEIO_H
 #define RDX_FILEIO_H
@@ -43,9 +43,12 @@ void rdx_source_close(struct rdx_source *s);
 
 /* Prepares to write path (NULL or "-": stdout).  For a regular or new file
  * this creates the temporary and preallocates size bytes when size_known.
- * Returns 0 or -errno (the failing path is in rdx_sink_errpath()). */
+ * A fifo without a reader is waited for up to open_wait_ms, or until
+ * *interrupted (-EINTR).  Writes end with -ECANCELED once *stop is set.
+ * Returns 0 or -errno. */
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
-		  uint64_t size, bool do_fsync, const atomic_int *stop);
+		  uint64_t size, bool do_fsync, const atomic_int *stop,
+		  uint64_t open_wait_ms, const atomic_int *interrupted);
 
 /* True when writes at distinct offsets may run in parallel. */
 bool rdx_sink_parallel(const struct rdx_sink *k);
@@ -55,9 +58,12 @@ bool rdx_sink_parallel(const struct rdx_sink *k);
 int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 		   uint64_t off);
 
-/* Sets the final length, fsyncs when asked, renames the temporary to the
- * final name.  Returns 0 or -errno. */
-int rdx_sink_commit(struct rdx_sink *k, uint64_t total);
+/* Sets the final length and fsyncs when asked.  Returns 0 or -errno. */
+int rdx_sink_flush(struct rdx_sink *k, uint64_t total);
+
+/* Renames the temporary to the final name (then fsyncs the directory when
+ * asked); from here on rdx_sink_close() keeps the file.  0 or -errno. */
+int rdx_sink_publish(struct rdx_sink *k);
 
 /* Removes the temporary (if any) and frees the sink.  Safe after commit. */
 void rdx_sink_close(struct rdx_sink *k);

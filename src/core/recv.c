@@ -79,7 +79,8 @@ struct stream_ctx {
 
 /* Receives one DATA payload into its slot and publishes the plain chunk. */
 static int recv_data(struct rdx_stream *st, struct stream_ctx *c,
-		     const struct rdx_frame_hdr *h, const uint8_t raw[RDX_HDR_LEN])
+		     const struct rdx_frame_hdr *h, const uint8_t raw[RDX_HDR_LEN],
+		     uint32_t *pending)
 {
 	struct rdx_session *s = st->s;
 	struct rdx_conn *conn = st->conn;
@@ -101,6 +102,7 @@ static int recv_data(struct rdx_stream *st, struct stream_ctx *c,
 		return ret;
 	land = (sealed || packed) ? slot->wire : slot->data;
 	ret = conn->ops->recv(conn, land, h->len);
+	*pending = 0;
 	if (ret) {
 		rdx_ring_unclaim(s->ring, slot);
 		return sess_fail_conn(s, ret, "lost the connection to the sender");
@@ -161,31 +163,53 @@ static int recv_eos(struct rdx_stream *st, const struct rdx_frame_hdr *h,
 	return 1;
 }
 
+/* Reads and drops n payload bytes.  Returns 0 or the transport's error. */
+static int skip(struct rdx_conn *conn, struct stream_ctx *c, uint32_t n)
+{
+	while (n) {
+		uint32_t k = n < sizeof(c->scratch) ? n : sizeof(c->scratch);
+		int ret = conn->ops->recv(conn, c->scratch, k);
+
+		if (ret)
+			return ret;
+		n -= k;
+	}
+	return 0;
+}
+
 /* After a failure, keep reading (and dropping) until the sender hangs up:
  * closing with unread data would reset the connection and could destroy
- * the ERROR frame that tells the sender why. */
-static void drain(struct rdx_stream *st, struct stream_ctx *c)
+ * the ERROR frame that tells the sender why.  pending is what is left of
+ * the frame the stream stopped in.  An ERROR from the sender still counts:
+ * it explains a broken connection better than "connection reset". */
+static void drain(struct rdx_stream *st, struct stream_ctx *c, uint32_t pending)
 {
+	struct rdx_conn *conn = st->conn;
 	uint8_t raw[RDX_HDR_LEN];
 
+	if (skip(conn, c, pending))
+		return;
 	for (;;) {
 		struct rdx_frame_hdr h;
-		uint32_t left;
 
-		if (st->conn->ops->recv(st->conn, raw, sizeof(raw)) ||
+		if (conn->ops->recv(conn, raw, sizeof(raw)) ||
 		    rdx_hdr_decode(raw, st->s->data_max, &h))
 			return;
-		for (left = h.len; left;) {
-			uint32_t n = left < sizeof(c->scratch) ? left : sizeof(c->scratch);
-
-			if (st->conn->ops->recv(st->conn, c->scratch, n))
-				return;
-			left -= n;
+		if (h.type == RDX_F_ERROR) {
+			if (conn->ops->recv(conn, c->scratch, h.len) == 0)
+				sess_peer_error(st->s, c->scratch, h.len);
+			return;
 		}
+		if (skip(conn, c, h.len))
+			return;
 	}
 }
 
-static void stream_loop(struct rdx_stream *st, struct stream_ctx *c)
+/* Receives frames until EOS (stream 0), a clean end (other streams) or a
+ * failure; *pending is left with the unread payload bytes of the frame it
+ * stopped in. */
+static void stream_loop(struct rdx_stream *st, struct stream_ctx *c,
+			uint32_t *pending)
 {
 	struct rdx_session *s = st->s;
 	uint64_t next_seq = 0; /* seqs on one stream only increase */
@@ -211,10 +235,12 @@ static void stream_loop(struct rdx_stream *st, struct stream_ctx *c)
 			sess_fail(s, -RDX_EPROTO, "sender sent a malformed frame");
 			return;
 		}
+		*pending = h.len;
 		switch (h.type) {
 		case RDX_F_KEEPALIVE:
 			continue;
 		case RDX_F_ERROR:
+			*pending = 0;
 			ret = st->conn->ops->recv(st->conn, c->scratch, h.len);
 			if (ret)
 				sess_fail_conn(s, ret, "lost the connection to the sender");
@@ -227,11 +253,12 @@ static void stream_loop(struct rdx_stream *st, struct stream_ctx *c)
 				return;
 			}
 			next_seq = h.seq + 1;
-			if (recv_data(st, c, &h, raw))
+			if (recv_data(st, c, &h, raw, pending))
 				return;
 			continue;
 		case RDX_F_EOS:
 			if (st->index == 0) {
+				*pending = 0;
 				recv_eos(st, &h, raw, c);
 				return;
 			}
@@ -249,6 +276,7 @@ static void *stream_main(void *arg)
 	struct rdx_stream *st = arg;
 	struct rdx_session *s = st->s;
 	struct stream_ctx *c = calloc(1, sizeof(*c));
+	uint32_t pending = 0;
 	int ret = c ? 0 : -ENOMEM;
 
 	if (!ret && s->opts.compress)
@@ -258,9 +286,9 @@ static void *stream_main(void *arg)
 	if (ret)
 		sess_fail(s, ret, "cannot set up stream: %s", rdx_strerror(ret));
 	else
-		stream_loop(st, c);
+		stream_loop(st, c, &pending);
 	if (c && sess_error(s))
-		drain(st, c);
+		drain(st, c, pending);
 	if (c) {
 		rdx_zpack_free(c->z);
 		rdx_seal_free(c->seal);
@@ -279,7 +307,7 @@ static int order_hook(void *arg, struct rdx_slot *slot)
 
 	if ((s->opts.flags & RDX_OPT_SIZE_KNOWN) &&
 	    s->total + slot->len > s->opts.size)
-		return sess_fail(s, -RDX_EPROTO, "sender sent more data than it announced");
+		return -EOVERFLOW; /* reported by writer_main, outside the lock */
 	slot->offset = s->total;
 	s->total += slot->len;
 	rdx_hash_update(s->hash, slot->data, slot->len);
@@ -308,6 +336,8 @@ static void *writer_main(void *arg)
 	}
 	if (ret == -ENODATA)
 		sess_fail(s, -RDX_EPROTO, "sender ended the streams with data missing");
+	if (ret == -EOVERFLOW)
+		sess_fail(s, -RDX_EPROTO, "sender sent more data than it announced");
 	/* The last writer checks and commits the file (fsync can take long),
 	 * while the main thread goes on sending keepalives. */
 	if (atomic_fetch_add(&x->writers_done, 1) + 1 == x->nwriters &&
@@ -338,7 +368,7 @@ static const char *hs_reason(int ret)
 	case -RDX_ECONNECT:
 		return "closed during the handshake";
 	case -RDX_ETIMEOUT:
-		return "no handshake within 10 s";
+		return "handshake timed out";
 	case -RDX_EVERSION:
 		return "unsupported protocol version";
 	default:
@@ -358,9 +388,17 @@ static int prepare(struct receiver *x)
 	int ret;
 
 	ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
-			    s->opts.size, o->fsync, &s->stop);
+			    s->opts.size, o->fsync, &s->stop, o->timeout_ms / 2,
+			    o->interrupted);
+	if (ret == -EINTR)
+		return sess_fail(s, -RDX_EINTR, "interrupted");
+	if (ret == -ENXIO)
+		return sess_fail(s, -RDX_ELOCAL,
+				 "cannot write '%s': no reader on the fifo within %.0f s",
+				 o->path, (double)o->timeout_ms / 2000);
 	if (ret)
-		return sess_fail(s, -RDX_ELOCAL, "cannot create '%s': %s", o->path,
+		return sess_fail(s, -RDX_ELOCAL, "cannot create '%s': %s",
+				 o->path ? o->path : "standard output",
 				 rdx_strerror(ret));
 	/* Memory stays what --slots x --slot-size allow, whatever slot size
 	 * the sender picked (but at least two slots). */
@@ -396,7 +434,7 @@ static int prepare(struct receiver *x)
 /* Runs the handshake on a new connection.  Returns 0 when the sender is
  * authenticated and accepted, 1 when the connection was rejected (logged,
  * keep waiting), or a negative error that ends rdrecv. */
-static int greet(struct receiver *x, struct rdx_conn *c)
+static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
@@ -408,6 +446,7 @@ static int greet(struct receiver *x, struct rdx_conn *c)
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 	int ret;
 
+	c->ops->set_deadline(c, deadline, o->interrupted);
 	ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
 	if (!ret && h.type != RDX_F_HELLO)
 		ret = -RDX_EPROTO;
@@ -422,6 +461,8 @@ static int greet(struct receiver *x, struct rdx_conn *c)
 		reject(c, RDX_EVERSION, why);
 		return 1;
 	}
+	if (ret == -RDX_EINTR)
+		goto interrupted;
 	if (ret) {
 		rdx_error("rejected connection from %s: %s", c->peer,
 			  ret == -RDX_EPROTO ? "not an rdxfer sender" : hs_reason(ret));
@@ -431,8 +472,10 @@ static int greet(struct receiver *x, struct rdx_conn *c)
 	hello.has_mac = true;
 	if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
 	    rdx_mac(&o->key, RDX_LABEL_RECEIVER, s->nonce_s, s->nonce_r, NULL, 0,
-		    hello.mac))
+		    hello.mac)) {
+		c->ops->close(c);
 		return sess_fail(s, -EIO, "cannot compute MAC");
+	}
 	memcpy(hello.nonce, s->nonce_r, RDX_NONCE_LEN);
 	h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
 	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
@@ -446,6 +489,8 @@ static int greet(struct receiver *x, struct rdx_conn *c)
 	}
 	if (!ret && (h.type != RDX_F_AUTH || rdx_auth_decode(buf, h.len, &auth)))
 		ret = -RDX_EPROTO;
+	if (ret == -RDX_EINTR)
+		goto interrupted;
 	if (ret) {
 		rdx_error("rejected connection from %s: %s", c->peer,
 			  ret == -RDX_EPROTO ? "malformed authentication" : hs_reason(ret));
@@ -487,6 +532,10 @@ static int greet(struct receiver *x, struct rdx_conn *c)
 drop:
 	c->ops->close(c);
 	return 1;
+
+interrupted:
+	c->ops->close(c);
+	return sess_fail(s, -RDX_EINTR, "interrupted");
 }
 
 static bool interrupted(const struct rdx_session *s)
@@ -524,6 +573,7 @@ static int await_sender(struct receiver *x)
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
 	uint64_t deadline = o->wait_ms ? rdx_now_ns() + o->wait_ms * 1000000 : 0;
+	uint64_t hs_deadline;
 	struct rdx_conn *c;
 	int ret;
 
@@ -534,7 +584,11 @@ static int await_sender(struct receiver *x)
 					 (double)o->wait_ms / 1000);
 		if (ret)
 			return ret;
-		ret = greet(x, c);
+		/* A handshake gets 10 s, and never outlives --wait. */
+		hs_deadline = rdx_now_ns() + (uint64_t)HANDSHAKE_MS * 1000000;
+		if (deadline && deadline < hs_deadline)
+			hs_deadline = deadline;
+		ret = greet(x, c, hs_deadline);
 	} while (ret > 0);
 	return ret;
 }
@@ -561,7 +615,12 @@ static int await_streams(struct receiver *x)
 					 joined, s->nstreams);
 		if (ret)
 			return ret;
+		c->ops->set_deadline(c, deadline, s->o->interrupted);
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+		if (ret == -RDX_EINTR) {
+			c->ops->close(c);
+			return sess_fail(s, ret, "interrupted");
+		}
 		if (!ret && (h.type != RDX_F_JOIN || rdx_join_decode(buf, h.len, &j)))
 			ret = -RDX_EPROTO;
 		if (!ret) {
@@ -599,6 +658,7 @@ static int start_pipeline(struct receiver *x)
 	for (i = 0; i < s->nstreams; i++) {
 		s->streams[i].conn->ops->set_timeout(s->streams[i].conn,
 						     s->o->timeout_ms);
+		s->streams[i].conn->ops->set_deadline(s->streams[i].conn, 0, NULL);
 		ret = pthread_create(&s->streams[i].thread, NULL, stream_main,
 				     &s->streams[i]);
 		if (ret)
@@ -641,10 +701,25 @@ static int finish(struct receiver *x)
 	if (memcmp(x->eos.hash, canon.digest, RDX_HASH_LEN))
 		return sess_fail(s, -RDX_EINTEGRITY,
 				 "data corrupted in transit (xxh3-128 mismatch)");
-	ret = rdx_sink_commit(x->sink, s->total);
+	ret = rdx_sink_flush(x->sink, s->total);
 	if (ret)
 		return sess_fail(s, -RDX_ELOCAL, "cannot finish '%s': %s",
 				 rdx_sink_name(x->sink), rdx_strerror(ret));
+	/* Publish only if nothing failed meanwhile (Ctrl-C during a long
+	 * fsync); once the name is in place the transfer has succeeded. */
+	pthread_mutex_lock(&s->lock);
+	ret = s->err;
+	if (!ret) {
+		ret = rdx_sink_publish(x->sink);
+		if (!ret)
+			s->final = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (ret && !sess_error(s))
+		return sess_fail(s, -RDX_ELOCAL, "cannot finish '%s': %s",
+				 rdx_sink_name(x->sink), rdx_strerror(ret));
+	if (ret)
+		return ret;
 	done.total = s->total;
 	memcpy(done.hash, canon.digest, RDX_HASH_LEN);
 	rdx_done_encode(&done, buf);
@@ -684,7 +759,11 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	}
 	s = &x->s;
 	ret = sess_init(s, o, "sender");
-	if (ret || sess_pick_transport(s))
+	if (ret) {
+		sess_fail(s, ret, "out of memory");
+		goto out;
+	}
+	if (sess_pick_transport(s))
 		goto out;
 	ret = s->xp->listen(&s->net, o->port, &x->lis);
 	if (ret) {

@@ -33,7 +33,9 @@ struct rdx_slot {
 
 struct rdx_ring;
 
-/* Called by rdx_ring_take() under the ring lock, in sequence order. */
+/* Called by rdx_ring_take() under the ring lock, in sequence order.  A hook
+ * must not call back into the ring (its lock is held): it reports trouble
+ * by returning a negative error, which rdx_ring_take() returns. */
 typedef int (*rdx_ring_hook)(void *arg, struct rdx_slot *slot);
 
 /* Allocates nslots slots of slot_size bytes (a multiple of 4096), plus a

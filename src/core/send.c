@@ -238,6 +238,11 @@ static void *ctrl_main(void *arg)
 		sess_fail_peer(s, ret, "receiver: %s", em.text);
 		return NULL;
 	}
+	if (ret == -RDX_EPROTO || ret == -RDX_EINTEGRITY) {
+		sess_fail(s, ret, "receiver's confirmation %s",
+			  ret == -RDX_EPROTO ? "is malformed" : "failed authentication");
+		return NULL;
+	}
 	if (ret) {
 		sess_fail_conn(s, ret, "lost the connection to the receiver");
 		return NULL;
@@ -281,6 +286,8 @@ static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 
 	if (ret == -RDX_EREMOTE)
 		return sess_fail_peer(s, ret, "receiver: %s", em->text);
+	if (ret == -RDX_EINTR)
+		return sess_fail(s, ret, "interrupted");
 	if (ret == -RDX_EVERSION)
 		return sess_fail(s, ret, "receiver speaks an incompatible protocol version");
 	if (ret == -RDX_EPROTO)
@@ -304,6 +311,10 @@ static int handshake(struct sender *x)
 	unsigned i;
 	int ret;
 
+	/* The whole exchange on stream 0 gets --timeout and answers Ctrl-C;
+	 * the data phase relies on socket timeouts and shutdown instead. */
+	c->ops->set_deadline(c, rdx_now_ns() + s->o->timeout_ms * 1000000,
+			     s->o->interrupted);
 	ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
 	if (ret)
 		return sess_fail(s, ret, "no randomness available");
@@ -378,6 +389,7 @@ static int handshake(struct sender *x)
 		if (ret)
 			return handshake_fail(s, ret, "stream setup", &em);
 	}
+	c->ops->set_deadline(c, 0, NULL);
 	rdx_info(2, "authenticated to %s; %u stream%s%s%s", c->peer,
 		 s->nstreams, s->nstreams == 1 ? "" : "s",
 		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
@@ -512,8 +524,10 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	}
 	s = &x->s;
 	ret = sess_init(s, o, "receiver");
-	if (ret)
+	if (ret) {
+		sess_fail(s, ret, "out of memory");
 		goto out;
+	}
 	x->src_name = o->path && strcmp(o->path, "-") ? o->path : "standard input";
 	ret = rdx_source_open(&x->src, o->path, &s->stop);
 	if (ret) {

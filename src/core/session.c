@@ -84,6 +84,10 @@ static int fail_v(struct rdx_session *s, int err, bool weak, bool from_peer,
 	if (err > 0)
 		err = -err;
 	pthread_mutex_lock(&s->lock);
+	if (s->final) {
+		pthread_mutex_unlock(&s->lock);
+		return err;
+	}
 	if (!s->err || (s->err_weak && !weak)) {
 		s->err = err;
 		s->err_weak = weak;

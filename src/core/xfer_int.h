@@ -76,6 +76,7 @@ struct rdx_session {
 	int err;	     /* first failure; lock */
 	bool err_weak;	     /* err may be explained better by the peer */
 	bool err_from_peer;  /* do not echo it back as an ERROR frame */
+	bool final;	     /* the result is in place: failures no longer count */
 	char errmsg[768];
 
 	struct rdx_progress progress;

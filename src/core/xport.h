@@ -60,6 +60,12 @@ struct rdx_xport_ops {
 	int (*recv)(struct rdx_conn *c, void *buf, size_t len);
 	/* Changes the silence limit of an established connection. */
 	void (*set_timeout)(struct rdx_conn *c, uint64_t ms);
+	/* Bounds every later recv on c by an absolute deadline (rdx_now_ns()
+	 * clock; 0: none) and ends it with -RDX_EINTR once *stop is set (NULL:
+	 * never): a handshake must not outlive its budget however slowly the
+	 * peer trickles bytes in, and must answer Ctrl-C. */
+	void (*set_deadline)(struct rdx_conn *c, uint64_t deadline_ns,
+			     const atomic_int *stop);
 	/* Unblocks any sender/receiver on c; they fail.  Thread-safe. */
 	void (*shutdown)(struct rdx_conn *c);
 	/* After a final message: signals end of data, lets the peer read it

@@ -23,6 +23,8 @@
 struct tcp_conn {
 	struct rdx_conn base;
 	int fd;
+	uint64_t deadline_ns;	/* see set_deadline; owner thread only */
+	const atomic_int *stop;
 };
 
 struct tcp_listener {
@@ -125,14 +127,15 @@ static int resolve(const char *host, const char *port, int family, int flags,
 	return ret ? -ENOENT : 0;
 }
 
-/* One non-blocking connect bounded by the deadline.  Returns fd or -errno. */
+/* One non-blocking connect bounded by the deadline.  Returns fd or -errno;
+ * *fatal says that retrying cannot help (the local --bind address is bad). */
 static int try_connect(const struct addrinfo *ai, const struct rdx_net_opts *o,
-		       uint64_t deadline_ns)
+		       uint64_t deadline_ns, bool *fatal)
 {
 	struct pollfd p;
 	int fd, err = 0, flags;
 	socklen_t elen = sizeof(err);
-	uint64_t now;
+	uint64_t now, wait_ms;
 
 	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
 		    ai->ai_protocol);
@@ -143,12 +146,14 @@ static int try_connect(const struct addrinfo *ai, const struct rdx_net_opts *o,
 		int ret = resolve(o->bind, NULL, ai->ai_family, AI_PASSIVE, &b);
 
 		if (ret) {
+			*fatal = true;
 			close(fd);
 			return ret;
 		}
 		ret = bind(fd, b->ai_addr, b->ai_addrlen) ? -errno : 0;
 		freeaddrinfo(b);
 		if (ret) {
+			*fatal = true;
 			close(fd);
 			return ret;
 		}
@@ -163,7 +168,8 @@ static int try_connect(const struct addrinfo *ai, const struct rdx_net_opts *o,
 	p.fd = fd;
 	p.events = POLLOUT;
 	now = rdx_now_ns();
-	if (poll(&p, 1, now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000) + 1) <= 0) {
+	wait_ms = now >= deadline_ns ? 0 : (deadline_ns - now) / 1000000 + 1;
+	if (poll(&p, 1, wait_ms > 10000 ? 10000 : (int)wait_ms) <= 0) {
 		close(fd);
 		return -ETIMEDOUT;
 	}
@@ -182,17 +188,18 @@ static int tcp_connect(const struct rdx_net_opts *o, const char *host,
 {
 	struct addrinfo *res, *ai;
 	int ret, fd = -ECONNREFUSED;
+	bool fatal = false;
 
 	ret = resolve(host, port, o->family, AI_ADDRCONFIG, &res);
 	if (ret)
 		return ret;
 	for (;;) {
-		for (ai = res; ai; ai = ai->ai_next) {
-			fd = try_connect(ai, o, deadline_ns);
+		for (ai = res; ai && !fatal; ai = ai->ai_next) {
+			fd = try_connect(ai, o, deadline_ns, &fatal);
 			if (fd >= 0)
 				break;
 		}
-		if (fd >= 0 || rdx_now_ns() >= deadline_ns ||
+		if (fd >= 0 || fatal || rdx_now_ns() >= deadline_ns ||
 		    (stop && atomic_load(stop)))
 			break;
 		usleep(100000);
@@ -335,25 +342,66 @@ static int tcp_send(struct rdx_conn *cb, const struct rdx_frame_hdr *h,
 	return 0;
 }
 
+/* Waits until fd is readable, the deadline passes or *stop is set. */
+static int wait_readable(struct tcp_conn *c)
+{
+	for (;;) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		uint64_t now = rdx_now_ns();
+		int slice = 200, n;
+
+		if (c->stop && atomic_load(c->stop))
+			return -RDX_EINTR;
+		if (c->deadline_ns) {
+			if (now >= c->deadline_ns)
+				return -RDX_ETIMEOUT;
+			if (c->deadline_ns - now < 200000000)
+				slice = (int)((c->deadline_ns - now) / 1000000) + 1;
+		}
+		n = poll(&p, 1, slice);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 static int tcp_recv(struct rdx_conn *cb, void *buf, size_t len)
 {
 	struct tcp_conn *c = tcp_of(cb);
+	bool bounded = c->deadline_ns || c->stop;
 	char *p = buf;
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = recv(c->fd, p + done, len - done, MSG_WAITALL);
+		ssize_t n;
+
+		if (bounded) {
+			int ret = wait_readable(c);
+
+			if (ret)
+				return ret;
+		}
+		n = recv(c->fd, p + done, len - done,
+			 bounded ? MSG_DONTWAIT : MSG_WAITALL);
 
 		if (n == 0)
 			return done ? -RDX_ECONNECT : RDX_XPORT_EOF;
 		if (n < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || (bounded && errno == EAGAIN))
 				continue;
 			return io_error(errno);
 		}
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+static void tcp_set_deadline(struct rdx_conn *cb, uint64_t deadline_ns,
+			     const atomic_int *stop)
+{
+	tcp_of(cb)->deadline_ns = deadline_ns;
+	tcp_of(cb)->stop = stop;
 }
 
 static void tcp_set_timeout(struct rdx_conn *cb, uint64_t ms)
@@ -406,6 +454,7 @@ const struct rdx_xport_ops rdx_xport_tcp = {
 	.send = tcp_send,
 	.recv = tcp_recv,
 	.set_timeout = tcp_set_timeout,
+	.set_deadline = tcp_set_deadline,
 	.shutdown = tcp_shutdown,
 	.close_gently = tcp_close_gently,
 	.close = tcp_close,

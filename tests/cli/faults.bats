@@ -335,6 +335,103 @@ badpeer_then_real() {
 	[ $((SECONDS - t0)) -le 10 ] || fail "the silent peer held the real sender for $((SECONDS - t0)) s"
 }
 
+@test "badpeer trickle (a HELLO one byte every 2 s): rdrecv gives up on it by --wait" {
+	# SO_RCVTIMEO alone restarts with every byte; the handshake needs an
+	# overall deadline.
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	port=$(free_port)
+	start_recv --wait 4 --timeout 3 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start trickle "$BADPEER" trickle 127.0.0.1 "$port"
+	wait_recv 12
+	assert_rc recv "$RECV_RC" 3 "a trickling peer must not hold rdrecv past --wait"
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .*timed out'
+	assert_no_output_file "$D/dst"
+}
+
+@test "SIGINT while rdrecv is held by a trickling peer: exit 130 at once" {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	port=$(free_port)
+	start_recv --timeout 30 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start trickle "$BADPEER" trickle 127.0.0.1 "$port"
+	sleep 1
+	kill -INT "$RECV_PID"
+	wait_recv 3
+	assert_rc recv "$RECV_RC" 130
+}
+
+@test "an authenticated sender that sends more than it announced: rdrecv exits 3, no hang, no file" {
+	# The size check runs in the ring's in-order hook, under the ring lock:
+	# it once re-entered the lock and hung rdrecv for good.
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	RDX_KEY=$KEY bg_start evil "$BADPEER" oversize 127.0.0.1 "$port"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 3
+	assert_err_file "$D/recv.err" rdrecv 'more data than it announced'
+	assert_no_output_file "$D/dst"
+}
+
+@test "rdsend interrupted while a silent listener holds its handshake: exit 130 at once" {
+	port=$(free_port)
+	bg_start listener socat TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr SYSTEM:'sleep 30'
+	wait_listen "$port"
+	start_send --timeout 30 127.0.0.1 "$port" "$KEY"
+	sleep 1
+	kill -INT "$SEND_PID"
+	wait_send 3
+	assert_rc send "$SEND_RC" 130
+}
+
+@test "rdrecv into a fifo nobody reads: exit 4 within --timeout, rdsend 5" {
+	mkfifo "$D/fifo"
+	mkrand "$D/src" $((1024 * 1024))
+	port=$(free_port)
+	start_recv --timeout 4 "$port" "$KEY" "$D/fifo"
+	wait_listen "$port"
+	run_t --secs 20 "$RDSEND" --timeout 4 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_status 5
+	assert_match "$stderr" '^rdsend: receiver: .*no reader' "rdsend stderr"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 4
+}
+
+@test "rdrecv into a fifo whose reader comes late: data intact" {
+	mkfifo "$D/fifo"
+	mkrand "$D/src" $((3 * 1024 * 1024 + 5))
+	port=$(free_port)
+	start_recv --timeout 6 "$port" "$KEY" "$D/fifo"
+	wait_listen "$port"
+	start_send --timeout 6 127.0.0.1 "$port" "$KEY" "$D/src"
+	sleep 1
+	xrun cat "$D/fifo" >"$D/dst"
+	wait_send 10
+	assert_rc send "$SEND_RC" 0
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$D/dst"
+}
+
+@test "rdrecv whose stdout reader stalls: both ends give up within --timeout" {
+	# A blocking write of a whole slot into a pipe with a little room would
+	# sit in the kernel for good; stdout is written without blocking.
+	mkrand "$D/src" $((64 * 1024 * 1024))
+	mkfifo "$D/out"
+	BG_STDIN=$D/out BG_STDOUT=/dev/null bg_start stall bash -c 'head -c 100000 >/dev/null; sleep 60'
+	port=$(free_port)
+	RECV_OUT=$D/out start_recv --timeout 3 "$port" "$KEY"
+	wait_listen "$port"
+	run_t --secs 30 "$RDSEND" --timeout 3 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_status 5
+	wait_recv 8
+	[ "$RECV_RC" -ne 124 ] || fail "rdrecv still running after its stdout stalled"
+	assert_rc recv "$RECV_RC" 3
+	assert_err_file "$D/recv.err" rdrecv 'stalled'
+}
+
 # ---------------------------------------------------------------- integrity
 
 # corrupt_through_proxy SRC [SEND_OPTS...]: rdsend -> badpeer corrupt (one

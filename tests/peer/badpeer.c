@@ -16,6 +16,11 @@
  *   bad-auth     a valid HELLO, read the receiver's HELLO, then an AUTH
  *                with plausible options but a random MAC (a sender that
  *                ignores mac_r and does not know the key)
+ *   trickle      a valid HELLO sent one byte every 2 s (slowloris): the
+ *                receiver must give up on it within its handshake budget
+ *   oversize     (needs RDX_KEY) authenticates properly, announces a
+ *                4096-byte stream in 4 KiB slots, then sends two chunks:
+ *                an authenticated sender that lies about the size
  *
  * After sending, every mode but short-hello lingers until the receiver
  * closes the connection (at most 30 s for silent, 3 s otherwise), so the
@@ -23,8 +28,9 @@
  * short-hello closes at once: a truncated frame followed by EOF.
  *
  * Exit codes: 0 sent (whatever the receiver did afterwards), 1 could not
- * connect or send, 2 usage.  Sockets only; nothing from src/ is used so
- * this keeps working whatever state the project code is in.
+ * connect or send, 2 usage.  Sockets and libcrypto's HMAC only; nothing
+ * from src/ is used so this keeps working whatever state the project code
+ * is in.
  *
  * Frame header (docs/PROTOCOL.md), 24 bytes, big-endian:
  *   type u8 | flags u8 | stream u16 | len u32 | plain_len u32 |
@@ -47,6 +53,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #define HDR_LEN	    24
 #define HELLO_LEN   40
 #define AUTH_LEN    56
@@ -54,6 +63,7 @@
 #define FRAME_HELLO 1
 #define FRAME_AUTH  2
 #define FRAME_DATA  5
+#define FRAME_JOIN_ACCEPT 3
 
 static void put_be16(unsigned char *p, uint16_t v)
 {
@@ -189,6 +199,81 @@ static int send_bad_auth(int fd)
 	put_be32(buf + HDR_LEN + 36, 16);
 	put_be16(buf + HDR_LEN + 40, 1);
 	return send_full(fd, buf, HDR_LEN + AUTH_LEN);
+}
+
+/*
+ * oversize: the whole handshake with the right key (RDX_KEY), options
+ * announcing a 4096-byte stream in 4 KiB slots, then chunks 0 and 1 of
+ * 4 KiB each: 8 KiB for an announced 4 KiB.  Returns 0 once sent.
+ */
+static int send_oversize(int fd, const char *key)
+{
+	unsigned char buf[HDR_LEN + CTRL_MAX], ns[32], nr[32], msg[128];
+	unsigned char opts[24], chunk[HDR_LEN + 4096];
+	unsigned int mlen = 0;
+	uint32_t len;
+	int i;
+
+	make_hdr(buf, FRAME_HELLO, HELLO_LEN);
+	make_hello(buf + HDR_LEN, 1);
+	memcpy(ns, buf + HDR_LEN + 8, 32);
+	if (send_full(fd, buf, HDR_LEN + HELLO_LEN) < 0 ||
+	    recv_full(fd, buf, HDR_LEN) < 0)
+		return -1;
+	len = get_be32(buf + 4);
+	if (buf[0] != FRAME_HELLO || len != 72 ||
+	    recv_full(fd, buf + HDR_LEN, len) < 0)
+		return -1;
+	memcpy(nr, buf + HDR_LEN + 8, 32);
+
+	memset(opts, 0, sizeof(opts));
+	put_be32(opts, 4096);	   /* slot_size */
+	put_be32(opts + 4, 16);	   /* slots */
+	put_be16(opts + 8, 1);	   /* streams */
+	put_be32(opts + 12, 1);	   /* flags: size known */
+	put_be32(opts + 20, 4096); /* size (low half of the u64) */
+	memcpy(msg, "rdxfer-1 sender", 15);
+	memcpy(msg + 15, ns, 32);
+	memcpy(msg + 47, nr, 32);
+	memcpy(msg + 79, opts, 24);
+	make_hdr(buf, FRAME_AUTH, AUTH_LEN);
+	if (!HMAC(EVP_sha256(), key, (int)strlen(key), msg, 103,
+		  buf + HDR_LEN, &mlen))
+		return -1;
+	memcpy(buf + HDR_LEN + 32, opts, 24);
+	if (send_full(fd, buf, HDR_LEN + AUTH_LEN) < 0 ||
+	    recv_full(fd, buf, HDR_LEN) < 0 || buf[0] != FRAME_JOIN_ACCEPT) {
+		fprintf(stderr, "badpeer: not accepted (wrong RDX_KEY?)\n");
+		return -1;
+	}
+	len = get_be32(buf + 4);
+	if (len > CTRL_MAX || recv_full(fd, buf + HDR_LEN, len) < 0)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		make_hdr(chunk, FRAME_DATA, 4096);
+		put_be32(chunk + 8, 4096);		/* plain_len */
+		put_be32(chunk + 20, (uint32_t)i);	/* seq (low half) */
+		memset(chunk + HDR_LEN, 'A' + i, 4096);
+		if (send_full(fd, chunk, sizeof(chunk)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* trickle: one byte of a valid HELLO every 2 s, for at most a minute. */
+static int send_trickle(int fd)
+{
+	unsigned char buf[HDR_LEN + HELLO_LEN];
+	size_t i;
+
+	make_hdr(buf, FRAME_HELLO, HELLO_LEN);
+	make_hello(buf + HDR_LEN, 1);
+	for (i = 0; i < sizeof(buf) && i < 30; i++) {
+		if (send_full(fd, buf + i, 1) < 0)
+			return 0; /* the receiver hung up: what we wanted */
+		sleep(2);
+	}
+	return 0;
 }
 
 /* Connects to host:port (any address family); returns the fd or -1. */
@@ -385,7 +470,7 @@ static int run_corrupt(const char *host, const char *port, const char *lport)
 static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
-			"bad-version|bad-auth|silent HOST PORT\n"
+			"bad-version|bad-auth|silent|trickle|oversize HOST PORT\n"
 			"       badpeer corrupt HOST PORT LISTEN_PORT\n");
 	return 2;
 }
@@ -405,7 +490,10 @@ int main(int argc, char **argv)
 	mode = argv[1];
 	if (strcmp(mode, "garbage") && strcmp(mode, "short-hello") &&
 	    strcmp(mode, "huge-len") && strcmp(mode, "bad-version") &&
-	    strcmp(mode, "bad-auth") && strcmp(mode, "silent"))
+	    strcmp(mode, "bad-auth") && strcmp(mode, "silent") &&
+	    strcmp(mode, "trickle") && strcmp(mode, "oversize"))
+		return usage();
+	if (!strcmp(mode, "oversize") && !getenv("RDX_KEY"))
 		return usage();
 
 	fd = dial(argv[2], argv[3]);
@@ -434,6 +522,15 @@ int main(int argc, char **argv)
 			close(fd);
 			return 1;
 		}
+	} else if (!strcmp(mode, "oversize")) {
+		if (send_oversize(fd, getenv("RDX_KEY")) < 0) {
+			close(fd);
+			return 1;
+		}
+		linger_ms = 30000;
+	} else if (!strcmp(mode, "trickle")) {
+		send_trickle(fd);
+		linger_ms = 0;
 	} else {
 		linger_ms = 30000;
 	}
