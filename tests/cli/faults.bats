@@ -132,75 +132,61 @@ now_ms() {
 
 # ------------------------------------------------------- killed mid-stream
 
-@test "sender killed with SIGKILL mid-stream: rdrecv fails within --timeout, no file" {
+# fault_mid_stream TIMEOUT SIG VICTIM: a transfer from a slow source with
+# --timeout TIMEOUT on both ends; once the receiver's temporary exists,
+# VICTIM (recv or send) gets SIG.  Then waits (15 s at most) for the other
+# side, checks it took at most TIMEOUT + 3 s and ended with exit 3 and the
+# lost-peer message.  Sets ELAPSED.
+fault_mid_stream() {
+	local timeout=$1 sig=$2 victim=$3 other t0 rc victim_pid
 	port=$(free_port)
-	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	start_recv --timeout "$timeout" "$port" "$KEY" "$D/dst"
 	wait_listen "$port"
 	slow_source
-	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
+	start_send --timeout "$timeout" 127.0.0.1 "$port" "$KEY"
 	wait_temp "$D/dst"
-	kill -KILL "$SEND_PID"
+	if [ "$victim" = recv ]; then
+		victim_pid=$RECV_PID other=send
+	else
+		victim_pid=$SEND_PID other=recv
+	fi
+	kill -"$sig" "$victim_pid"
 	t0=$SECONDS
-	wait_recv 20
-	[ "$RECV_RC" -ne 124 ] || fail "rdrecv still running 20 s after the sender died"
-	[ $((SECONDS - t0)) -le 7 ] || fail "rdrecv needed $((SECONDS - t0)) s (--timeout 5)"
-	assert_rc recv "$RECV_RC" 3
-	assert_err_file "$D/recv.err" rdrecv "$LOST"
+	if [ "$other" = send ]; then
+		wait_send 15
+		rc=$SEND_RC
+	else
+		wait_recv 15
+		rc=$RECV_RC
+	fi
+	ELAPSED=$((SECONDS - t0))
+	[ "$sig" = STOP ] && kill -CONT "$victim_pid" 2>/dev/null
+	[ "$rc" -ne 124 ] || fail "rd$other still running 15 s after SIG$sig to rd$victim"
+	[ "$ELAPSED" -le $((timeout + 3)) ] ||
+		fail "rd$other needed $ELAPSED s (--timeout $timeout)"
+	assert_rc "$other" "$rc" 3
+	assert_err_file "$D/$other.err" "rd$other" "$LOST"
+}
+
+@test "sender killed with SIGKILL mid-stream: rdrecv fails within --timeout, no file" {
+	fault_mid_stream 5 KILL send
 	assert_no_output_file "$D/dst"
 }
 
 @test "receiver killed with SIGKILL mid-stream: rdsend exits 3" {
-	port=$(free_port)
-	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
-	wait_listen "$port"
-	slow_source
-	start_send --timeout 5 127.0.0.1 "$port" "$KEY"
-	wait_temp "$D/dst"
-	kill -KILL "$RECV_PID"
-	t0=$SECONDS
-	wait_send 20
-	[ "$SEND_RC" -ne 124 ] || fail "rdsend still running 20 s after the receiver died"
-	[ $((SECONDS - t0)) -le 7 ] || fail "rdsend needed $((SECONDS - t0)) s (--timeout 5)"
-	assert_rc send "$SEND_RC" 3
-	assert_err_file "$D/send.err" rdsend "$LOST"
+	fault_mid_stream 5 KILL recv
 	# A killed rdrecv cannot clean up its temporary, but it never renames.
 	[ ! -e "$D/dst" ]
 }
 
 @test "sender stalls (SIGSTOP): rdrecv gives up after --timeout 3 with exit 3" {
-	port=$(free_port)
-	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
-	wait_listen "$port"
-	slow_source
-	start_send --timeout 3 127.0.0.1 "$port" "$KEY"
-	wait_temp "$D/dst"
-	kill -STOP "$SEND_PID"
-	t0=$SECONDS
-	wait_recv 15
-	kill -CONT "$SEND_PID" 2>/dev/null || true
-	[ "$RECV_RC" -ne 124 ] || fail "rdrecv still running 15 s into a stall (--timeout 3)"
-	[ $((SECONDS - t0)) -ge 2 ] || fail "rdrecv gave up after $((SECONDS - t0)) s, before --timeout 3"
-	[ $((SECONDS - t0)) -le 6 ] || fail "rdrecv needed $((SECONDS - t0)) s (--timeout 3)"
-	assert_rc recv "$RECV_RC" 3
-	assert_err_file "$D/recv.err" rdrecv "$LOST"
+	fault_mid_stream 3 STOP send
+	[ "$ELAPSED" -ge 2 ] || fail "rdrecv gave up after $ELAPSED s, before --timeout 3"
 	assert_no_output_file "$D/dst"
 }
 
 @test "receiver stalls (SIGSTOP): rdsend gives up after --timeout 3 with exit 3" {
-	port=$(free_port)
-	start_recv --timeout 3 "$port" "$KEY" "$D/dst"
-	wait_listen "$port"
-	slow_source
-	start_send --timeout 3 127.0.0.1 "$port" "$KEY"
-	wait_temp "$D/dst"
-	kill -STOP "$RECV_PID"
-	t0=$SECONDS
-	wait_send 15
-	kill -CONT "$RECV_PID" 2>/dev/null || true
-	[ "$SEND_RC" -ne 124 ] || fail "rdsend still running 15 s into a stall (--timeout 3)"
-	[ $((SECONDS - t0)) -le 6 ] || fail "rdsend needed $((SECONDS - t0)) s (--timeout 3)"
-	assert_rc send "$SEND_RC" 3
-	assert_err_file "$D/send.err" rdsend "$LOST"
+	fault_mid_stream 3 STOP recv
 	# Woken up, rdrecv notices the sender is gone and cleans up.
 	wait_recv 10
 	[ "$RECV_RC" -ne 0 ] && [ "$RECV_RC" -ne 124 ]
