@@ -15,16 +15,6 @@ void rdx_log_init(const char *progname, int verbosity)
 	log_level = verbosity;
 }
 
-const char *rdx_progname(void)
-{
-	return log_prog;
-}
-
-int rdx_verbosity(void)
-{
-	return log_level;
-}
-
 static void log_line(const char *tag, const char *fmt, va_list ap)
 {
 	char buf[1024];

@@ -10,12 +10,6 @@
 /* Sets the prefix and how chatty rdx_info() is (0 = only errors/warnings). */
 void rdx_log_init(const char *progname, int verbosity);
 
-/* The prefix set by rdx_log_init(). */
-const char *rdx_progname(void);
-
-/* The verbosity set by rdx_log_init(). */
-int rdx_verbosity(void);
-
 void rdx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rdx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -189,8 +189,6 @@ int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out)
 		e->state = SLOT_FILLING;
 		e->slot.seq = seq;
 		e->slot.len = 0;
-		e->slot.wire_len = 0;
-		e->slot.flags = 0;
 		*out = &e->slot;
 	}
 	pthread_mutex_unlock(&r->lock);

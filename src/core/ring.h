@@ -24,11 +24,9 @@ struct rdx_slot {
 	void *data;	 /* slot_size bytes, plain data; owned by the holder */
 	void *wire;	 /* wire_size bytes for transformed frames, or NULL */
 	size_t len;	 /* plain bytes in data */
-	size_t wire_len; /* bytes in wire when the frame was transformed */
 	uint64_t seq;	 /* chunk sequence number */
 	uint64_t offset; /* plain offset of data[0] in the stream; set by take hooks */
 	unsigned index;	 /* position in the ring, for transports that register */
-	unsigned flags;	 /* frame flags the holder wants to keep with the data */
 };
 
 struct rdx_ring;

@@ -33,7 +33,6 @@ struct sender {
 	pthread_t ctrl;
 	bool ctrl_started;
 	atomic_uint streams_done;
-	bool eos_sent;
 	bool done;	   /* DONE received; s.lock */
 	struct rdx_done done_msg;
 };
@@ -422,7 +421,6 @@ static int send_eos(struct sender *x)
 	ret = sess_send_ctrl(s, RDX_F_EOS, buf, sizeof(buf));
 	if (ret)
 		return sess_fail_conn(s, ret, "lost the connection to the receiver");
-	x->eos_sent = true;
 	return 0;
 }
 

@@ -394,7 +394,6 @@ void sess_stats(struct rdx_session *s, struct rdx_xfer_stats *st,
 	st->streams = s->nstreams;
 	st->compress = s->opts.compress != 0;
 	st->encrypt = s->encrypt;
-	st->mem_locked = s->mem_locked;
 	if (!sess_error(s))
 		rdx_info(1, "%s %llu bytes in %.3f s, Bandwidth %.3f GB/s (%s, %u stream%s)",
 			 verb, (unsigned long long)bytes, secs,

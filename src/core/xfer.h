@@ -44,7 +44,6 @@ struct rdx_xfer_stats {
 	unsigned streams;
 	bool compress;
 	bool encrypt;
-	bool mem_locked; /* slots pinned in memory */
 };
 
 /* Sets the defaults every tool starts from. */

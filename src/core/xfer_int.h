@@ -69,7 +69,6 @@ struct rdx_session {
 
 	atomic_int stop;	   /* ends poll-sliced I/O loops */
 	_Atomic uint64_t moved;	   /* plain bytes through the pipeline */
-	atomic_uint threads_done;  /* workers that have returned */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* signalled on failure and on progress events */
