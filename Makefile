@@ -41,8 +41,13 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 PEER_BIN := $(BUILD)/tests/badpeer
 LIB := $(BUILD)/librdx.a
+# libFuzzer targets for the decoders of everything a peer sends (clang only).
+CLANG ?= clang
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c
 
-.PHONY: all check demo asan install uninstall format clean bench deps completions check-completions
+.PHONY: all check demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
 
 $(BUILD)/%.o: %.c
@@ -67,6 +72,14 @@ $(PEER_BIN): tests/peer/badpeer.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
 
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/core/*.h)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  FUZZ    $@")
+	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR) \
+		-fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_CORE) $(LDLIBS)
+
+fuzz: $(FUZZ_BIN)
+
 deps:
 	@scripts/deps.sh test
 
@@ -74,10 +87,10 @@ deps:
 # (unit + CLI on the normal build, unit + CLI transfers under ASan/UBSan),
 # and ends with "N passed, N failed".
 check: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all fuzz
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
 		SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined' all
-	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan bash tests/run.sh
+	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_FUZZ_BUILD=$(BUILD)/fuzz bash tests/run.sh
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \

@@ -15,6 +15,9 @@
 #   RDX_ASAN_BUILD    a second build (ASan/UBSan) whose unit tests and
 #               CLI transfer/fault tests run too (make check sets it)
 #   RDX_ASAN_BIG_SIZE size of the big-file test in that pass (default 128M)
+#   RDX_FUZZ_BUILD    directory of libFuzzer targets (make fuzz) to run for
+#               a fixed number of inputs from a fixed seed (deterministic)
+#   RDX_FUZZ_RUNS     inputs per target (default 200000)
 #
 # Exit status: 0 when every test passed or was skipped and at least one ran;
 # 1 otherwise.
@@ -161,6 +164,30 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 		run_cli "$asan" asan "${files[@]}"
 		unset RDX_BIG_SIZE
 	fi
+fi
+
+# ------------------------------------------------ fuzz targets (optional)
+# Each target starts from its committed seeds in tests/fuzz/corpus/NAME and
+# runs RDX_FUZZ_RUNS inputs from seed 1, so a run is repeatable; new inputs
+# go to a scratch directory, never into the tree.
+if [ -n "${RDX_FUZZ_BUILD:-}" ]; then
+	fuzz_runs=${RDX_FUZZ_RUNS:-200000}
+	for f in "$RDX_FUZZ_BUILD"/fuzz_*; do
+		[ -x "$f" ] || continue
+		name=${f##*/}
+		matches "$name" || continue
+		scratch=$(mktemp -d "${TMPDIR:-/tmp}/rdx-fuzz.XXXXXX")
+		if timeout 300 "$f" -seed=1 -runs="$fuzz_runs" -artifact_prefix="$scratch/" \
+			"$scratch" "tests/fuzz/corpus/$name" >"$log" 2>&1; then
+			echo "ok - fuzz $name: $fuzz_runs inputs, no crash or failed check"
+			passed=$((passed + 1))
+			rm -rf "$scratch"
+		else
+			tail -n 30 "$log"
+			echo "not ok - fuzz $name (reproduce: $f $scratch/crash-*)"
+			failed=$((failed + 1))
+		fi
+	done
 fi
 
 summary="$passed passed, $failed failed"
