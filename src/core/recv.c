@@ -418,17 +418,7 @@ static int prepare(struct receiver *x)
 	if (!s->mem_locked)
 		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
 	rdx_ring_set_stall(s->ring, o->timeout_ms);
-	if (s->encrypt) {
-		ret = rdx_derive_keys(&o->key, s->nonce_s, s->nonce_r, s->key_rx,
-				      s->key_tx);
-		if (!ret)
-			ret = rdx_seal_new(&s->ctrl_tx, s->key_tx);
-		if (!ret)
-			ret = rdx_seal_new(&s->ctrl_rx, s->key_rx);
-		if (ret)
-			return sess_fail(s, ret, "cannot set up encryption");
-	}
-	return 0;
+	return s->encrypt ? sess_setup_crypto(s, false) : 0;
 }
 
 /* Runs the handshake on a new connection.  Returns 0 when the sender is

@@ -278,6 +278,7 @@ static int connect_stream(struct rdx_session *s, unsigned i,
 	return 0;
 }
 
+/* Records a failed handshake step; em is read only for -RDX_EREMOTE. */
 static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 			  const struct rdx_errmsg *em)
 {
@@ -297,43 +298,45 @@ static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 					  why, sizeof(why)));
 }
 
-static int handshake(struct sender *x)
+/* HELLO both ways: our nonce out, the receiver's nonce and proof back. */
+static int exchange_hello(struct rdx_session *s, uint8_t *buf)
 {
-	struct rdx_session *s = &x->s;
 	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
-	struct rdx_auth auth;
-	struct rdx_accept acc;
+	struct rdx_frame_hdr h = { .type = RDX_F_HELLO };
 	struct rdx_errmsg em;
-	struct rdx_frame_hdr h;
-	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
-	unsigned i;
 	int ret;
 
-	/* The whole exchange on stream 0 gets --timeout and answers Ctrl-C;
-	 * the data phase relies on socket timeouts and shutdown instead. */
-	c->ops->set_deadline(c, rdx_now_ns() + s->o->timeout_ms * 1000000,
-			     s->o->interrupted);
 	ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
 	if (ret)
 		return sess_fail(s, ret, "no randomness available");
 	memcpy(hello.nonce, s->nonce_s, RDX_NONCE_LEN);
-	h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
 	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (!ret)
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
-	if (ret)
-		return handshake_fail(s, ret, "hello", &em);
-	if (h.type != RDX_F_HELLO)
-		return handshake_fail(s, -RDX_EPROTO, "hello", &em);
-	ret = rdx_hello_decode(buf, h.len, true, &hello);
+	if (!ret && h.type != RDX_F_HELLO)
+		ret = -RDX_EPROTO;
+	if (!ret)
+		ret = rdx_hello_decode(buf, h.len, true, &hello);
 	if (ret)
 		return handshake_fail(s, ret, "hello", &em);
 	memcpy(s->nonce_r, hello.nonce, RDX_NONCE_LEN);
 	if (!rdx_mac_check(&s->o->key, RDX_LABEL_RECEIVER, s->nonce_s,
 			   s->nonce_r, NULL, 0, hello.mac))
 		return sess_fail(s, -RDX_EAUTH, "authentication failed (wrong key?)");
+	return 0;
+}
+
+/* AUTH with our options, ACCEPT with what the receiver settled on. */
+static int exchange_auth(struct rdx_session *s, uint8_t *buf)
+{
+	struct rdx_conn *c = s->streams[0].conn;
+	struct rdx_frame_hdr h = { .type = RDX_F_AUTH };
+	struct rdx_errmsg em;
+	struct rdx_auth auth;
+	struct rdx_accept acc;
+	int ret;
 
 	auth.opts = s->opts;
 	rdx_opts_encode(&auth.opts, auth.opts_raw);
@@ -341,15 +344,14 @@ static int handshake(struct sender *x)
 		      auth.opts_raw, RDX_OPTS_LEN, auth.mac);
 	if (ret)
 		return sess_fail(s, ret, "cannot compute MAC");
-	h = (struct rdx_frame_hdr){ .type = RDX_F_AUTH };
 	h.len = (uint32_t)rdx_auth_encode(&auth, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (!ret)
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+	if (!ret && (h.type != RDX_F_ACCEPT || rdx_accept_decode(buf, h.len, &acc)))
+		ret = -RDX_EPROTO;
 	if (ret)
 		return handshake_fail(s, ret, "authentication", &em);
-	if (h.type != RDX_F_ACCEPT || rdx_accept_decode(buf, h.len, &acc))
-		return handshake_fail(s, -RDX_EPROTO, "authentication", &em);
 	if (!rdx_mac_check(&s->o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
 			   acc.raw, RDX_ACCEPT_LEN, acc.mac) ||
 	    acc.acc.streams > s->opts.streams ||
@@ -358,20 +360,19 @@ static int handshake(struct sender *x)
 	s->nstreams = acc.acc.streams;
 	s->encrypt = acc.acc.encrypt;
 	s->opts.encrypt = acc.acc.encrypt;
-	if (s->encrypt) {
-		ret = rdx_derive_keys(&s->o->key, s->nonce_s, s->nonce_r,
-				      s->key_tx, s->key_rx);
-		if (!ret)
-			ret = rdx_seal_new(&s->ctrl_tx, s->key_tx);
-		if (!ret)
-			ret = rdx_seal_new(&s->ctrl_rx, s->key_rx);
-		if (ret)
-			return sess_fail(s, ret, "cannot set up encryption");
-	}
+	return s->encrypt ? sess_setup_crypto(s, true) : 0;
+}
+
+/* Opens streams 1..N-1, each proving it belongs to this session. */
+static int join_streams(struct rdx_session *s, uint8_t *buf)
+{
+	unsigned i;
+	int ret;
 
 	for (i = 1; i < s->nstreams; i++) {
 		struct rdx_join j = { .version = RDX_PROTO_VERSION,
 				      .index = (uint16_t)i };
+		struct rdx_frame_hdr h = { .type = RDX_F_JOIN };
 		uint8_t idx[2] = { (uint8_t)(i >> 8), (uint8_t)i };
 
 		ret = connect_stream(s, i, &s->streams[i].conn);
@@ -382,12 +383,32 @@ static int handshake(struct sender *x)
 			      idx, sizeof(idx), j.mac);
 		if (ret)
 			return sess_fail(s, ret, "cannot compute MAC");
-		h = (struct rdx_frame_hdr){ .type = RDX_F_JOIN };
 		h.len = (uint32_t)rdx_join_encode(&j, buf);
 		ret = sess_send(&s->streams[i], &h, buf);
 		if (ret)
-			return handshake_fail(s, ret, "stream setup", &em);
+			return handshake_fail(s, ret, "stream setup", NULL);
 	}
+	return 0;
+}
+
+static int handshake(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_conn *c = s->streams[0].conn;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	int ret;
+
+	/* The whole exchange on stream 0 gets --timeout and answers Ctrl-C;
+	 * the data phase relies on socket timeouts and shutdown instead. */
+	c->ops->set_deadline(c, rdx_now_ns() + s->o->timeout_ms * 1000000,
+			     s->o->interrupted);
+	ret = exchange_hello(s, buf);
+	if (!ret)
+		ret = exchange_auth(s, buf);
+	if (!ret)
+		ret = join_streams(s, buf);
+	if (ret)
+		return ret;
 	c->ops->set_deadline(c, 0, NULL);
 	rdx_info(2, "authenticated to %s; %u stream%s%s%s", c->peer,
 		 s->nstreams, s->nstreams == 1 ? "" : "s",

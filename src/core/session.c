@@ -7,6 +7,7 @@
 #include "units.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -72,8 +73,8 @@ void sess_release(struct rdx_session *s)
 	rdx_seal_free(s->ctrl_tx);
 	rdx_seal_free(s->ctrl_rx);
 	XXH3_freeState(s->hash);
-	memset(s->key_tx, 0, sizeof(s->key_tx));
-	memset(s->key_rx, 0, sizeof(s->key_rx));
+	OPENSSL_cleanse(s->key_tx, sizeof(s->key_tx));
+	OPENSSL_cleanse(s->key_rx, sizeof(s->key_rx));
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 }
@@ -171,6 +172,25 @@ int sess_error(struct rdx_session *s)
 	err = s->err;
 	pthread_mutex_unlock(&s->lock);
 	return err;
+}
+
+int sess_setup_crypto(struct rdx_session *s, bool sender)
+{
+	uint8_t s2r[32], r2s[32];
+	int ret;
+
+	ret = rdx_derive_keys(&s->o->key, s->nonce_s, s->nonce_r, s2r, r2s);
+	memcpy(s->key_tx, sender ? s2r : r2s, 32);
+	memcpy(s->key_rx, sender ? r2s : s2r, 32);
+	OPENSSL_cleanse(s2r, sizeof(s2r));
+	OPENSSL_cleanse(r2s, sizeof(r2s));
+	if (!ret)
+		ret = rdx_seal_new(&s->ctrl_tx, s->key_tx);
+	if (!ret)
+		ret = rdx_seal_new(&s->ctrl_rx, s->key_rx);
+	if (ret)
+		return sess_fail(s, ret, "cannot set up encryption");
+	return 0;
 }
 
 int sess_pick_transport(struct rdx_session *s)

@@ -101,6 +101,11 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	      const char *peer_role);
 void sess_release(struct rdx_session *s);
 
+/* Derives this session's keys (both nonces are known) and the control
+ * frame contexts, the right way round for the sending or receiving side.
+ * Returns 0 or a recorded error. */
+int sess_setup_crypto(struct rdx_session *s, bool sender);
+
 /* Transport selection for --transport; logs why under -v.  Returns 0 or an
  * error already reported. */
 int sess_pick_transport(struct rdx_session *s);
