@@ -421,85 +421,99 @@ static int prepare(struct receiver *x)
 	return s->encrypt ? sess_setup_crypto(s, false) : 0;
 }
 
-/* Runs the handshake on a new connection.  Returns 0 when the sender is
- * authenticated and accepted, 1 when the connection was rejected (logged,
- * keep waiting), or a negative error that ends rdrecv. */
-static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
+/* HELLO in, HELLO with our proof out, AUTH in and checked.  Returns 0 when
+ * the sender proved the key (auth filled), 1 when the connection was
+ * rejected (logged and closed: keep waiting), or a recorded error that ends
+ * rdrecv (the connection closed). */
+static int check_sender(struct rdx_session *s, struct rdx_conn *c,
+			struct rdx_auth *auth)
 {
-	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
 	struct rdx_hello hello;
-	struct rdx_auth auth;
-	struct rdx_accept acc = { 0 };
 	struct rdx_errmsg em;
 	struct rdx_frame_hdr h;
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	const char *why = NULL;
 	int ret;
 
-	c->ops->set_deadline(c, deadline, o->interrupted);
 	ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
 	if (!ret && h.type != RDX_F_HELLO)
 		ret = -RDX_EPROTO;
 	if (!ret)
 		ret = rdx_hello_decode(buf, h.len, false, &hello);
 	if (ret == -RDX_EVERSION) {
-		char why[96];
+		char text[96];
 
-		snprintf(why, sizeof(why), "unsupported protocol version %u (this rdrecv speaks %u)",
+		snprintf(text, sizeof(text), "unsupported protocol version %u (this rdrecv speaks %u)",
 			 hello.version, RDX_PROTO_VERSION);
-		rdx_error("rejected connection from %s: %s", c->peer, why);
-		reject(c, RDX_EVERSION, why);
+		rdx_error("rejected connection from %s: %s", c->peer, text);
+		reject(c, RDX_EVERSION, text);
 		return 1;
 	}
-	if (ret == -RDX_EINTR)
-		goto interrupted;
-	if (ret) {
-		rdx_error("rejected connection from %s: %s", c->peer,
-			  ret == -RDX_EPROTO ? "not an rdxfer sender" : hs_reason(ret));
-		goto drop;
+	if (ret)
+		why = ret == -RDX_EPROTO ? "not an rdxfer sender" : hs_reason(ret);
+	if (!ret) {
+		memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
+		hello.has_mac = true;
+		if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
+		    rdx_mac(&o->key, RDX_LABEL_RECEIVER, s->nonce_s, s->nonce_r,
+			    NULL, 0, hello.mac)) {
+			c->ops->close(c);
+			return sess_fail(s, -EIO, "cannot compute MAC");
+		}
+		memcpy(hello.nonce, s->nonce_r, RDX_NONCE_LEN);
+		h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
+		h.len = (uint32_t)rdx_hello_encode(&hello, buf);
+		ret = c->ops->send(c, &h, buf);
+		if (!ret)
+			ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+		if (!ret && (h.type != RDX_F_AUTH || rdx_auth_decode(buf, h.len, auth)))
+			ret = -RDX_EPROTO;
+		if (ret)
+			why = ret == -RDX_EPROTO ? "malformed authentication" : hs_reason(ret);
 	}
-	memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
-	hello.has_mac = true;
-	if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
-	    rdx_mac(&o->key, RDX_LABEL_RECEIVER, s->nonce_s, s->nonce_r, NULL, 0,
-		    hello.mac)) {
+	if (ret == -RDX_EINTR) {
 		c->ops->close(c);
-		return sess_fail(s, -EIO, "cannot compute MAC");
+		return sess_fail(s, -RDX_EINTR, "interrupted");
 	}
-	memcpy(hello.nonce, s->nonce_r, RDX_NONCE_LEN);
-	h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
-	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
-	ret = c->ops->send(c, &h, buf);
-	if (!ret)
-		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
 	if (ret == -RDX_EREMOTE) {
 		/* The sender refused us (a wrong key shows up here). */
 		rdx_error("rejected connection from %s: sender: %s", c->peer, em.text);
-		goto drop;
+		c->ops->close(c);
+		return 1;
 	}
-	if (!ret && (h.type != RDX_F_AUTH || rdx_auth_decode(buf, h.len, &auth)))
-		ret = -RDX_EPROTO;
-	if (ret == -RDX_EINTR)
-		goto interrupted;
 	if (ret) {
-		rdx_error("rejected connection from %s: %s", c->peer,
-			  ret == -RDX_EPROTO ? "malformed authentication" : hs_reason(ret));
-		goto drop;
+		rdx_error("rejected connection from %s: %s", c->peer, why);
+		c->ops->close(c);
+		return 1;
 	}
 	if (!rdx_mac_check(&o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
-			   auth.opts_raw, RDX_OPTS_LEN, auth.mac)) {
+			   auth->opts_raw, RDX_OPTS_LEN, auth->mac)) {
 		rdx_error("rejected connection from %s: authentication failed", c->peer);
 		reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
 		return 1;
 	}
+	return 0;
+}
 
-	/* Authenticated: from here on failures end this rdrecv. */
+/* The sender is authenticated: settle the options, create the output and
+ * the slots, and answer ACCEPT.  From here on failures end rdrecv. */
+static int accept_sender(struct receiver *x, struct rdx_conn *c,
+			 const struct rdx_auth *auth)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	struct rdx_accept acc = { 0 };
+	struct rdx_frame_hdr h = { .type = RDX_F_ACCEPT };
+	uint8_t buf[RDX_ACCEPT_MSG_LEN];
+	int ret;
+
 	s->streams[0].conn = c;
 	s->nstreams = 1;
-	s->opts = auth.opts;
-	s->encrypt = auth.opts.encrypt || o->encrypt;
-	acc.acc.streams = auth.opts.streams < o->streams ? auth.opts.streams
-							 : (uint16_t)o->streams;
+	s->opts = auth->opts;
+	s->encrypt = auth->opts.encrypt || o->encrypt;
+	acc.acc.streams = auth->opts.streams < o->streams ? auth->opts.streams
+							  : (uint16_t)o->streams;
 	acc.acc.encrypt = s->encrypt;
 	ret = prepare(x);
 	if (ret)
@@ -508,7 +522,6 @@ static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
 	if (rdx_mac(&o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r, acc.raw,
 		    RDX_ACCEPT_LEN, acc.mac))
 		return sess_fail(s, -EIO, "cannot compute MAC");
-	h = (struct rdx_frame_hdr){ .type = RDX_F_ACCEPT };
 	h.len = (uint32_t)rdx_accept_encode(&acc, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (ret)
@@ -518,14 +531,19 @@ static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
 		 s->nstreams, s->nstreams == 1 ? "" : "s",
 		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
 	return 0;
+}
 
-drop:
-	c->ops->close(c);
-	return 1;
+/* Runs the handshake on a new connection within deadline.  Returns 0 when
+ * the sender is authenticated and accepted, 1 when the connection was
+ * rejected (logged, keep waiting), or a negative error that ends rdrecv. */
+static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
+{
+	struct rdx_auth auth;
+	int ret;
 
-interrupted:
-	c->ops->close(c);
-	return sess_fail(s, -RDX_EINTR, "interrupted");
+	c->ops->set_deadline(c, deadline, x->s.o->interrupted);
+	ret = check_sender(&x->s, c, &auth);
+	return ret ? ret : accept_sender(x, c, &auth);
 }
 
 static bool interrupted(const struct rdx_session *s)
