@@ -14,7 +14,7 @@ static const struct rdx_opt rdrecv_opts[] = {
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "accept at most N parallel connections, 1..64 (default 64)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
-	  "require AES-256-GCM (refuse to receive in the clear)", NULL },
+	  "always encrypt (AES-256-GCM), whatever the sender asked", NULL },
 	{ "wait", OPT_WAIT, RDX_ARG_REQUIRED, "SECS",
 	  "give up when no authenticated sender came within SECS (default: wait forever)",
 	  NULL },
@@ -52,11 +52,12 @@ static int handle(int key, const char *arg, void *ctx)
 	}
 }
 
+/* With PORT 0 the kernel picked the port: the user needs to know it. */
 static void on_listen(unsigned port, void *arg)
 {
-	const char *asked = arg;
+	bool picked = arg != NULL;
 
-	if (!strcmp(asked, "0"))
+	if (picked)
 		rdx_error("listening on port %u", port);
 	else
 		rdx_info(2, "listening on port %u", port);
@@ -99,7 +100,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret;
 	c.o.on_listen = on_listen;
-	c.o.on_listen_arg = (void *)c.o.port;
+	c.o.on_listen_arg = port == 0 ? &c : NULL;
 	cli_signals(&c.o);
 	ret = rdx_recv(&c.o, &st);
 	rdx_key_release(&c.o.key);

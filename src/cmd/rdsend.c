@@ -16,7 +16,7 @@ static const struct rdx_opt rdsend_opts[] = {
 	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
-	  "AES-256-GCM on every frame", NULL },
+	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "keep retrying the connection this long (default 10)", NULL },
 	CLI_COMMON_TAIL,

@@ -588,7 +588,7 @@ static int await_sender(struct receiver *x)
 	do {
 		ret = next_conn(x, deadline, &c);
 		if (ret == -RDX_ETIMEOUT)
-			return sess_fail(s, ret, "no authenticated sender within %.0f s (--wait)",
+			return sess_fail(s, ret, "no authenticated sender within %g s (--wait)",
 					 (double)o->wait_ms / 1000);
 		if (ret)
 			return ret;
@@ -775,8 +775,12 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		goto out;
 	ret = s->xp->listen(&s->net, o->port, &x->lis);
 	if (ret) {
-		sess_fail(s, -RDX_ECONNECT, "cannot listen on port %s: %s", o->port,
-			  rdx_strerror(ret));
+		if (ret == -ENOENT)
+			sess_fail(s, -RDX_EUSAGE, "cannot listen on '%s': unknown address",
+				  o->bind ? o->bind : "any");
+		else
+			sess_fail(s, -RDX_ECONNECT, "cannot listen on port %s: %s",
+				  o->port, rdx_strerror(ret));
 		goto out;
 	}
 	if (o->on_listen)

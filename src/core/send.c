@@ -234,7 +234,7 @@ static void *ctrl_main(void *arg)
 
 	ret = sess_recv_ctrl(s, s->streams[0].conn, &h, buf, s->encrypt, &em);
 	if (ret == -RDX_EREMOTE) {
-		sess_fail_peer(s, ret, "receiver: %s", em.text);
+		sess_peer_failure(s, &em);
 		return NULL;
 	}
 	if (ret == -RDX_EPROTO || ret == -RDX_EINTEGRITY) {
@@ -268,6 +268,10 @@ static int connect_stream(struct rdx_session *s, unsigned i,
 			     &last, out);
 	if (ret == -RDX_EINTR)
 		return sess_fail(s, ret, "interrupted");
+	if (ret == -RDX_ECONNECT && o->bind && (last == ENOENT || last == EADDRNOTAVAIL ||
+						 last == EINVAL || last == EAFNOSUPPORT))
+		return sess_fail(s, ret, "cannot bind to '%s': %s", o->bind,
+				 last == ENOENT ? "unknown address" : rdx_strerror(last));
 	if (ret == -RDX_ECONNECT)
 		return sess_fail(s, ret, "cannot connect to %s port %s%s: %s",
 				 o->host, o->port, i ? " (extra stream)" : "",
@@ -285,7 +289,7 @@ static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 	char why[96];
 
 	if (ret == -RDX_EREMOTE)
-		return sess_fail_peer(s, ret, "receiver: %s", em->text);
+		return sess_peer_failure(s, em);
 	if (ret == -RDX_EINTR)
 		return sess_fail(s, ret, "interrupted");
 	if (ret == -RDX_EVERSION)

@@ -243,6 +243,14 @@ int sess_send_ctrl(struct rdx_session *s, uint8_t type, const uint8_t *msg,
 	return sess_send(&s->streams[0], &h, buf);
 }
 
+int sess_peer_failure(struct rdx_session *s, const struct rdx_errmsg *em)
+{
+	/* Corrupted data is exit 6 on both ends, whoever noticed it. */
+	return sess_fail_peer(s, em->code == RDX_EINTEGRITY ? -RDX_EINTEGRITY
+							    : -RDX_EREMOTE,
+			      "%s: %s", s->peer_role, em->text);
+}
+
 int sess_peer_error(struct rdx_session *s, const uint8_t *buf, size_t len)
 {
 	struct rdx_errmsg m;
@@ -250,7 +258,7 @@ int sess_peer_error(struct rdx_session *s, const uint8_t *buf, size_t len)
 	if (rdx_errmsg_decode(buf, len, &m))
 		return sess_fail(s, -RDX_EPROTO, "%s sent a malformed error",
 				 s->peer_role);
-	return sess_fail_peer(s, -RDX_EREMOTE, "%s: %s", s->peer_role, m.text);
+	return sess_peer_failure(s, &m);
 }
 
 int sess_recv_ctrl(struct rdx_session *s, struct rdx_conn *c,

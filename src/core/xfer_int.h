@@ -127,7 +127,9 @@ int sess_recv_ctrl(struct rdx_session *s, struct rdx_conn *c,
 		   struct rdx_frame_hdr *h, uint8_t *buf, bool sealed,
 		   struct rdx_errmsg *em);
 
-/* Records the peer's ERROR payload as the session's failure. */
+/* Records the peer's ERROR (decoded, or as its raw payload) as the
+ * session's failure: exit 6 for corruption, else 5. */
+int sess_peer_failure(struct rdx_session *s, const struct rdx_errmsg *em);
 int sess_peer_error(struct rdx_session *s, const uint8_t *buf, size_t len);
 
 /* Waits until done() holds or ms pass, whichever is first. */

@@ -212,17 +212,19 @@ static int tcp_connect(const struct rdx_net_opts *o, const char *host,
 	return conn_new(fd, o, out);
 }
 
-static int listen_on(const struct addrinfo *ai, bool dual)
+/* v6only: 1 for -6 (IPv6 only), 0 for one socket serving both families,
+ * -1 to leave the system default (net.ipv6.bindv6only). */
+static int listen_on(const struct addrinfo *ai, int v6only)
 {
-	int fd, one = 1, zero = 0;
+	int fd, one = 1;
 
 	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
 		    ai->ai_protocol);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (dual)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+	if (ai->ai_family == AF_INET6 && v6only >= 0)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
 		int err = errno;
 
@@ -247,10 +249,11 @@ static int tcp_listen(const struct rdx_net_opts *o, const char *port,
 	/* With no address given, prefer one dual-stack IPv6 socket. */
 	for (ai = res; ai && fd < 0; ai = ai->ai_next)
 		if (ai->ai_family == AF_INET6)
-			fd = listen_on(ai, !o->bind && o->family == AF_UNSPEC);
+			fd = listen_on(ai, o->family == AF_INET6 ? 1 :
+					   !o->bind && o->family == AF_UNSPEC ? 0 : -1);
 	for (ai = res; ai && fd < 0; ai = ai->ai_next)
 		if (ai->ai_family == AF_INET)
-			fd = listen_on(ai, false);
+			fd = listen_on(ai, -1);
 	freeaddrinfo(res);
 	if (fd < 0)
 		return fd;
