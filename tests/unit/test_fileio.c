@@ -1,0 +1,166 @@
+/* Sources and sinks: where the temporary lives, that nothing appears under
+ * the final name before publish, that a failed transfer leaves nothing,
+ * modes, unaligned tails, and stdin's offset. */
+#include "../../src/core/fileio.h"
+#include "tap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/rdx-fileio-XXXXXX";
+
+static int count_entries(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int temp_named_like(const char *base)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char want[64];
+	int found = 0;
+
+	snprintf(want, sizeof(want), ".%s.rdx-", base);
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, want, strlen(want)))
+			found = 1;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static void *aligned_buf(size_t n, int fill)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, n))
+		abort();
+	memset(p, fill, n);
+	return p;
+}
+
+static void test_sink(void)
+{
+	char path[128], other[128];
+	struct rdx_sink *k;
+	struct stat st;
+	size_t n = 3 * 4096 + 100; /* aligned chunks and an unaligned tail */
+	char *buf = aligned_buf(8192, 'x');
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/out.bin", dir);
+	CHECK(rdx_sink_open(&k, path, true, n, false, NULL, 0, NULL) == 0, "sink opens");
+	CHECK(temp_named_like("out.bin") && stat(path, &st) != 0,
+	      "writes go to .out.bin.rdx-* and nothing exists under the final name");
+	CHECK(rdx_sink_parallel(k), "a file sink takes parallel writes");
+	CHECK(rdx_sink_write(k, buf, 8192, 4096) == 0 && rdx_sink_write(k, buf, 4096, 0) == 0 &&
+		      rdx_sink_write(k, buf, 100, 3 * 4096) == 0,
+	      "out-of-order aligned writes and an unaligned tail");
+	CHECK(rdx_sink_flush(k, n) == 0 && stat(path, &st) != 0,
+	      "flush does not publish");
+	CHECK(rdx_sink_publish(k) == 0 && stat(path, &st) == 0 && (size_t)st.st_size == n,
+	      "publish gives the final name and the exact size");
+	rdx_sink_close(k);
+	CHECK(count_entries() == 1, "no temporary left after publish");
+
+	/* A failed transfer: close without publish. */
+	chmod(path, 0640);
+	CHECK(rdx_sink_open(&k, path, true, 1 << 20, false, NULL, 0, NULL) == 0 &&
+		      rdx_sink_write(k, buf, 4096, 0) == 0,
+	      "second transfer to an existing file");
+	rdx_sink_close(k);
+	CHECK(stat(path, &st) == 0 && (size_t)st.st_size == n && count_entries() == 1,
+	      "an unpublished transfer leaves the old file alone and no temporary");
+	CHECK(rdx_sink_open(&k, path, false, 0, false, NULL, 0, NULL) == 0 &&
+		      rdx_sink_flush(k, 0) == 0 && rdx_sink_publish(k) == 0,
+	      "replacing an existing file");
+	rdx_sink_close(k);
+	CHECK(stat(path, &st) == 0 && st.st_size == 0 && (st.st_mode & 07777) == 0640,
+	      "a replaced file keeps its mode");
+
+	snprintf(other, sizeof(other), "%s/no/such/dir/x", dir);
+	CHECK(rdx_sink_open(&k, other, false, 0, false, NULL, 0, NULL) == -ENOENT,
+	      "missing directory: ENOENT, nothing created");
+	CHECK(rdx_sink_open(&k, dir, false, 0, false, NULL, 0, NULL) == -EISDIR,
+	      "a directory as FILE: EISDIR");
+	snprintf(other, sizeof(other), "%s/fifo", dir);
+	mkfifo(other, 0600);
+	CHECK(rdx_sink_open(&k, other, false, 0, false, NULL, 200, NULL) == -ENXIO,
+	      "a fifo without a reader is refused after the wait");
+	fd = open("/dev/null", O_RDONLY);
+	close(fd);
+	CHECK(rdx_sink_open(&k, "/dev/null", true, 1 << 20, false, NULL, 0, NULL) == 0 &&
+		      !rdx_sink_parallel(k) && rdx_sink_write(k, buf, 4096, 0) == 0 &&
+		      rdx_sink_flush(k, 4096) == 0 && rdx_sink_publish(k) == 0,
+	      "/dev/null is written in place");
+	rdx_sink_close(k);
+	CHECK(access("/dev/null", W_OK) == 0, "and is still /dev/null");
+	unlink(other);
+	unlink(path);
+	free(buf);
+}
+
+static void test_source(void)
+{
+	char path[128];
+	struct rdx_source *s;
+	char *buf = aligned_buf(8192, 0);
+	int fd, saved;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/in.bin", dir);
+	fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, "0123456789", 10) == 10, "source file written");
+	close(fd);
+	CHECK(rdx_source_open(&s, path, NULL) == 0 && rdx_source_seekable(s) &&
+		      rdx_source_size(s) == 10,
+	      "a regular file is seekable with its size");
+	n = rdx_source_read(s, buf, 8192, 0);
+	CHECK(n == 10 && !memcmp(buf, "0123456789", 10), "chunk 0 holds the file");
+	CHECK(rdx_source_read(s, buf, 8192, 1) == 0, "chunk 1 is past the end");
+	rdx_source_close(s);
+
+	/* stdin already read from: send the rest, as cat would. */
+	saved = dup(0);
+	fd = open(path, O_RDONLY);
+	CHECK(lseek(fd, 4, SEEK_SET) == 4 && dup2(fd, 0) == 0, "stdin at offset 4");
+	close(fd);
+	CHECK(rdx_source_open(&s, NULL, NULL) == 0 && rdx_source_size(s) == 6,
+	      "stdin at offset 4 has 6 bytes left");
+	n = rdx_source_read(s, buf, 8192, 0);
+	CHECK(n == 6 && !memcmp(buf, "456789", 6), "and reads them");
+	rdx_source_close(s);
+	dup2(saved, 0);
+	close(saved);
+	CHECK(rdx_source_open(&s, dir, NULL) == -EISDIR, "a directory is no source");
+	CHECK(rdx_source_open(&s, "/nonexistent/x", NULL) == -ENOENT, "missing source");
+	unlink(path);
+	free(buf);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_sink();
+	test_source();
+	rmdir(dir);
+	return TAP_DONE();
+}
