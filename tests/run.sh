@@ -159,10 +159,11 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 		export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
+		export RDX_SANITIZED=1 # tests whose behaviour ASan's runtime changes
 		run_unit "$asan" asan
 		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats)
 		run_cli "$asan" asan "${files[@]}"
-		unset RDX_BIG_SIZE
+		unset RDX_BIG_SIZE RDX_SANITIZED
 	fi
 fi
 

@@ -416,7 +416,7 @@ static int prepare(struct receiver *x)
 				 (unsigned long long)nslots, s->opts.slot_size,
 				 rdx_strerror(ret));
 	if (!s->mem_locked)
-		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
+		sess_warn_unpinned(s);
 	rdx_ring_set_stall(s->ring, o->timeout_ms);
 	return s->encrypt ? sess_setup_crypto(s, false) : 0;
 }

@@ -481,7 +481,7 @@ static int start_pipeline(struct sender *x)
 		return sess_fail(s, ret, "cannot allocate %u slots of %u bytes: %s",
 				 o->slots, s->opts.slot_size, rdx_strerror(ret));
 	if (!s->mem_locked)
-		rdx_info(1, "cannot lock the slots in memory (RLIMIT_MEMLOCK, see ulimit -l); continuing unpinned");
+		sess_warn_unpinned(s);
 	rdx_info(2, "reading '%s'%s", x->src_name,
 		 rdx_source_direct(x->src) ? " with O_DIRECT" : "");
 	if (rdx_source_seekable(x->src)) {

@@ -10,6 +10,7 @@
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static void deadline_in(struct timespec *dl, uint64_t ms)
@@ -191,6 +192,24 @@ int sess_setup_crypto(struct rdx_session *s, bool sender)
 	if (ret)
 		return sess_fail(s, ret, "cannot set up encryption");
 	return 0;
+}
+
+void sess_warn_unpinned(struct rdx_session *s)
+{
+	struct rlimit rl;
+	char have[32], need[32];
+	uint64_t bytes = (uint64_t)rdx_ring_nslots(s->ring) *
+			 (rdx_ring_slot_size(s->ring) + (s->opts.compress || s->encrypt ?
+							  s->data_max : 0));
+
+	rdx_fmt_bytes(need, sizeof(need), bytes);
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		rdx_fmt_bytes(have, sizeof(have), (uint64_t)rl.rlim_cur);
+	else
+		snprintf(have, sizeof(have), "unknown");
+	rdx_warn("cannot lock %s of slots in memory (RLIMIT_MEMLOCK is %s); "
+		 "continuing unpinned over TCP (raise it with ulimit -l or in "
+		 "/etc/security/limits.d/)", need, have);
 }
 
 int sess_pick_transport(struct rdx_session *s)

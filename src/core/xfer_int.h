@@ -106,6 +106,10 @@ void sess_release(struct rdx_session *s);
  * Returns 0 or a recorded error. */
 int sess_setup_crypto(struct rdx_session *s, bool sender);
 
+/* Says once, on stderr, that the slots could not be locked in memory and
+ * how to raise the limit (TCP works unpinned; RDMA will not). */
+void sess_warn_unpinned(struct rdx_session *s);
+
 /* Transport selection for --transport; logs why under -v.  Returns 0 or an
  * error already reported. */
 int sess_pick_transport(struct rdx_session *s);
