@@ -377,21 +377,24 @@ assert_json_stats() { # assert_json_stats JSON TOOL BYTES
 
 @test "a memory-lock limit below the ring: one warning on each side, transfer still intact" {
 	# Root ignores RLIMIT_MEMLOCK (CAP_IPC_LOCK): run both ends as nobody,
-	# in a directory nobody can reach (the bats tree is private to root).
+	# binaries and files in a directory nobody can reach (the bats tree
+	# and the checkout may be private to root).
 	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
-	chmod 777 "$N"
-	mkrand "$N/src" $((3 * 1024 * 1024 + 1))
-	chmod 644 "$N/src"
+	chmod 755 "$N"
+	cp "$RDSEND" "$RDRECV" "$N/"
+	mkdir -m 777 "$N/io"
+	mkrand "$N/io/src" $((3 * 1024 * 1024 + 1))
+	chmod 644 "$N/io/src"
 	as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups prlimit --memlock=1048576)
 	port=$(free_port)
-	bg_start recv "${as_nobody[@]}" "$RDRECV" --timeout 10 "$port" "$KEY" "$N/dst"
+	bg_start recv "${as_nobody[@]}" "$N/rdrecv" --timeout 10 "$port" "$KEY" "$N/io/dst"
 	RECV_PID=$BG_PID
 	wait_listen "$port"
-	run_t --secs 30 "${as_nobody[@]}" "$RDSEND" --timeout 10 127.0.0.1 "$port" "$KEY" "$N/src"
+	run_t --secs 30 "${as_nobody[@]}" "$N/rdsend" --timeout 10 127.0.0.1 "$port" "$KEY" "$N/io/src"
 	assert_status 0
 	wait_recv 10
 	assert_rc recv "$RECV_RC" 0
-	assert_same "$N/src" "$N/dst"
+	assert_same "$N/io/src" "$N/io/dst"
 	if [ -n "${RDX_SANITIZED:-}" ]; then
 		# ASan's runtime intercepts mlock(2) and reports success, so
 		# there is nothing to warn about: the sides must stay quiet.
