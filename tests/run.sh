@@ -25,17 +25,16 @@ set -u
 
 invoked_from=$PWD
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${RDX_BUILD:-build}
-case $build in
-/*) ;;
-*)
-	if [ -d "$invoked_from/$build" ]; then
-		build=$invoked_from/$build
-	else
-		build=$repo/$build
-	fi
-	;;
-esac
+# abs_dir DIR: DIR made absolute, relative to where we were invoked if it
+# exists there, else to the repository.
+abs_dir() {
+	case $1 in
+	/*) echo "$1" ;;
+	*) if [ -d "$invoked_from/$1" ]; then echo "$invoked_from/$1"; else echo "$repo/$1"; fi ;;
+	esac
+}
+
+build=$(abs_dir "${RDX_BUILD:-build}")
 export RDX_BUILD=$build
 cd "$repo" || exit 1
 
@@ -141,17 +140,7 @@ run_cli "$build" build "${files[@]}"
 # tool exit non-zero, which fails the test.  The big-file test shrinks to
 # RDX_ASAN_BIG_SIZE (default 128M) there.
 if [ -n "${RDX_ASAN_BUILD:-}" ]; then
-	asan=$RDX_ASAN_BUILD
-	case $asan in
-	/*) ;;
-	*)
-		if [ -d "$invoked_from/$asan" ]; then
-			asan=$invoked_from/$asan
-		else
-			asan=$repo/$asan
-		fi
-		;;
-	esac
+	asan=$(abs_dir "$RDX_ASAN_BUILD")
 	if [ ! -x "$asan/rdsend" ] || [ ! -x "$asan/rdrecv" ]; then
 		echo "not ok - RDX_ASAN_BUILD=$asan holds no rdsend/rdrecv"
 		failed=$((failed + 1))
@@ -173,7 +162,7 @@ fi
 # go to a scratch directory, never into the tree.
 if [ -n "${RDX_FUZZ_BUILD:-}" ]; then
 	fuzz_runs=${RDX_FUZZ_RUNS:-200000}
-	for f in "$RDX_FUZZ_BUILD"/fuzz_*; do
+	for f in "$(abs_dir "$RDX_FUZZ_BUILD")"/fuzz_*; do
 		[ -x "$f" ] || continue
 		name=${f##*/}
 		matches "$name" || continue
