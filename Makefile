@@ -95,7 +95,7 @@ check: deps
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
 		SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined' all
-	$(Q)RDX_BUILD=build-asan bash tests/run.sh
+	$(Q)RDX_BUILD=build-asan RDX_SANITIZED=1 bash tests/run.sh
 
 demo:
 	@scripts/deps.sh build

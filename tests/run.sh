@@ -15,6 +15,8 @@
 #   RDX_ASAN_BUILD    a second build (ASan/UBSan) whose unit tests and
 #               CLI transfer/fault tests run too (make check sets it)
 #   RDX_ASAN_BIG_SIZE size of the big-file test in that pass (default 128M)
+#   RDX_SANITIZED     set when RDX_BUILD itself is a sanitizer build (make
+#               asan): tests whose behaviour ASan's runtime changes adapt
 #   RDX_FUZZ_BUILD    directory of libFuzzer targets (make fuzz) to run for
 #               a fixed number of inputs from a fixed seed (deterministic)
 #   RDX_FUZZ_RUNS     inputs per target (default 200000)
