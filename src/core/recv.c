@@ -527,9 +527,7 @@ static int accept_sender(struct receiver *x, struct rdx_conn *c,
 	if (ret)
 		return sess_fail_conn(s, ret, "lost the connection to the sender");
 	s->nstreams = acc.acc.streams;
-	rdx_info(2, "authenticated sender %s; %u stream%s%s%s", c->peer,
-		 s->nstreams, s->nstreams == 1 ? "" : "s",
-		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
+	sess_log_settled(s, c->peer);
 	return 0;
 }
 

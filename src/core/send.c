@@ -414,9 +414,7 @@ static int handshake(struct sender *x)
 	if (ret)
 		return ret;
 	c->ops->set_deadline(c, 0, NULL);
-	rdx_info(2, "authenticated to %s; %u stream%s%s%s", c->peer,
-		 s->nstreams, s->nstreams == 1 ? "" : "s",
-		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
+	sess_log_settled(s, c->peer);
 	return 0;
 }
 

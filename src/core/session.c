@@ -212,6 +212,13 @@ void sess_warn_unpinned(struct rdx_session *s)
 		 "/etc/security/limits.d/)", need, have);
 }
 
+void sess_log_settled(const struct rdx_session *s, const char *peer)
+{
+	rdx_info(2, "authenticated %s %s; %u stream%s%s%s", s->peer_role, peer,
+		 s->nstreams, s->nstreams == 1 ? "" : "s",
+		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
+}
+
 int sess_pick_transport(struct rdx_session *s)
 {
 	switch (s->o->transport) {

@@ -110,6 +110,9 @@ int sess_setup_crypto(struct rdx_session *s, bool sender);
  * how to raise the limit (TCP works unpinned; RDMA will not). */
 void sess_warn_unpinned(struct rdx_session *s);
 
+/* Under -vv: who the peer is and what the handshake settled on. */
+void sess_log_settled(const struct rdx_session *s, const char *peer);
+
 /* Transport selection for --transport; logs why under -v.  Returns 0 or an
  * error already reported. */
 int sess_pick_transport(struct rdx_session *s);

@@ -461,16 +461,25 @@ corrupt_through_proxy() {
 
 # ------------------------------------------------------------- local I/O
 
-@test "ENOSPC: rdrecv exits 4, rdsend exits 5 with 'receiver:', no file" {
+# enospc FEED SIZE: SIZE random bytes into a 2 MiB tmpfs, the sender reading
+# the file itself (FEED=file: the size is known, fallocate fails up front)
+# or a pipe (FEED=pipe: no size, the disk fills while data flows and the
+# receiver's ERROR must reach a sender that is busy sending).
+enospc() {
 	mount_tmpfs "$D/small" 2m
-	mkrand "$D/src" $((8 * 1024 * 1024))
+	mkrand "$D/src" "$2"
 	port=$(free_port)
 	start_recv --timeout 5 "$port" "$KEY" "$D/small/dst"
 	wait_listen "$port"
-	run_t --secs 30 "$RDSEND" --timeout 5 127.0.0.1 "$port" "$KEY" "$D/src"
+	if [ "$1" = file ]; then
+		run_t --secs 30 "$RDSEND" --timeout 5 127.0.0.1 "$port" "$KEY" "$D/src"
+	else
+		run_t --secs 30 bash -c 'cat "$1" | "$2" --timeout 5 127.0.0.1 "$3" "$4"' _ \
+			"$D/src" "$RDSEND" "$port" "$KEY"
+	fi
 	assert_status 5
 	assert_one_line_error "$stderr" rdsend
-	assert_match "$stderr" '^rdsend: receiver: ' "rdsend stderr"
+	assert_match "$stderr" '^rdsend: receiver: .*No space left on device' "rdsend stderr"
 	wait_recv 15
 	assert_rc recv "$RECV_RC" 4
 	assert_err_file "$D/recv.err" rdrecv 'No space left on device'
@@ -479,23 +488,12 @@ corrupt_through_proxy() {
 	[ "$(df --output=used -k "$D/small" | tail -n 1 | tr -d ' ')" -lt 512 ]
 }
 
+@test "ENOSPC: rdrecv exits 4, rdsend exits 5 with 'receiver:', no file" {
+	enospc file $((8 * 1024 * 1024))
+}
+
 @test "ENOSPC mid-stream (size unknown, stdin): rdrecv exits 4, rdsend exits 5 with 'receiver:'" {
-	# Without a size there is no fallocate: the disk fills while data
-	# flows, and the receiver's ERROR must reach a sender that is busy
-	# sending.
-	mount_tmpfs "$D/small" 2m
-	mkrand "$D/src" $((32 * 1024 * 1024))
-	port=$(free_port)
-	start_recv --timeout 5 "$port" "$KEY" "$D/small/dst"
-	wait_listen "$port"
-	run_t --secs 30 bash -c 'cat "$1" | "$2" --timeout 5 127.0.0.1 "$3" "$4"' _ \
-		"$D/src" "$RDSEND" "$port" "$KEY"
-	assert_status 5
-	assert_match "$stderr" '^rdsend: receiver: .*No space left on device' "rdsend stderr"
-	wait_recv 15
-	assert_rc recv "$RECV_RC" 4
-	assert_err_file "$D/recv.err" rdrecv 'No space left on device'
-	assert_no_output_file "$D/small/dst"
+	enospc pipe $((32 * 1024 * 1024))
 }
 
 @test "rdrecv stdout closed early (| head -c 10): rdrecv exits 4, rdsend 5" {
