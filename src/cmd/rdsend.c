@@ -13,6 +13,8 @@ static const struct rdx_opt rdsend_opts[] = {
 	CLI_COMMON_HEAD,
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "parallel connections, 1..64 (default 1)", NULL },
+	{ "qps", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
+	  "the same as --streams, in RDMA terms: queue pairs", NULL },
 	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,

@@ -105,7 +105,7 @@ static int recv_data(struct rdx_stream *st, struct stream_ctx *c,
 	*pending = 0;
 	if (ret) {
 		rdx_ring_unclaim(s->ring, slot);
-		return sess_fail_conn(s, ret, "lost the connection to the sender");
+		return sess_fail_conn(s, conn, ret, "lost the connection to the sender");
 	}
 	if (sealed) {
 		ret = rdx_open(c->seal, RDX_SEAL_DATA, h->seq, raw, RDX_HDR_LEN,
@@ -141,7 +141,7 @@ static int recv_eos(struct rdx_stream *st, const struct rdx_frame_hdr *h,
 
 	ret = st->conn->ops->recv(st->conn, c->scratch, h->len);
 	if (ret)
-		return sess_fail_conn(s, ret, "lost the connection to the sender");
+		return sess_fail_conn(s, st->conn, ret, "lost the connection to the sender");
 	if (s->encrypt) {
 		if (!(h->flags & RDX_FL_SEALED) || h->seq != s->ctrl_rx_seq ||
 		    rdx_open(s->ctrl_rx, RDX_SEAL_CTRL, h->seq, raw, RDX_HDR_LEN,
@@ -228,7 +228,7 @@ static void stream_loop(struct rdx_stream *st, struct stream_ctx *c,
 			return;
 		}
 		if (ret) {
-			sess_fail_conn(s, ret, "lost the connection to the sender");
+			sess_fail_conn(s, st->conn, ret, "lost the connection to the sender");
 			return;
 		}
 		if (rdx_hdr_decode(raw, s->data_max, &h) || h.stream != st->index) {
@@ -243,7 +243,7 @@ static void stream_loop(struct rdx_stream *st, struct stream_ctx *c,
 			*pending = 0;
 			ret = st->conn->ops->recv(st->conn, c->scratch, h.len);
 			if (ret)
-				sess_fail_conn(s, ret, "lost the connection to the sender");
+				sess_fail_conn(s, st->conn, ret, "lost the connection to the sender");
 			else
 				sess_peer_error(s, c->scratch, h.len);
 			return;
@@ -333,6 +333,7 @@ static void *writer_main(void *arg)
 		}
 		atomic_fetch_add(&s->moved, slot->len);
 		rdx_ring_release(s->ring, slot);
+		sess_grant(s);
 	}
 	if (ret == -ENODATA)
 		sess_fail(s, -RDX_EPROTO, "sender ended the streams with data missing");
@@ -525,7 +526,7 @@ static int accept_sender(struct receiver *x, struct rdx_conn *c,
 	h.len = (uint32_t)rdx_accept_encode(&acc, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (ret)
-		return sess_fail_conn(s, ret, "lost the connection to the sender");
+		return sess_fail_conn(s, c, ret, "lost the connection to the sender");
 	s->nstreams = acc.acc.streams;
 	sess_log_settled(s, c->peer);
 	return 0;
@@ -565,7 +566,7 @@ static int next_conn(struct receiver *x, uint64_t deadline, struct rdx_conn **c)
 			return sess_fail(s, -RDX_EINTR, "interrupted");
 		if (deadline && rdx_now_ns() >= deadline)
 			return -RDX_ETIMEOUT;
-		ret = s->xp->accept(x->lis, &hs, 200, c);
+		ret = x->lis->ops->accept(x->lis, &hs, 200, c);
 	} while (ret == -EAGAIN);
 	if (ret)
 		return sess_fail(s, -RDX_ECONNECT, "accept failed: %s", rdx_strerror(ret));
@@ -629,6 +630,8 @@ static int await_streams(struct receiver *x)
 		}
 		if (!ret && (h.type != RDX_F_JOIN || rdx_join_decode(buf, h.len, &j)))
 			ret = -RDX_EPROTO;
+		if (!ret && c->ops != s->streams[0].conn->ops)
+			ret = -RDX_EAUTH; /* every stream on one transport */
 		if (!ret) {
 			idx[0] = (uint8_t)(j.index >> 8);
 			idx[1] = (uint8_t)j.index;
@@ -661,6 +664,9 @@ static int start_pipeline(struct receiver *x)
 	unsigned i;
 	int ret;
 
+	ret = sess_attach(s, true);
+	if (ret)
+		return ret;
 	for (i = 0; i < s->nstreams; i++) {
 		s->streams[i].conn->ops->set_timeout(s->streams[i].conn,
 						     s->o->timeout_ms);
@@ -769,9 +775,9 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		sess_fail(s, ret, "out of memory");
 		goto out;
 	}
-	if (sess_pick_transport(s))
+	if (sess_pick_transport(s, true))
 		goto out;
-	ret = s->xp->listen(&s->net, o->port, &x->lis);
+	ret = sess_listen(s, &x->lis);
 	if (ret) {
 		if (ret == -ENOENT)
 			sess_fail(s, -RDX_EUSAGE, "cannot listen on '%s': unknown address",
@@ -782,7 +788,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		goto out;
 	}
 	if (o->on_listen)
-		o->on_listen(s->xp->listen_port(x->lis), o->on_listen_arg);
+		o->on_listen(x->lis->ops->listen_port(x->lis), o->on_listen_arg);
 	if (await_sender(x) || await_streams(x))
 		goto out;
 	s->t_start_ns = rdx_now_ns();

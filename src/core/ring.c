@@ -120,6 +120,17 @@ struct rdx_slot *rdx_ring_slot(struct rdx_ring *r, unsigned index)
 	return index < r->n ? &r->e[index].slot : NULL;
 }
 
+size_t rdx_ring_wire_size(const struct rdx_ring *r)
+{
+	return r->wire_size;
+}
+
+void *rdx_ring_mem(const struct rdx_ring *r, size_t *len)
+{
+	*len = r->mem_len;
+	return r->mem;
+}
+
 void rdx_ring_set_stall(struct rdx_ring *r, uint64_t ms)
 {
 	pthread_mutex_lock(&r->lock);
@@ -324,4 +335,24 @@ uint64_t rdx_ring_taken(struct rdx_ring *r)
 	t = r->tail;
 	pthread_mutex_unlock(&r->lock);
 	return t;
+}
+
+uint64_t rdx_ring_writable_below(struct rdx_ring *r)
+{
+	uint64_t low = UINT64_MAX;
+	unsigned i;
+
+	/* The lowest chunk not yet released: a free slot waits for its
+	 * next_seq, a held one still holds its seq.  Every chunk from there
+	 * on, up to nslots of them, has its slot free once it comes. */
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < r->n; i++) {
+		const struct ring_entry *e = &r->e[i];
+		uint64_t s = e->state == SLOT_FREE ? e->next_seq : e->slot.seq;
+
+		if (s < low)
+			low = s;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return low + r->n;
 }

@@ -48,6 +48,10 @@ void rdx_ring_free(struct rdx_ring *r);
 unsigned rdx_ring_nslots(const struct rdx_ring *r);
 size_t rdx_ring_slot_size(const struct rdx_ring *r);
 struct rdx_slot *rdx_ring_slot(struct rdx_ring *r, unsigned index);
+/* Bytes of each slot's wire buffer (0: none). */
+size_t rdx_ring_wire_size(const struct rdx_ring *r);
+/* The one mapping that holds every buffer, for transports that register it. */
+void *rdx_ring_mem(const struct rdx_ring *r, size_t *len);
 
 /* Bounds how long rdx_ring_claim() waits for a slot (0: no bound). */
 void rdx_ring_set_stall(struct rdx_ring *r, uint64_t ms);
@@ -86,6 +90,10 @@ void rdx_ring_abort(struct rdx_ring *r, int err);
 
 /* The abort error, or 0. */
 int rdx_ring_error(struct rdx_ring *r);
+
+/* Every chunk below the returned seq is released or has its slot free and
+ * waiting for it: what a receiver may let its sender write ahead. */
+uint64_t rdx_ring_writable_below(struct rdx_ring *r);
 
 /* Chunks taken so far (the next seq rdx_ring_take() will hand out). */
 uint64_t rdx_ring_taken(struct rdx_ring *r);

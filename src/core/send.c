@@ -204,13 +204,14 @@ static void *stream_main(void *arg)
 			sess_fail(s, ret, "cannot encode chunk: %s", rdx_strerror(ret));
 			break;
 		}
-		ret = sess_send(st, &h, payload);
+		/* The slot goes back to the ring once the transport is done
+		 * with it: at once for tcp, at the write's completion for rdma. */
+		ret = sess_send_data(st, &h, payload, slot);
 		if (ret) {
-			sess_fail_conn(s, ret, "lost the connection to the receiver");
+			sess_fail_conn(s, st->conn, ret, "lost the connection to the receiver");
+			rdx_ring_release(s->ring, slot);
 			break;
 		}
-		atomic_fetch_add(&s->moved, slot->len);
-		rdx_ring_release(s->ring, slot);
 	}
 	rdx_zpack_free(c.z);
 	rdx_seal_free(c.seal);
@@ -243,7 +244,7 @@ static void *ctrl_main(void *arg)
 		return NULL;
 	}
 	if (ret) {
-		sess_fail_conn(s, ret, "lost the connection to the receiver");
+		sess_fail_conn(s, s->streams[0].conn, ret, "lost the connection to the receiver");
 		return NULL;
 	}
 	if (h.type != RDX_F_DONE || rdx_done_decode(buf, h.len, &x->done_msg)) {
@@ -443,7 +444,8 @@ static int send_eos(struct sender *x)
 	rdx_eos_encode(&eos, buf);
 	ret = sess_send_ctrl(s, RDX_F_EOS, buf, sizeof(buf));
 	if (ret)
-		return sess_fail_conn(s, ret, "lost the connection to the receiver");
+		return sess_fail_conn(s, s->streams[0].conn, ret,
+				      "lost the connection to the receiver");
 	return 0;
 }
 
@@ -480,6 +482,9 @@ static int start_pipeline(struct sender *x)
 				 o->slots, s->opts.slot_size, rdx_strerror(ret));
 	if (!s->mem_locked)
 		sess_warn_unpinned(s);
+	ret = sess_attach(s, false);
+	if (ret)
+		return ret;
 	rdx_info(2, "reading '%s'%s", x->src_name,
 		 rdx_source_direct(x->src) ? " with O_DIRECT" : "");
 	if (rdx_source_seekable(x->src)) {
@@ -567,7 +572,7 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		s->opts.flags = RDX_OPT_SIZE_KNOWN;
 		s->opts.size = rdx_source_size(x->src);
 	}
-	if (sess_pick_transport(s))
+	if (sess_pick_transport(s, false))
 		goto out;
 	s->nstreams = 1;
 	if (connect_stream(s, 0, &s->streams[0].conn) || handshake(x))

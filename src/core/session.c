@@ -5,6 +5,7 @@
 #include "err.h"
 #include "log.h"
 #include "units.h"
+#include "verbs_probe.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static void deadline_in(struct timespec *dl, uint64_t ms)
 {
@@ -48,6 +50,7 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	s->net.bind = o->bind;
 	s->net.timeout_ms = o->timeout_ms;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->grant_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	for (i = 0; i < RDX_MAX_STREAMS; i++) {
 		pthread_mutex_init(&s->streams[i].send_lock, NULL);
@@ -77,6 +80,7 @@ void sess_release(struct rdx_session *s)
 	OPENSSL_cleanse(s->key_tx, sizeof(s->key_tx));
 	OPENSSL_cleanse(s->key_rx, sizeof(s->key_rx));
 	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->grant_lock);
 	pthread_mutex_destroy(&s->lock);
 }
 
@@ -152,7 +156,8 @@ const char *sess_conn_reason(struct rdx_session *s, int err, char *buf,
 	return buf;
 }
 
-int sess_fail_conn(struct rdx_session *s, int err, const char *what)
+int sess_fail_conn(struct rdx_session *s, struct rdx_conn *c, int err,
+		   const char *what)
 {
 	char why[96];
 
@@ -161,6 +166,10 @@ int sess_fail_conn(struct rdx_session *s, int err, const char *what)
 		return sess_error(s);
 	if (err == RDX_XPORT_EOF)
 		err = -RDX_ECONNECT;
+	/* The transport's own words, when it has them, say more ("RDMA
+	 * write failed: remote access error"). */
+	if (c && c->why[0])
+		return fail_weak(s, err, "%s: %s", what, c->why);
 	sess_conn_reason(s, err, why, sizeof(why));
 	return fail_weak(s, err, "%s: %s", what, why);
 }
@@ -207,6 +216,8 @@ void sess_warn_unpinned(struct rdx_session *s)
 		rdx_fmt_bytes(have, sizeof(have), (uint64_t)rl.rlim_cur);
 	else
 		snprintf(have, sizeof(have), "unknown");
+	if (s->streams[0].conn && s->streams[0].conn->ops != &rdx_xport_tcp)
+		return; /* RDMA registration says it, and fails */
 	rdx_warn("cannot lock %s of slots in memory (RLIMIT_MEMLOCK is %s); "
 		 "continuing unpinned over TCP (raise it with ulimit -l or in "
 		 "/etc/security/limits.d/)", need, have);
@@ -219,19 +230,153 @@ void sess_log_settled(const struct rdx_session *s, const char *peer)
 		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
 }
 
-int sess_pick_transport(struct rdx_session *s)
+/* What the slots will pin: the sender's ring, or the receiver's budget. */
+static uint64_t ring_bytes(const struct rdx_session *s)
 {
-	switch (s->o->transport) {
-	case RDX_TRANSPORT_RDMA:
-		return sess_fail(s, -RDX_ENOTSUP,
-				 "--transport rdma: RDMA transport not available in this build");
-	case RDX_TRANSPORT_AUTO:
-		rdx_info(2, "transport: tcp (no RDMA transport in this build)");
-		break;
-	case RDX_TRANSPORT_TCP:
-		break;
+	const struct rdx_xfer_opts *o = s->o;
+	uint64_t wire = o->compress || o->encrypt ? rdx_data_max(o->slot_size) : 0;
+
+	return (uint64_t)o->slots * (o->slot_size + wire);
+}
+
+/* Why the slots could not be registered for RDMA, or NULL when they can.
+ * Root (CAP_IPC_LOCK) is not bound by the limit. */
+static const char *memlock_short(const struct rdx_session *s, char *buf, size_t len)
+{
+	struct rlimit rl;
+	char have[32], need[32];
+
+	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) ||
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= ring_bytes(s) + (1u << 20))
+		return NULL;
+	rdx_fmt_bytes(need, sizeof(need), ring_bytes(s) + (1u << 20));
+	rdx_fmt_bytes(have, sizeof(have), (uint64_t)rl.rlim_cur);
+	snprintf(buf, len, "RDMA needs %s of locked memory but RLIMIT_MEMLOCK is %s "
+		 "(raise it with ulimit -l or in /etc/security/limits.d/, or use "
+		 "fewer --slots)", need, have);
+	return buf;
+}
+
+int sess_pick_transport(struct rdx_session *s, bool listening)
+{
+	const char *why;
+	char buf[256];
+	struct rdx_verbs_route route;
+
+	if (s->o->transport == RDX_TRANSPORT_TCP) {
+		s->xp = &rdx_xport_tcp;
+		return 0;
 	}
-	s->xp = &rdx_xport_tcp;
+	why = rdx_verbs_unavailable();
+	if (!why)
+		why = memlock_short(s, buf, sizeof(buf));
+	if (why && s->o->transport == RDX_TRANSPORT_RDMA)
+		return sess_fail(s, -RDX_ENOTSUP, "--transport rdma: %s (rdx-diag shows what this host has)",
+				 why);
+	if (why) {
+		rdx_info(1, "transport: tcp (%s)", why);
+		s->xp = &rdx_xport_tcp;
+		return 0;
+	}
+	if (listening) {
+		/* Either kind of sender may come: the receiver listens for
+		 * both (sess_listen) unless told which. */
+		s->xp = s->o->transport == RDX_TRANSPORT_RDMA ? &rdx_xport_verbs : NULL;
+		return 0;
+	}
+	if (s->o->transport == RDX_TRANSPORT_RDMA) {
+		s->xp = &rdx_xport_verbs;
+		return 0;
+	}
+	if (rdx_verbs_route(s->o->host, s->o->bind, s->o->family, 2000, &route, buf,
+			    sizeof(buf))) {
+		rdx_info(1, "transport: tcp (%s)", buf);
+		s->xp = &rdx_xport_tcp;
+		return 0;
+	}
+	rdx_info(1, "transport: rdma (%s reached through %s port %u)", s->o->host,
+		 route.dev, route.port);
+	s->xp = &rdx_xport_verbs;
+	return 0;
+}
+
+/* ---- the receiver's listener: one transport, or both ---- */
+
+struct dual_listener {
+	struct rdx_listener base;
+	struct rdx_listener *tcp;
+	struct rdx_listener *rdma;
+	bool turn; /* alternate which one is asked first */
+};
+
+static unsigned dual_port(struct rdx_listener *l)
+{
+	struct dual_listener *d = (struct dual_listener *)l;
+
+	return d->tcp->ops->listen_port(d->tcp);
+}
+
+static int dual_accept(struct rdx_listener *l, const struct rdx_net_opts *o,
+		       int wait_ms, struct rdx_conn **out)
+{
+	struct dual_listener *d = (struct dual_listener *)l;
+	struct rdx_listener *first = d->turn ? d->rdma : d->tcp;
+	struct rdx_listener *second = d->turn ? d->tcp : d->rdma;
+	int ret;
+
+	d->turn = !d->turn;
+	ret = first->ops->accept(first, o, wait_ms / 2, out);
+	if (ret != -EAGAIN)
+		return ret;
+	return second->ops->accept(second, o, wait_ms - wait_ms / 2, out);
+}
+
+static void dual_close(struct rdx_listener *l)
+{
+	struct dual_listener *d = (struct dual_listener *)l;
+
+	d->tcp->ops->close_listener(d->tcp);
+	d->rdma->ops->close_listener(d->rdma);
+	free(d);
+}
+
+static const struct rdx_xport_ops dual_ops = {
+	.name = "tcp+rdma",
+	.listen_port = dual_port,
+	.accept = dual_accept,
+	.close_listener = dual_close,
+};
+
+int sess_listen(struct rdx_session *s, struct rdx_listener **out)
+{
+	struct dual_listener *d;
+	char port[8];
+	int ret;
+
+	if (s->xp)
+		return s->xp->listen(&s->net, s->o->port, out);
+	/* auto with a device: TCP first (it picks the port when asked for 0),
+	 * then rdma_cm on the same number; a sender of either kind finds us. */
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->base.ops = &dual_ops;
+	ret = rdx_xport_tcp.listen(&s->net, s->o->port, &d->tcp);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	snprintf(port, sizeof(port), "%u", d->tcp->ops->listen_port(d->tcp));
+	ret = rdx_xport_verbs.listen(&s->net, port, &d->rdma);
+	if (ret) {
+		rdx_info(1, "transport: tcp only (cannot listen for RDMA on port %s: %s)",
+			 port, rdx_strerror(ret));
+		*out = d->tcp;
+		free(d);
+		return 0;
+	}
+	rdx_info(2, "listening for tcp and rdma on port %s", port);
+	*out = &d->base;
 	return 0;
 }
 
@@ -246,6 +391,70 @@ int sess_send(struct rdx_stream *st, struct rdx_frame_hdr *h,
 	pthread_mutex_unlock(&st->send_lock);
 	atomic_store(&st->last_tx_ns, rdx_now_ns());
 	return ret;
+}
+
+/* Runs when the transport no longer needs a sent slot. */
+static void data_sent(void *arg, struct rdx_slot *slot, int err)
+{
+	struct rdx_stream *st = arg;
+	struct rdx_session *s = st->s;
+
+	if (err)
+		sess_fail_conn(s, st->conn, err, "lost the connection to the receiver");
+	else
+		atomic_fetch_add(&s->moved, slot->len);
+	rdx_ring_release(s->ring, slot);
+}
+
+int sess_send_data(struct rdx_stream *st, struct rdx_frame_hdr *h,
+		   const void *payload, struct rdx_slot *slot)
+{
+	int ret;
+
+	h->stream = (uint16_t)st->index;
+	pthread_mutex_lock(&st->send_lock);
+	ret = st->conn->ops->send_data(st->conn, h, payload, slot, data_sent, st);
+	pthread_mutex_unlock(&st->send_lock);
+	atomic_store(&st->last_tx_ns, rdx_now_ns());
+	return ret;
+}
+
+void sess_grant(struct rdx_session *s)
+{
+	unsigned n = rdx_ring_nslots(s->ring), step = n / 8 ? n / 8 : 1, i;
+	uint64_t below;
+
+	if (s->streams[0].conn->ops->grant == rdx_xport_tcp.grant)
+		return;
+	pthread_mutex_lock(&s->grant_lock);
+	below = rdx_ring_writable_below(s->ring);
+	if (below >= s->granted + step) {
+		s->granted = below;
+		for (i = 0; i < s->nstreams; i++)
+			s->streams[i].conn->ops->grant(s->streams[i].conn, below);
+	}
+	pthread_mutex_unlock(&s->grant_lock);
+}
+
+int sess_attach(struct rdx_session *s, bool receiver)
+{
+	uint64_t deadline = rdx_now_ns() + s->o->timeout_ms * 1000000;
+	unsigned i;
+	int ret;
+
+	s->granted = rdx_ring_nslots(s->ring);
+	for (i = 0; i < s->nstreams; i++) {
+		struct rdx_conn *c = s->streams[i].conn;
+
+		ret = c->ops->attach(c, s->ring, receiver, deadline);
+		if (ret == -RDX_ETIMEOUT || ret == -RDX_ECONNECT || ret == RDX_XPORT_EOF)
+			return sess_fail_conn(s, c, ret, receiver ? "lost the connection to the sender"
+								  : "lost the connection to the receiver");
+		if (ret)
+			return sess_fail(s, ret, "cannot set up the %s data path: %s",
+					 c->ops->name, c->why[0] ? c->why : rdx_strerror(ret));
+	}
+	return 0;
 }
 
 int sess_send_ctrl(struct rdx_session *s, uint8_t type, const uint8_t *msg,
@@ -444,7 +653,8 @@ void sess_stats(struct rdx_session *s, struct rdx_xfer_stats *st,
 		return;
 	st->bytes = bytes;
 	st->seconds = secs;
-	st->transport = s->xp ? s->xp->name : "none";
+	st->transport = s->streams[0].conn ? s->streams[0].conn->ops->name
+					   : s->xp ? s->xp->name : "none";
 	st->streams = s->nstreams;
 	st->compress = s->opts.compress != 0;
 	st->encrypt = s->encrypt;

@@ -55,6 +55,8 @@ struct rdx_session {
 	struct rdx_stream streams[RDX_MAX_STREAMS];
 	struct rdx_ring *ring;
 	bool mem_locked;
+	pthread_mutex_t grant_lock;
+	uint64_t granted; /* grant_lock */
 
 	/* Sealed control frames, one counter and context per direction;
 	 * each is used by one thread only (see send.c / recv.c). */
@@ -92,8 +94,10 @@ int sess_fail(struct rdx_session *s, int err, const char *fmt, ...)
 int sess_fail_peer(struct rdx_session *s, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Like sess_fail for broken connections: a weak error. */
-int sess_fail_conn(struct rdx_session *s, int err, const char *what);
+/* Like sess_fail for broken connections: a weak error.  c (may be NULL)
+ * is the connection, whose transport may know the cause in words. */
+int sess_fail_conn(struct rdx_session *s, struct rdx_conn *c, int err,
+		   const char *what);
 
 int sess_error(struct rdx_session *s);
 
@@ -113,9 +117,25 @@ void sess_warn_unpinned(struct rdx_session *s);
 /* Under -vv: who the peer is and what the handshake settled on. */
 void sess_log_settled(const struct rdx_session *s, const char *peer);
 
-/* Transport selection for --transport; logs why under -v.  Returns 0 or an
- * error already reported. */
-int sess_pick_transport(struct rdx_session *s);
+/* Transport selection for --transport; logs why under -v.  A receiver
+ * (listening) under auto on a host with RDMA gets s->xp NULL: it listens
+ * for both.  Returns 0 or an error already recorded. */
+int sess_pick_transport(struct rdx_session *s, bool listening);
+
+/* Listens as sess_pick_transport decided. */
+int sess_listen(struct rdx_session *s, struct rdx_listener **out);
+
+/* Sends a DATA frame from slot on a stream; the slot is released (and the
+ * bytes counted) once the transport is done with it. */
+int sess_send_data(struct rdx_stream *st, struct rdx_frame_hdr *h,
+		   const void *payload, struct rdx_slot *slot);
+
+/* Receiver: tells every stream's transport how far the sender may write
+ * ahead (after writers free slots).  Cheap when nothing changed. */
+void sess_grant(struct rdx_session *s);
+
+/* Attaches the ring to every stream's connection (sender or receiver). */
+int sess_attach(struct rdx_session *s, bool receiver);
 
 /* Sends one frame on a stream under its send lock. */
 int sess_send(struct rdx_stream *st, struct rdx_frame_hdr *h,

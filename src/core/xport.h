@@ -1,7 +1,10 @@
 /* The transport vtable: everything above it (handshake, streams, slots,
  * seal, zstd, file I/O) is shared by every transport.  A transport moves
- * whole frames over one connection; a session uses one connection per
- * stream.  tcp is the only implementation today; verbs plugs in here.
+ * frames over one connection; a session uses one connection per stream.
+ *
+ *   tcp    frames are bytes on a socket; DATA payloads are read into slots
+ *   verbs  control frames are SENDs; DATA payloads are RDMA-written straight
+ *          from the sender's slot into the receiver's (docs/RDMA.md)
  *
  * All calls return 0 or a negative error.  Receiving distinguishes a clean
  * end (the peer closed between frames) from a connection cut mid-frame. */
@@ -11,8 +14,12 @@
 #include "proto.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct rdx_ring;
+struct rdx_slot;
 
 struct rdx_net_opts {
 	int family;	     /* AF_UNSPEC, AF_INET or AF_INET6 */
@@ -25,11 +32,19 @@ struct rdx_xport_ops;
 struct rdx_conn {
 	const struct rdx_xport_ops *ops;
 	char peer[96]; /* "addr:port" of the other end, for messages */
+	/* Set by transports that know more than an error code can say
+	 * ("RDMA write failed: remote access error"); empty otherwise.
+	 * Written before the failing call returns, never changed after. */
+	char why[160];
 };
 
 struct rdx_listener {
 	const struct rdx_xport_ops *ops;
 };
+
+/* Called once a DATA payload handed to send_data may be reused: err is 0,
+ * or the transport's error if it never got out. */
+typedef void (*rdx_sent_fn)(void *arg, struct rdx_slot *slot, int err);
 
 struct rdx_xport_ops {
 	const char *name;
@@ -58,6 +73,26 @@ struct rdx_xport_ops {
 	 * when the peer closed before the first byte, -RDX_ECONNECT when it
 	 * closed mid-way, -RDX_ETIMEOUT, or -errno. */
 	int (*recv)(struct rdx_conn *c, void *buf, size_t len);
+
+	/* The data phase.  Once the handshake is done, both ends attach their
+	 * slot ring: the receiver's becomes the landing area of DATA payloads
+	 * (verbs registers it and tells the sender where it is, with room for
+	 * the chunks below rdx_ring_nslots()); the sender's becomes their
+	 * source.  deadline_ns bounds waiting for the peer's half. */
+	int (*attach)(struct rdx_conn *c, struct rdx_ring *r, bool receiver,
+		      uint64_t deadline_ns);
+	/* Sends a DATA frame whose payload lies in the attached ring and
+	 * belongs to slot; done(arg, slot, err) runs once the payload may be
+	 * reused, possibly before send_data returns, possibly on another
+	 * thread.  Returns 0 (done will run) or an error (it will not). */
+	int (*send_data)(struct rdx_conn *c, const struct rdx_frame_hdr *h,
+			 const void *payload, struct rdx_slot *slot,
+			 rdx_sent_fn done, void *arg);
+	/* Receiver: chunks with seq < below have a free slot waiting.  A
+	 * transport that writes into the receiver's ring sends no chunk before
+	 * it is granted; byte-stream transports ignore it. */
+	void (*grant)(struct rdx_conn *c, uint64_t below);
+
 	/* Changes the silence limit of an established connection. */
 	void (*set_timeout)(struct rdx_conn *c, uint64_t ms);
 	/* Bounds every later recv on c by an absolute deadline (rdx_now_ns()
@@ -77,5 +112,10 @@ struct rdx_xport_ops {
 #define RDX_XPORT_EOF 1
 
 extern const struct rdx_xport_ops rdx_xport_tcp;
+extern const struct rdx_xport_ops rdx_xport_verbs;
+
+/* Why the verbs transport cannot be used at all on this host ("no RDMA
+ * device found"), or NULL when it can be tried. */
+const char *rdx_verbs_unavailable(void);
 
 #endif

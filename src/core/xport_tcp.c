@@ -407,6 +407,32 @@ static void tcp_set_deadline(struct rdx_conn *cb, uint64_t deadline_ns,
 	tcp_of(cb)->stop = stop;
 }
 
+/* A socket needs no registration: the payload is copied into the kernel
+ * by the time send returns, so the slot is free at once. */
+static int tcp_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
+		      uint64_t deadline_ns)
+{
+	(void)cb, (void)r, (void)receiver, (void)deadline_ns;
+	return 0;
+}
+
+static int tcp_send_data(struct rdx_conn *cb, const struct rdx_frame_hdr *h,
+			 const void *payload, struct rdx_slot *slot,
+			 rdx_sent_fn done, void *arg)
+{
+	int ret = tcp_send(cb, h, payload);
+
+	if (!ret)
+		done(arg, slot, 0);
+	return ret;
+}
+
+/* TCP's own flow control bounds what is in flight. */
+static void tcp_grant(struct rdx_conn *cb, uint64_t below)
+{
+	(void)cb, (void)below;
+}
+
 static void tcp_set_timeout(struct rdx_conn *cb, uint64_t ms)
 {
 	set_timeouts(tcp_of(cb)->fd, ms);
@@ -456,6 +482,9 @@ const struct rdx_xport_ops rdx_xport_tcp = {
 	.close_listener = tcp_close_listener,
 	.send = tcp_send,
 	.recv = tcp_recv,
+	.attach = tcp_attach,
+	.send_data = tcp_send_data,
+	.grant = tcp_grant,
 	.set_timeout = tcp_set_timeout,
 	.set_deadline = tcp_set_deadline,
 	.shutdown = tcp_shutdown,

@@ -1,0 +1,43 @@
+/* One-sided RDMA on an established verbs connection, for later users of
+ * the transport (the S3-over-RDMA server pulls and pushes object bytes this
+ * way): register a buffer, describe it to the peer as (address, rkey,
+ * length), and RDMA READ or WRITE a peer's buffer so described.  The peer's
+ * hardware checks bounds and access; a violation fails the operation (and,
+ * as RC does, the connection) with the completion status in c->why. */
+#ifndef RDX_VERBS_H
+#define RDX_VERBS_H
+
+#include "xport.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rdx_verbs_mr;
+
+struct rdx_verbs_remote {
+	uint64_t addr;
+	uint32_t rkey;
+	uint64_t len;
+};
+
+/* Registers buf on c's device; remote access only as asked.  Returns 0,
+ * or -RDX_ENOTSUP (not a verbs connection, or registration refused: the
+ * reason, with the memlock limit, is in c->why). */
+int rdx_verbs_reg(struct rdx_conn *c, void *buf, size_t len, bool remote_write,
+		  bool remote_read, struct rdx_verbs_mr **out);
+void rdx_verbs_desc(const struct rdx_verbs_mr *m, struct rdx_verbs_remote *d);
+void rdx_verbs_dereg(struct rdx_verbs_mr *m);
+
+/* Copies len bytes between local (inside m) and r->addr + offset: an RDMA
+ * WRITE when write, else an RDMA READ.  Waits for the completion (bounded
+ * by the connection's timeout).  Returns 0, -EINVAL when local is outside
+ * m, or the connection's error with the reason in c->why. */
+int rdx_verbs_rw(struct rdx_conn *c, bool write, struct rdx_verbs_mr *m,
+		 void *local, size_t len, const struct rdx_verbs_remote *r,
+		 uint64_t offset);
+
+/* The memlock limit as text ("unlimited", "8 MiB"). */
+void rdx_memlock_text(char *out, size_t len);
+
+#endif
