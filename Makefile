@@ -39,7 +39,7 @@ TOOLS := rdsend rdrecv
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PEER_BIN := $(BUILD)/tests/badpeer
+PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/verbspeer
 LIB := $(BUILD)/librdx.a
 # libFuzzer targets for the decoders of everything a peer sends (clang only).
 CLANG ?= clang
@@ -67,10 +67,15 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(PEER_BIN): tests/peer/badpeer.c
+$(BUILD)/tests/badpeer: tests/peer/badpeer.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
+
+$(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/core/*.h)
 	@mkdir -p $(@D)

@@ -287,6 +287,7 @@ static int connect_stream(struct rdx_session *s, unsigned i,
 static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 			  const struct rdx_errmsg *em)
 {
+	struct rdx_conn *c = s->streams[0].conn;
 	char why[96];
 
 	if (ret == -RDX_EREMOTE)
@@ -297,10 +298,12 @@ static int handshake_fail(struct rdx_session *s, int ret, const char *step,
 		return sess_fail(s, ret, "receiver speaks an incompatible protocol version");
 	if (ret == -RDX_EPROTO)
 		return sess_fail(s, ret, "receiver broke the protocol during %s", step);
-	return sess_fail(s, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret,
-			 "handshake with %s failed: %s", s->o->host,
-			 sess_conn_reason(s, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret,
-					  why, sizeof(why)));
+	if (ret == RDX_XPORT_EOF)
+		ret = -RDX_ECONNECT;
+	if (c && c->why[0])
+		return sess_fail(s, ret, "handshake with %s failed: %s", s->o->host, c->why);
+	return sess_fail(s, ret, "handshake with %s failed: %s", s->o->host,
+			 sess_conn_reason(s, ret, why, sizeof(why)));
 }
 
 /* HELLO both ways: our nonce out, the receiver's nonce and proof back. */
