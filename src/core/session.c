@@ -271,10 +271,10 @@ int sess_pick_transport(struct rdx_session *s, bool listening)
 	if (!why)
 		why = memlock_short(s, buf, sizeof(buf));
 	if (why && s->o->transport == RDX_TRANSPORT_RDMA)
-		return sess_fail(s, -RDX_ENOTSUP, "--transport rdma: %s (rdx-diag shows what this host has)",
+		return sess_fail(s, -RDX_ENOTSUP, "--transport rdma: %s; rdx-diag lists what this host has",
 				 why);
 	if (why) {
-		rdx_info(1, "transport: tcp (%s)", why);
+		rdx_info(1, "transport: tcp: %s", why);
 		s->xp = &rdx_xport_tcp;
 		return 0;
 	}
@@ -290,11 +290,11 @@ int sess_pick_transport(struct rdx_session *s, bool listening)
 	}
 	if (rdx_verbs_route(s->o->host, s->o->bind, s->o->family, 2000, &route, buf,
 			    sizeof(buf))) {
-		rdx_info(1, "transport: tcp (%s)", buf);
+		rdx_info(1, "transport: tcp: %s", buf);
 		s->xp = &rdx_xport_tcp;
 		return 0;
 	}
-	rdx_info(1, "transport: rdma (%s reached through %s port %u)", s->o->host,
+	rdx_info(1, "transport: rdma: %s is reached through %s port %u", s->o->host,
 		 route.dev, route.port);
 	s->xp = &rdx_xport_verbs;
 	return 0;

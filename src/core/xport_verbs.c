@@ -206,7 +206,7 @@ const char *rdx_verbs_unavailable(void)
 	int n = 0;
 
 	if (access("/dev/infiniband/rdma_cm", R_OK | W_OK) != 0)
-		return errno == ENOENT ? "no RDMA device (no /dev/infiniband/rdma_cm)"
+		return errno == ENOENT ? "no RDMA device (/dev/infiniband/rdma_cm is missing)"
 				       : "no access to /dev/infiniband/rdma_cm";
 	list = ibv_get_device_list(&n);
 	if (list)

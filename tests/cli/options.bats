@@ -13,6 +13,11 @@ CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" compress connect-timeout)
 CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync)
 CLI_SHORT_OPTS=(-v -4 -6 -h -V)
 
+# Every tool the Makefile builds and installs (its TOOLS line): --help,
+# --version, completions and man pages are checked for each, so a new
+# tool is covered without editing this file.
+read -ra ALL_TOOLS <<<"$(sed -n 's/^TOOLS *:= *//p' "$RDX_REPO/Makefile")"
+
 # long_opts_in: the distinct --long-option tokens on stdin, one per line.
 long_opts_in() {
 	grep -oE -- '--[a-z][a-z0-9]*(-[a-z0-9]+)*' | sort -u
@@ -54,8 +59,32 @@ cli_opts() {
 	done
 }
 
+@test "the Makefile's TOOLS are rdsend, rdrecv, rdx-diag, ... and all built" {
+	[ "${#ALL_TOOLS[@]}" -ge 3 ] || fail "TOOLS from the Makefile: ${ALL_TOOLS[*]}"
+	for tool in rdsend rdrecv rdx-diag; do
+		[[ " ${ALL_TOOLS[*]} " == *" $tool "* ]] || fail "$tool not in the Makefile's TOOLS"
+	done
+	for tool in "${ALL_TOOLS[@]}"; do
+		[ -x "$RDX_BUILD/$tool" ] || fail "$tool not built"
+	done
+}
+
+@test "every tool: --help exits 0 with usage on stdout, -h, -V, -v listed" {
+	for tool in "${ALL_TOOLS[@]}"; do
+		run_t --secs 10 "$RDX_BUILD/$tool" --help
+		assert_status 0
+		[ -z "$stderr" ] || fail "$tool --help wrote to stderr: $stderr"
+		assert_match "$output" "^Usage: $tool " "$tool --help"
+		assert_match "$output" "^Exit status: 0 " "$tool --help"
+		for o in -h --help -V --version -v --verbose; do
+			grep -qE -- "(^|[^a-zA-Z0-9-])$o([^a-zA-Z0-9-]|$)" <<<"$output" ||
+				fail "$tool --help does not mention $o"
+		done
+	done
+}
+
 @test "-h is --help" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		run_t --secs 10 "$RDX_BUILD/$tool" -h
 		assert_status 0
 		[ "$output" = "$("$RDX_BUILD/$tool" --help)" ]
@@ -76,7 +105,7 @@ cli_opts() {
 }
 
 @test "--help does not show the hidden --completion" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		! "$RDX_BUILD/$tool" --help | grep -q -- --completion
 	done
 }
@@ -84,7 +113,7 @@ cli_opts() {
 # ------------------------------------------------------------ --version
 
 @test "--version and -V print 'TOOL (rdxfer) X.Y.Z' and exit 0" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		for opt in --version -V; do
 			run_t --secs 10 "$RDX_BUILD/$tool" "$opt"
 			assert_status 0
@@ -93,8 +122,11 @@ cli_opts() {
 			[ -z "$stderr" ]
 		done
 	done
-	# Both tools come from one release.
-	[ "$("$RDSEND" --version | awk '{print $3}')" = "$("$RDRECV" --version | awk '{print $3}')" ]
+	# Every tool comes from one release.
+	for tool in "${ALL_TOOLS[@]}"; do
+		[ "$("$RDX_BUILD/$tool" --version | awk '{print $3}')" = "$("$RDSEND" --version | awk '{print $3}')" ] ||
+			fail "$tool --version differs from rdsend's"
+	done
 }
 
 # --------------------------------------------------------- usage errors
@@ -238,15 +270,15 @@ usage_error() {
 
 # ------------------------------------------------------ --transport rdma
 
-@test "--transport rdma: exit 3, not available in this build" {
+@test "--transport rdma on a host without RDMA: exit 3, one line naming the reason" {
 	p=$(dead_port)
 	run_t --secs 10 "$RDSEND" --connect-timeout 1 --transport rdma 127.0.0.1 "$p" k
 	assert_status 3
-	[ "$stderr" = "rdsend: --transport rdma: RDMA transport not available in this build" ] ||
+	[ "$stderr" = "rdsend: --transport rdma: no RDMA device (/dev/infiniband/rdma_cm is missing); rdx-diag lists what this host has" ] ||
 		fail "rdsend stderr: $stderr"
 	run_t --secs 10 "$RDRECV" --transport rdma "$p" k "$D/out"
 	assert_status 3
-	[ "$stderr" = "rdrecv: --transport rdma: RDMA transport not available in this build" ] ||
+	[ "$stderr" = "rdrecv: --transport rdma: no RDMA device (/dev/infiniband/rdma_cm is missing); rdx-diag lists what this host has" ] ||
 		fail "rdrecv stderr: $stderr"
 	[ ! -e "$D/out" ]
 }
@@ -262,7 +294,7 @@ usage_error() {
 # ---------------------------------------------------------- completions
 
 @test "--completion bash is valid bash and mentions every --help option" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		run_t --secs 10 "$RDX_BUILD/$tool" --completion bash
 		assert_status 0
 		[ -n "$output" ]
@@ -274,25 +306,44 @@ usage_error() {
 	done
 }
 
+# complete_words TOOL WORD: what TOOL's bash completion offers for WORD.
+complete_words() {
+	"$RDX_BUILD/$1" --completion bash >"$D/$1.bash"
+	run_t --secs 10 bash -c '
+		source "$1" || exit 1
+		spec=$(complete -p "$2") || exit 1
+		fn=$(sed -nE "s/.* -F ([^ ]+) .*/\1/p" <<<"$spec")
+		[ -n "$fn" ] || { echo "no -F function: $spec"; exit 1; }
+		COMP_WORDS=("$2" "$3"); COMP_CWORD=1; COMP_LINE="$2 $3"; COMP_POINT=${#COMP_LINE}
+		"$fn" "$2" "$3" "$2"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$D/$1.bash" "$1" "$2"
+}
+
 @test "--completion bash registers a working completion" {
+	for tool in "${ALL_TOOLS[@]}"; do
+		complete_words "$tool" --ver
+		assert_status 0
+		assert_match "$output" '^--verbose$' "$tool completion of --ver"
+		assert_match "$output" '^--version$' "$tool completion of --ver"
+	done
 	for tool in rdsend rdrecv; do
-		"$RDX_BUILD/$tool" --completion bash >"$D/$tool.bash"
-		run_t --secs 10 bash -c '
-			source "$1" || exit 1
-			spec=$(complete -p "$2") || exit 1
-			fn=$(sed -nE "s/.* -F ([^ ]+) .*/\1/p" <<<"$spec")
-			[ -n "$fn" ] || { echo "no -F function: $spec"; exit 1; }
-			COMP_WORDS=("$2" --sl); COMP_CWORD=1; COMP_LINE="$2 --sl"; COMP_POINT=${#COMP_LINE}
-			"$fn" "$2" --sl "$2"
-			printf "%s\n" "${COMPREPLY[@]}"' _ "$D/$tool.bash" "$tool"
+		complete_words "$tool" --sl
 		assert_status 0
 		assert_match "$output" '^--slot-size' "$tool completion of --sl"
 		assert_match "$output" '^--slots' "$tool completion of --sl"
 	done
 }
 
+@test "rdx-diag's bash completion offers host names for HOST" {
+	complete_words rdx-diag localh
+	assert_status 0
+	assert_match "$output" '^localhost$' "rdx-diag completion of localh"
+	run_t --secs 10 "$RDX_BUILD/rdx-diag" --completion zsh
+	assert_match "$output" "^  '\\*:host:_hosts'$" "rdx-diag zsh operand"
+}
+
 @test "--completion zsh starts with #compdef and mentions every --help option" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		run_t --secs 10 "$RDX_BUILD/$tool" --completion zsh
 		assert_status 0
 		assert_match "$(head -n1 <<<"$output")" "^#compdef $tool" "$tool zsh first line"
@@ -305,12 +356,13 @@ usage_error() {
 }
 
 @test "--completion with an unknown shell: exit 2" {
-	usage_error rdsend --completion fish
-	usage_error rdrecv --completion fish
+	for tool in "${ALL_TOOLS[@]}"; do
+		usage_error "$tool" --completion fish
+	done
 }
 
 @test "committed completions/ equal --completion output" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		[ -f "$RDX_REPO/completions/$tool.bash" ] || fail "missing completions/$tool.bash"
 		[ -f "$RDX_REPO/completions/_$tool" ] || fail "missing completions/_$tool"
 		diff -u "$RDX_REPO/completions/$tool.bash" <("$RDX_BUILD/$tool" --completion bash) ||
@@ -328,7 +380,7 @@ man_opts() {
 }
 
 @test "man pages mention every --help option and no other" {
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		page=$RDX_REPO/man/$tool.1
 		[ -f "$page" ] || fail "missing man/$tool.1"
 		missing=$(comm -23 <(help_opts "$tool") <(man_opts "$page"))
@@ -338,9 +390,16 @@ man_opts() {
 	done
 }
 
-@test "man pages render and document the exit codes" {
+# help_exit_codes TOOL: the statuses its --help lists after "Exit status:"
+# ("0 ok, 1 failure, 2 usage, ..."), one per line.
+help_exit_codes() {
+	"$RDX_BUILD/$1" --help | sed -n '/^Exit status:/,/^See /p' | tr '\n' ' ' |
+		sed -e 's/^Exit status://' -e 's/See .*//' | grep -oE '(^|,) *[0-9]+ ' | tr -dc '0-9\n'
+}
+
+@test "man pages render and document the exit codes --help lists" {
 	command -v man >/dev/null || fail "man not installed (scripts/deps.sh test installs man-db)"
-	for tool in rdsend rdrecv; do
+	for tool in "${ALL_TOOLS[@]}"; do
 		page=$RDX_REPO/man/$tool.1
 		[ -f "$page" ] || fail "missing man/$tool.1"
 		run_t --secs 20 env MANWIDTH=100 MAN_KEEP_FORMATTING= man -P cat -l "$page"
@@ -352,9 +411,20 @@ man_opts() {
 		[ -z "$missing" ] || fail "rendered man/$tool.1 lacks: $missing"
 		assert_match "$text" '^EXIT (STATUS|CODES|VALUES)' "man $tool"
 		section=$(sed -nE '/^EXIT (STATUS|CODES|VALUES)/,/^[A-Z][A-Z ]+$/p' <<<"$text")
-		for code in 0 1 2 3 4 5 6 130; do
+		codes=$(help_exit_codes "$tool")
+		[ -n "$codes" ] || fail "$tool --help lists no exit status"
+		case $tool in
+		rdsend | rdrecv) [ "$(echo $codes)" = "0 1 2 3 4 5 6 130" ] ||
+			fail "$tool --help exit statuses: $(echo $codes)" ;;
+		esac
+		for code in $codes; do
 			grep -qE "(^|[^0-9])$code([^0-9]|$)" <<<"$section" ||
 				fail "man $tool: EXIT STATUS lacks $code"
+		done
+		# And no status --help does not list.
+		for code in $(grep -oE '^ {7}[0-9]+$' <<<"$section"); do
+			grep -qx "$code" <<<"$codes" ||
+				fail "man $tool: EXIT STATUS has $code, which --help does not list"
 		done
 	done
 }
