@@ -94,9 +94,12 @@ void rdx_opt_help(const struct rdx_cli *cli, FILE *f)
 			snprintf(left + n, sizeof(left) - (size_t)n, "[=%s]", o->argname);
 		fprintf(f, "  %-26s %s\n", left, o->help);
 	}
-	fprintf(f, "\nExit status: 0 ok, 1 failure, 2 usage, 3 connection/authentication/timeout,\n"
-		   "4 local I/O, 5 error reported by the peer, 6 integrity, 130 interrupted.\n"
-		   "See %s(1).\n", cli->tool);
+	if (cli->exits)
+		fprintf(f, "\n%s\nSee %s(1).\n", cli->exits, cli->tool);
+	else
+		fprintf(f, "\nExit status: 0 ok, 1 failure, 2 usage, 3 connection/authentication/timeout,\n"
+			   "4 local I/O, 5 error reported by the peer, 6 integrity, 130 interrupted.\n"
+			   "See %s(1).\n", cli->tool);
 }
 
 static bool is_words(const char *c)
@@ -140,8 +143,10 @@ static void bash_completion(const struct rdx_cli *cli, FILE *f)
 			fprintf(f, "--%s= ", o->name);
 	}
 	fprintf(f, "\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n"
-		   "\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n}\n"
-		   "complete -F _%s %s\n", fn, fn);
+		   "\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n}\n"
+		   "complete -F _%s %s\n",
+		cli->args && !strcmp(cli->args, "host") ? "-A hostname" : "-f",
+		fn, fn);
 }
 
 static void zsh_completion(const struct rdx_cli *cli, FILE *f)
@@ -181,7 +186,10 @@ static void zsh_completion(const struct rdx_cli *cli, FILE *f)
 			fputc(*h == '[' || *h == ']' ? '(' + (*h == ']') : *h == '\'' ? '"' : *h, f);
 		fprintf(f, "]%s' \\\n", action);
 	}
-	fprintf(f, "  '*:file:_files'\n");
+	if (cli->args && !strcmp(cli->args, "host"))
+		fprintf(f, "  '*:host:_hosts'\n");
+	else
+		fprintf(f, "  '*:file:_files'\n");
 }
 
 int rdx_opt_completion(const struct rdx_cli *cli, const char *shell, FILE *f)

@@ -21,6 +21,11 @@ struct rdx_cli {
 	const char *usage;	/* the synopsis after the tool's name */
 	const char *summary;	/* one sentence */
 	const struct rdx_opt *opts; /* ended by an entry with name NULL */
+	/* The exit statuses --help lists, "Exit status: 0 ok, 1 ...";
+	 * NULL: the table the transfer tools share (err.h). */
+	const char *exits;
+	/* What the positional arguments complete to: "host"; NULL: files. */
+	const char *args;
 };
 
 /* Parses argv with getopt_long from the table; calls handle(key, optarg)
