@@ -98,7 +98,7 @@ static void gid_attrs(struct ibv_context *ctx, const char *ibdev_path,
 		 ibdev_path, port, g->index);
 	if (read_line(path, buf, sizeof(buf)) == 0) {
 		/* "IB/RoCE v1" names both; the link layer tells which. */
-		snprintf(g->type, sizeof(g->type), "%s",
+		snprintf(g->type, sizeof(g->type), "%.15s",
 			 strcmp(buf, "IB/RoCE v1") ? buf : eth ? "RoCE v1" : "IB");
 		snprintf(path, sizeof(path), "%s/ports/%u/gid_attrs/ndevs/%u",
 			 ibdev_path, port, g->index);
