@@ -113,20 +113,26 @@ static void memlock_check(struct diag *d, const struct rdx_xfer_opts *defaults)
 	if (d->memlock_soft == RDX_MEMLOCK_UNLIMITED || d->memlock_exempt)
 		return;
 	d->memlock_short = d->memlock_soft < d->memlock_need;
+	if (!d->memlock_short)
+		return;
 	rdx_fmt_bytes(need, sizeof(need), d->memlock_need);
-	if (d->memlock_hard == RDX_MEMLOCK_UNLIMITED)
+	if (d->memlock_hard == RDX_MEMLOCK_UNLIMITED) {
 		snprintf(d->memlock_hint, sizeof(d->memlock_hint),
 			 "rdsend pins %s by default: raise the limit with 'ulimit -l unlimited', or %s",
 			 need, forever);
-	else if (d->memlock_hard > d->memlock_soft)
+	} else if (d->memlock_hard >= d->memlock_need) {
 		/* ulimit -l counts KiB. */
 		snprintf(d->memlock_hint, sizeof(d->memlock_hint),
 			 "rdsend pins %s by default: raise the limit with 'ulimit -l %llu' (the hard limit), or %s",
 			 need, (unsigned long long)d->memlock_hard / 1024, forever);
-	else
+	} else {
+		char hard[32];
+
+		rdx_fmt_bytes(hard, sizeof(hard), d->memlock_hard);
 		snprintf(d->memlock_hint, sizeof(d->memlock_hint),
-			 "rdsend pins %s by default: the hard limit is reached; raise it %s",
-			 need, forever);
+			 "rdsend pins %s by default, more than the hard limit (%s) lets 'ulimit -l' raise it to: raise it %s",
+			 need, hard, forever);
+	}
 }
 
 /* Decides as rdsend --transport auto does: devices, rdma_cm, the memory

@@ -176,6 +176,14 @@ check "nobody, memlock 1 MiB: tcp, because of the limit, although rdma_cm reache
 	has "^transport to $ere_dot: tcp: RDMA needs [0-9.]+ MiB of locked memory but RLIMIT_MEMLOCK is 1\.00 MiB \(rdma_cm reaches it via $RXE_DEV port 1\)$"
 check "nobody, memlock 1 MiB: that reason is the one line on stderr" eval \
 	'one_line_error && grep -q "RLIMIT_MEMLOCK is 1.00 MiB" "$work/err"'
+DIAG=(prlimit --memlock=1048576:33554432 "${as_nobody[@]}" "$nob/rdx-diag")
+diag
+check "nobody, memlock 1 MiB, hard 32 MiB: the hint is 'ulimit -l 32768'" eval \
+	'rc_is 1 && has "^  rdsend pins 17\.00 MiB by default: raise the limit with .ulimit -l 32768. \(the hard limit\)"'
+DIAG=(prlimit --memlock=33554432 "${as_nobody[@]}" "$nob/rdx-diag")
+diag "$RXE_ADDR"
+check "nobody, memlock 32 MiB: enough, no hint, rdma via $RXE_DEV" eval \
+	'rc_is 0 && has "^memlock limit: 32\.00 MiB$" && ! has "ulimit" && has "^transport to $ere_dot: rdma via $RXE_DEV port 1"'
 DIAG=("$build/rdx-diag")
 
 # ------------------------------------------- the probe's own unit test
