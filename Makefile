@@ -89,13 +89,15 @@ deps:
 	@scripts/deps.sh test
 
 # The one test command: installs what is missing, builds, runs every test
-# (unit + CLI on the normal build, unit + CLI transfers under ASan/UBSan),
-# and ends with "N passed, N failed".
+# (unit + CLI on the normal build, unit + CLI transfers under ASan/UBSan,
+# the verbs transport on Soft-RoCE in QEMU guests: docs/RXE-VM.md), and
+# ends with "N passed, N failed".
 check: deps
 	$(Q)$(MAKE) --no-print-directory all fuzz
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
 		SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined' all
-	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_FUZZ_BUILD=$(BUILD)/fuzz bash tests/run.sh
+	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_FUZZ_BUILD=$(BUILD)/fuzz RDX_RXE=1 \
+		bash tests/run.sh
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \

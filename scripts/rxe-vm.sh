@@ -281,7 +281,7 @@ fail() {
 while read -r m; do
 	insmod "/mods/$m" || fail "insmod $m"
 done </modorder
-mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /host ||
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose hostroot /host ||
 	fail "cannot mount the host root over 9p"
 mount -t proc proc /host/proc && mount -t sysfs sysfs /host/sys &&
 	mount -t devtmpfs devtmpfs /host/dev || fail "cannot mount proc/sys/dev in /host"
@@ -388,6 +388,14 @@ for t in ip rdma; do
 	command -v "$t" >/dev/null || setup_fail "$t not found on the host (install iproute2)"
 done
 ulimit -l unlimited 2>/dev/null || true
+# devtmpfs has no /dev/fd or /dev/std*: bash process substitution (and so
+# bats) needs them.
+[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
+n=0
+for f in stdin stdout stderr; do
+	[ -e /dev/$f ] || ln -s /proc/self/fd/$n /dev/$f
+	n=$((n + 1))
+done
 ip link set lo up || setup_fail "lo"
 if [ "$RXE_ROLE" = single ]; then
 	ip link add veth0 type veth peer name veth1 && ip addr add "$RXE_ADDR/24" dev veth0 &&

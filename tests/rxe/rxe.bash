@@ -1,0 +1,101 @@
+# Helpers for the Soft-RoCE tests (tests/rxe/*.bats), on top of
+# tests/lib/common.bash.  They run inside scripts/rxe-vm.sh guests, started
+# by tests/rxe/guest.sh: the host's root read-only, /tmp writable, uid 0,
+# rxe0 up on $RXE_NETDEV with address $RXE_ADDR (docs/RXE-VM.md).
+#
+# Load with:   load ../lib/common
+#              load rxe
+# shellcheck disable=SC2034,SC2154,SC2317 # globals are used by the .bats files; has_temp is called via wait_until
+
+# The transport under test.  tcp proves the harness on a build without
+# the verbs transport: RDX_RXE_TRANSPORT=tcp (tests/run.sh passes it on).
+XPORT=${RDX_RXE_TRANSPORT:-rdma}
+# What -v prints for it in the closing bandwidth line, "(NAME, ...)".
+case $XPORT in
+rdma) XPORT_SAYS='(rdma|verbs)' ;;
+*) XPORT_SAYS=$XPORT ;;
+esac
+
+# Phrases that say "the connection went away" (as in tests/cli/faults.bats).
+LOST='(connection|closed|reset|eof|end of (stream|file)|disconnect|broken pipe|timed out|timeout|no response)'
+
+rxe_setup() {
+	common_setup
+	[ -n "${RXE_ADDR:-}" ] || fail "RXE_ADDR is not set: run through tests/rxe/guest.sh in scripts/rxe-vm.sh"
+}
+
+setup() { rxe_setup; }
+
+# The parallel-connection option: --qps when rdsend has it, else --streams.
+# Asked once per file (every exec is slow under TCG) through the environment.
+if [ -z "${PAR_OPT:-}" ]; then
+	if "$RDSEND" --help 2>/dev/null | grep -q -- '--qps'; then
+		export PAR_OPT=--qps
+	else
+		export PAR_OPT=--streams
+	fi
+fi
+
+# is_listening PORT (replaces common.bash's, which wait_listen calls): a
+# TCP listener, or an rdma_cm id in state LISTEN on PORT (an RDMA listener
+# is invisible to ss).
+is_listening() {
+	[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+	rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
+}
+
+# mkdet FILE BYTES SEED: BYTES of incompressible data that depend only on
+# SEED (AES-128-CTR keystream), so two guests can make the same file.
+mkdet() {
+	local key
+	key=$(printf %s "$3" | sha256sum | cut -c1-32)
+	openssl enc -aes-128-ctr -K "$key" -iv 00000000000000000000000000000000 </dev/zero 2>/dev/null |
+		head -c "$2" >"$1"
+	[ "$(fsize "$1")" -eq "$2" ] || fail "mkdet $1 $2"
+}
+
+# slow_source: a background writer into $D/fifo that never ends by itself
+# (64 KiB every 0.05 s, about 1.3 MB/s), so a transfer is still running
+# when a test kills one end; sets SEND_IN for start_send.
+slow_source() {
+	mkfifo "$D/fifo"
+	BG_STDOUT=$D/fifo bg_start src bash -c \
+		'while :; do head -c 65536 /dev/zero || exit 0; sleep 0.05; done'
+	SEND_IN=$D/fifo
+}
+
+# wait_temp DST: until rdrecv's .DST.rdx-* temporary exists and holds data.
+wait_temp() {
+	local dir=${1%/*} base=${1##*/}
+	has_temp() {
+		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
+	}
+	wait_until 30 has_temp || fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
+}
+
+# assert_err_file FILE TOOL ERE: FILE holds exactly one line, a TOOL error
+# matching ERE (case-insensitive).
+assert_err_file() {
+	local n
+	n=$(grep -c '' "$1" || true)
+	if [ "$n" -ne 1 ]; then
+		echo "${1##*/}: expected one error line, got $n:" >&2
+		cat "$1" >&2
+		return 1
+	fi
+	assert_one_line_error "$(cat "$1")" "$2"
+	grep -qiE -- "$3" "$1" || {
+		echo "${1##*/} does not match /$3/i: $(cat "$1")" >&2
+		return 1
+	}
+}
+
+# assert_xport FILE: FILE (a -v stderr) names the transport under test in
+# its bandwidth line: no silent fallback to another one.
+assert_xport() {
+	grep -qE -- "\\(${XPORT_SAYS}[,)]" "$1" || {
+		echo "${1##*/}: no bandwidth line naming $XPORT:" >&2
+		cat "$1" >&2
+		return 1
+	}
+}
