@@ -108,7 +108,7 @@ static void memlock_check(struct diag *d, const struct rdx_xfer_opts *defaults)
 
 	d->memlock_soft = rdx_memlock_limit(d->memlock, sizeof(d->memlock),
 					    &d->memlock_hard);
-	d->memlock_need = (uint64_t)defaults->slots * defaults->slot_size + (1u << 20);
+	d->memlock_need = rdx_rdma_lock_need(defaults);
 	d->memlock_exempt = geteuid() == 0;
 	if (d->memlock_soft == RDX_MEMLOCK_UNLIMITED || d->memlock_exempt)
 		return;

@@ -31,6 +31,7 @@ struct rdx_ring {
 	bool locked;
 	uint64_t stall_ms;
 	uint64_t tail;	  /* next seq to take; lock */
+	uint64_t low;	  /* lowest seq not yet released; lock */
 	uint64_t end;	  /* total chunks, UINT64_MAX while unknown; lock */
 	bool closed;	  /* no more publishes will come; lock */
 	int err;	  /* first abort error; lock */
@@ -296,6 +297,9 @@ void rdx_ring_release(struct rdx_ring *r, struct rdx_slot *slot)
 	pthread_mutex_lock(&r->lock);
 	e->state = SLOT_FREE;
 	e->next_seq = slot->seq + r->n;
+	/* Chunk s is released once its slot's next_seq has passed it. */
+	while (r->e[r->low % r->n].next_seq > r->low)
+		r->low++;
 	pthread_cond_broadcast(&r->space);
 	pthread_mutex_unlock(&r->lock);
 }
@@ -339,20 +343,12 @@ uint64_t rdx_ring_taken(struct rdx_ring *r)
 
 uint64_t rdx_ring_writable_below(struct rdx_ring *r)
 {
-	uint64_t low = UINT64_MAX;
-	unsigned i;
+	uint64_t w;
 
-	/* The lowest chunk not yet released: a free slot waits for its
-	 * next_seq, a held one still holds its seq.  Every chunk from there
-	 * on, up to nslots of them, has its slot free once it comes. */
+	/* Every chunk below low is released; from there on, up to nslots of
+	 * them, each finds its slot free when it comes. */
 	pthread_mutex_lock(&r->lock);
-	for (i = 0; i < r->n; i++) {
-		const struct ring_entry *e = &r->e[i];
-		uint64_t s = e->state == SLOT_FREE ? e->next_seq : e->slot.seq;
-
-		if (s < low)
-			low = s;
-	}
+	w = r->low + r->n;
 	pthread_mutex_unlock(&r->lock);
-	return low + r->n;
+	return w;
 }

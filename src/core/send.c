@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sender {
 	struct rdx_session s;
@@ -258,6 +259,34 @@ static void *ctrl_main(void *arg)
 	return NULL;
 }
 
+/* --transport auto chose RDMA, but the receiver may listen on TCP only
+ * (its own choice, or its memlock limit): one attempt each way per round,
+ * until one connects or the deadline passes.  Extra streams then follow
+ * stream 0's transport. */
+static int connect_either(struct rdx_session *s, uint64_t deadline, int *last,
+			  struct rdx_conn **out)
+{
+	const struct rdx_xfer_opts *o = s->o;
+	int ret;
+
+	for (;;) {
+		ret = rdx_xport_verbs.connect(&s->net, o->host, o->port, 0,
+					      o->interrupted, last, out);
+		if (ret != -RDX_ECONNECT || *last != ECONNREFUSED)
+			return ret;
+		ret = rdx_xport_tcp.connect(&s->net, o->host, o->port, 0,
+					    o->interrupted, last, out);
+		if (ret == 0) {
+			rdx_info(1, "transport: tcp: the receiver does not listen for RDMA");
+			s->xp = &rdx_xport_tcp;
+			return 0;
+		}
+		if (ret != -RDX_ECONNECT || rdx_now_ns() >= deadline)
+			return ret;
+		usleep(100000);
+	}
+}
+
 static int connect_stream(struct rdx_session *s, unsigned i,
 			  struct rdx_conn **out)
 {
@@ -265,8 +294,11 @@ static int connect_stream(struct rdx_session *s, unsigned i,
 	uint64_t deadline = rdx_now_ns() + o->connect_timeout_ms * 1000000;
 	int ret, last = 0;
 
-	ret = s->xp->connect(&s->net, o->host, o->port, deadline, o->interrupted,
-			     &last, out);
+	if (i == 0 && o->transport == RDX_TRANSPORT_AUTO && s->xp == &rdx_xport_verbs)
+		ret = connect_either(s, deadline, &last, out);
+	else
+		ret = s->xp->connect(&s->net, o->host, o->port, deadline, o->interrupted,
+				     &last, out);
 	if (ret == -RDX_EINTR)
 		return sess_fail(s, ret, "interrupted");
 	if (ret == -RDX_ECONNECT && o->bind && (last == ENOENT || last == EADDRNOTAVAIL ||
@@ -427,9 +459,13 @@ static bool send_done(struct rdx_session *s)
 	return sender_of(s)->done;
 }
 
+/* Every stream thread is through and the transport is done with every
+ * slot (RDMA writes complete asynchronously): only then is EOS true. */
 static bool streams_finished(struct rdx_session *s)
 {
-	return atomic_load(&sender_of(s)->streams_done) == s->nstreams;
+	return atomic_load(&sender_of(s)->streams_done) == s->nstreams &&
+	       rdx_ring_writable_below(s->ring) - rdx_ring_nslots(s->ring) ==
+		       rdx_ring_taken(s->ring);
 }
 
 static int send_eos(struct sender *x)
@@ -585,6 +621,10 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);
 	if (start_pipeline(x) == 0) {
 		sess_tick_loop(s, true, streams_finished);
+		/* After EOS the receiver reads nothing more on stream 0 but
+		 * its own DONE: keepalives from us would only pile up there
+		 * (over RDMA they would use up its posted receives). */
+		s->quiet = true;
 		if (!sess_error(s) && send_eos(x) == 0)
 			sess_tick_loop(s, true, send_done);
 		if (!sess_error(s))

@@ -230,13 +230,12 @@ void sess_log_settled(const struct rdx_session *s, const char *peer)
 		 s->opts.compress ? ", zstd" : "", s->encrypt ? ", AES-256-GCM" : "");
 }
 
-/* What the slots will pin: the sender's ring, or the receiver's budget. */
-static uint64_t ring_bytes(const struct rdx_session *s)
+uint64_t rdx_rdma_lock_need(const struct rdx_xfer_opts *o)
 {
-	const struct rdx_xfer_opts *o = s->o;
 	uint64_t wire = o->compress || o->encrypt ? rdx_data_max(o->slot_size) : 0;
 
-	return (uint64_t)o->slots * (o->slot_size + wire);
+	/* Each queue pair registers ~0.5 MiB of its own (buffers, headers). */
+	return (uint64_t)o->slots * (o->slot_size + wire) + (uint64_t)o->streams * (1u << 20);
 }
 
 /* Why the slots could not be registered for RDMA, or NULL when they can.
@@ -247,9 +246,9 @@ static const char *memlock_short(const struct rdx_session *s, char *buf, size_t 
 	char have[32], need[32];
 
 	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= ring_bytes(s) + (1u << 20))
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= rdx_rdma_lock_need(s->o))
 		return NULL;
-	rdx_fmt_bytes(need, sizeof(need), ring_bytes(s) + (1u << 20));
+	rdx_fmt_bytes(need, sizeof(need), rdx_rdma_lock_need(s->o));
 	rdx_fmt_bytes(have, sizeof(have), (uint64_t)rl.rlim_cur);
 	snprintf(buf, len, "RDMA needs %s of locked memory but RLIMIT_MEMLOCK is %s "
 		 "(raise it with ulimit -l or in /etc/security/limits.d/, or use "
@@ -421,14 +420,15 @@ int sess_send_data(struct rdx_stream *st, struct rdx_frame_hdr *h,
 
 void sess_grant(struct rdx_session *s)
 {
-	unsigned n = rdx_ring_nslots(s->ring), step = n / 8 ? n / 8 : 1, i;
 	uint64_t below;
+	unsigned i;
 
 	if (s->streams[0].conn->ops->grant == rdx_xport_tcp.grant)
 		return;
+	/* Each transport decides how often to tell its peer. */
 	pthread_mutex_lock(&s->grant_lock);
 	below = rdx_ring_writable_below(s->ring);
-	if (below >= s->granted + step) {
+	if (below > s->granted) {
 		s->granted = below;
 		for (i = 0; i < s->nstreams; i++)
 			s->streams[i].conn->ops->grant(s->streams[i].conn, below);
@@ -578,6 +578,8 @@ static void send_keepalives(struct rdx_session *s, bool all_streams)
 	uint64_t now = rdx_now_ns(), every = keepalive_ns(s);
 	unsigned i, n = all_streams ? s->nstreams : 1;
 
+	if (s->quiet)
+		return;
 	for (i = 0; i < n; i++) {
 		struct rdx_stream *st = &s->streams[i];
 		struct rdx_frame_hdr h = { .type = RDX_F_KEEPALIVE,

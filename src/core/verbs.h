@@ -37,7 +37,4 @@ int rdx_verbs_rw(struct rdx_conn *c, bool write, struct rdx_verbs_mr *m,
 		 void *local, size_t len, const struct rdx_verbs_remote *r,
 		 uint64_t offset);
 
-/* The memlock limit as text ("unlimited", "8 MiB"). */
-void rdx_memlock_text(char *out, size_t len);
-
 #endif

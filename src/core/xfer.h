@@ -46,6 +46,11 @@ struct rdx_xfer_stats {
 	bool encrypt;
 };
 
+/* Bytes of memory RDMA must lock for a transfer with these options (the
+ * ring, plus each queue pair's own buffers): what RLIMIT_MEMLOCK must
+ * allow unless the process has CAP_IPC_LOCK. */
+uint64_t rdx_rdma_lock_need(const struct rdx_xfer_opts *o);
+
 /* Sets the defaults every tool starts from. */
 void rdx_xfer_opts_init(struct rdx_xfer_opts *o);
 

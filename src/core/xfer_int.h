@@ -70,6 +70,7 @@ struct rdx_session {
 	uint64_t total;
 
 	atomic_int stop;	   /* ends poll-sliced I/O loops */
+	bool quiet;		   /* main thread: no more keepalives */
 	_Atomic uint64_t moved;	   /* plain bytes through the pipeline */
 
 	pthread_mutex_t lock;

@@ -19,9 +19,11 @@
  * send_data callbacks, and records the first failure in words (c->why).
  */
 #include "verbs.h"
+#include "verbs_probe.h"
 #include "xport.h"
 
 #include "err.h"
+#include "log.h"
 #include "ring.h"
 #include "units.h"
 
@@ -134,12 +136,16 @@ struct vb_conn {
 	bool disconnected;
 	int err;	 /* first failure; lock */
 	unsigned sq_used;
+	unsigned ctrl_out;  /* control SENDs not yet completed */
+	bool peer_left;	    /* DISCONNECTED seen: the QP was moved to error */
+	uint64_t last_grant; /* receiver: what the sender was last told */
 
 	/* Arrivals, in order; recv() serves them as bytes. */
 	struct arrival q[MAX_EVENTS];
 	unsigned qhead, qcount;
 	const uint8_t *cur; /* what recv() reads next */
 	size_t cur_left;
+	uint8_t cur_hdr[RDX_HDR_LEN]; /* data: the header, as validated */
 	const uint8_t *cur_next; /* data: the payload, after the header */
 	size_t cur_next_left;
 	int cur_buf; /* receive buffer to repost when consumed, or -1 */
@@ -170,6 +176,12 @@ struct vb_listener {
 	struct rdma_cm_id *id;
 	unsigned port;
 };
+
+/* aligned_alloc wants a size that is a multiple of the alignment. */
+static size_t round_page(size_t n)
+{
+	return (n + 4095) & ~(size_t)4095;
+}
 
 static struct vb_conn *vb_of(struct rdx_conn *c)
 {
@@ -203,16 +215,22 @@ static uint64_t get64(const uint8_t *p)
 const char *rdx_verbs_unavailable(void)
 {
 	struct ibv_device **list;
-	int n = 0;
+	int n = 0, i, usable = 0;
 
 	if (access("/dev/infiniband/rdma_cm", R_OK | W_OK) != 0)
 		return errno == ENOENT ? "no RDMA device (/dev/infiniband/rdma_cm is missing)"
 				       : "no access to /dev/infiniband/rdma_cm";
 	list = ibv_get_device_list(&n);
+	for (i = 0; list && i < n; i++)
+		if (list[i]->transport_type != IBV_TRANSPORT_IWARP)
+			usable++;
 	if (list)
 		ibv_free_device_list(list);
 	if (n <= 0)
 		return "no RDMA device found";
+	/* iWARP has no RDMA WRITE with immediate. */
+	if (!usable)
+		return "only iWARP devices, which the verbs transport does not support";
 	return NULL;
 }
 
@@ -371,7 +389,7 @@ static void reg_failed(struct vb_conn *c, const char *what, size_t len, int err)
 
 	pthread_mutex_lock(&c->lock);
 	if (err == ENOMEM || err == EPERM || err == EAGAIN) {
-		rdx_memlock_text(lim, sizeof(lim));
+		rdx_memlock_limit(lim, sizeof(lim), NULL);
 		fail_locked(c, -RDX_ENOTSUP,
 			    "cannot register %zu KiB of %s with %s: %s (memlock limit %s; raise it with ulimit -l or /etc/security/limits.d)",
 			    len >> 10, what, ibv_get_device_name(c->dev->ctx->device),
@@ -478,8 +496,13 @@ static int conn_setup_qp(struct vb_conn *c, unsigned nslots_hint)
 	if ((int)c->sq_depth > da.max_qp_wr)
 		c->sq_depth = (unsigned)da.max_qp_wr;
 	cqe = c->rq_depth + c->sq_depth;
-	if ((int)cqe > da.max_cqe)
+	if ((int)cqe > da.max_cqe) {
+		c->rq_depth = (unsigned)da.max_cqe / 3;
+		c->sq_depth = (unsigned)da.max_cqe - c->rq_depth;
 		cqe = (unsigned)da.max_cqe;
+	}
+	if (c->rq_depth < NRECV_BASE + 8 || c->sq_depth < NSEND + 8)
+		return -ENOSPC; /* a device this small cannot carry a session */
 	c->remote_rd = da.max_qp_init_rd_atom < 4 ? (unsigned)da.max_qp_init_rd_atom : 4;
 	c->cc = ibv_create_comp_channel(c->id->verbs);
 	if (!c->cc)
@@ -499,8 +522,8 @@ static int conn_setup_qp(struct vb_conn *c, unsigned nslots_hint)
 	if (rdma_create_qp(c->id, c->dev->pd, &qa))
 		return -errno;
 	c->qp = c->id->qp;
-	c->rbuf = aligned_alloc(4096, (size_t)c->rq_depth * MSG_SIZE);
-	c->sbuf = aligned_alloc(4096, (size_t)NSEND * MSG_SIZE);
+	c->rbuf = aligned_alloc(4096, round_page((size_t)c->rq_depth * MSG_SIZE));
+	c->sbuf = aligned_alloc(4096, round_page((size_t)NSEND * MSG_SIZE));
 	if (!c->rbuf || !c->sbuf)
 		return -ENOMEM;
 	c->rmr = ibv_reg_mr(c->dev->pd, c->rbuf, (size_t)c->rq_depth * MSG_SIZE,
@@ -726,6 +749,7 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 		if (idx < NSEND)
 			c->sfree[idx] = true;
 		c->sq_used--;
+		c->ctrl_out--;
 		pthread_cond_broadcast(&c->cond);
 		return;
 	case WR_DATA:
@@ -754,10 +778,18 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 static void on_cm_event(struct vb_conn *c, const struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
-	case RDMA_CM_EVENT_DISCONNECTED:
-		c->disconnected = true;
-		pthread_cond_broadcast(&c->cond);
+	case RDMA_CM_EVENT_DISCONNECTED: {
+		/* Completions that came before the peer left may still sit in
+		 * the CQ (its DONE, say): move the QP to error and let the
+		 * flush of our idle receives, or the first empty poll after
+		 * it, say "disconnected" once they have been seen. */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		if (c->qp)
+			ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		c->peer_left = true;
 		break;
+	}
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		fail_locked(c, -RDX_ECONNECT, "the RDMA device was removed");
 		break;
@@ -774,7 +806,7 @@ static void *progress_main(void *arg)
 {
 	struct vb_conn *c = arg;
 	struct ibv_wc wc[16];
-	struct pending done[64];
+	struct pending done[16]; /* at most one per polled completion */
 	bool armed = false;
 
 	for (;;) {
@@ -796,8 +828,12 @@ static void *progress_main(void *arg)
 		}
 		if (n < 0)
 			fail_locked(c, -RDX_ECONNECT, "polling the completion queue failed");
-		for (i = 0; i < (unsigned)(n > 0 ? n : 0) && ndone < 48; i++)
+		for (i = 0; i < (unsigned)(n > 0 ? n : 0); i++)
 			on_wc(c, &wc[i], done, &ndone);
+		if (n == 0 && c->peer_left && !c->disconnected) {
+			c->disconnected = true;
+			pthread_cond_broadcast(&c->cond);
+		}
 		pthread_mutex_unlock(&c->lock);
 		for (i = 0; i < ndone; i++)
 			done[i].done(done[i].arg, done[i].slot, done[i].err);
@@ -843,12 +879,25 @@ static int start_progress(struct vb_conn *c)
 
 /* ---- waiting ------------------------------------------------------------- */
 
+/* Waits on c->cond for at most ms.  Lock held. */
+static void nap(struct vb_conn *c, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)ms * 1000000;
+	while (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+}
+
 /* Waits on c->cond for up to 100 ms.  Returns the error that ends the wait
  * (the connection's, shutdown, timeout since since_ns, deadline, stop), or
  * 0 to check again.  Lock held. */
 static int wait_tick(struct vb_conn *c, uint64_t since_ns, bool eof_ok)
 {
-	struct timespec ts;
 	uint64_t now = rdx_now_ns();
 
 	if (c->err)
@@ -863,13 +912,7 @@ static int wait_tick(struct vb_conn *c, uint64_t since_ns, bool eof_ok)
 		return -RDX_ETIMEOUT;
 	if (c->timeout_ms && now - since_ns >= c->timeout_ms * 1000000)
 		return -RDX_ETIMEOUT;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 100 * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	nap(c, 100);
 	return 0;
 }
 
@@ -958,6 +1001,12 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		return EHOSTUNREACH;
 	if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -EPROTO;
+	if (c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
+		snprintf(c->base.why, sizeof(c->base.why),
+			 "the route goes through an iWARP device (%s), which is not supported",
+			 ibv_get_device_name(c->id->verbs->device));
+		return -RDX_ENOTSUP;
+	}
 	ret = conn_setup_qp(c, 64);
 	if (ret)
 		return ret;
@@ -1013,6 +1062,7 @@ static void conn_reset(struct vb_conn *c)
 	c->id = NULL;
 	c->ch = NULL;
 	c->rbuf = c->sbuf = NULL;
+	c->base.why[0] = 0;
 }
 
 static int verbs_connect(const struct rdx_net_opts *o, const char *host,
@@ -1240,10 +1290,17 @@ static int verbs_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	ret = take_request(c, id, peer_rd,
 			   rdx_now_ns() + (uint64_t)CM_TIMEOUT_MS * 1000000);
 	if (ret) {
+		/* Whatever went wrong with one request (the peer gave up,
+		 * rejected our reply, vanished), the listener lives on. */
+		char from[96];
+
+		addr_text(rdma_get_peer_addr(id), from, sizeof(from));
+		rdx_info(1, "dropped an RDMA connection request from %s: %s", from,
+			 rdx_strerror(ret));
 		if (!c->qp)
 			rdma_reject(id, NULL, 0);
 		conn_destroy(c);
-		return ret == -RDX_ETIMEOUT ? -EAGAIN : ret;
+		return ret == -ENOMEM ? ret : -EAGAIN;
 	}
 	*out = &c->base;
 	return 0;
@@ -1308,6 +1365,7 @@ static int post_ctrl(struct vb_conn *c, const void *a, size_t alen,
 		goto out;
 	}
 	c->sq_used++;
+	c->ctrl_out++;
 out:
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -1351,13 +1409,15 @@ static int next_arrival(struct vb_conn *c)
 	 * the table entry of the same slot.  Checked here so that the bytes
 	 * served are exactly one frame that lies where the header says. */
 	hdr = c->hdrs + (size_t)a.idx * HDR_STRIDE;
+	memcpy(c->cur_hdr, hdr, RDX_HDR_LEN);
+	hdr = c->cur_hdr;
 	if (rdx_hdr_decode(hdr, UINT32_MAX, &h) || h.type != RDX_F_DATA ||
 	    h.len != a.len || h.seq % rdx_ring_nslots(c->ring) != a.idx ||
 	    h.len > ((h.flags & (RDX_FL_SEALED | RDX_FL_COMPRESSED))
 			     ? rdx_ring_wire_size(c->ring)
 			     : rdx_ring_slot_size(c->ring)))
 		return fail_locked(c, -RDX_EPROTO, "peer's RDMA write does not match its header");
-	c->cur = hdr;
+	c->cur = c->cur_hdr; /* a copy: the peer could write the table again */
 	c->cur_left = RDX_HDR_LEN;
 	c->cur_buf = -1;
 	c->cur_next = landing(c, a.idx, h.flags);
@@ -1426,6 +1486,8 @@ static uint64_t clamp_grant(const struct vb_conn *c, uint64_t below)
 {
 	unsigned n = rdx_ring_nslots(c->ring), window = c->rq_depth - NRECV_BASE;
 
+	/* conn_setup_qp guarantees rq_depth > NRECV_BASE. */
+
 	return n > window ? below - (n - window) : below;
 }
 
@@ -1469,7 +1531,7 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 		reg_failed(c, "slots", len, err);
 		return -RDX_ENOTSUP;
 	}
-	c->hdrs = aligned_alloc(4096, (hlen + 4095) & ~(size_t)4095);
+	c->hdrs = aligned_alloc(4096, round_page(hlen));
 	if (!c->hdrs)
 		return -ENOMEM;
 	memset(c->hdrs, 0, hlen);
@@ -1478,8 +1540,10 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 		reg_failed(c, "the header table", hlen, errno);
 		return -RDX_ENOTSUP;
 	}
-	if (receiver)
-		return send_pool(c, clamp_grant(c, rdx_ring_writable_below(r)));
+	if (receiver) {
+		c->last_grant = clamp_grant(c, rdx_ring_writable_below(r));
+		return send_pool(c, c->last_grant);
+	}
 	c->pend = calloc(n, sizeof(*c->pend));
 	if (!c->pend)
 		return -ENOMEM;
@@ -1553,6 +1617,8 @@ static int verbs_send_data(struct rdx_conn *cb, const struct rdx_frame_hdr *h,
 	wd.wr.rdma.rkey = p->rkey;
 	c->pend[slot->index] = (struct pending){ .done = done, .arg = arg, .slot = slot };
 	if (ibv_post_send(c->qp, &wh, &bad)) {
+		/* Even if the header write went out, nothing completes it
+		 * (it is unsignaled): the connection is done for. */
 		c->pend[slot->index].done = NULL;
 		ret = fail_locked(c, -RDX_ECONNECT, "cannot post an RDMA write: %s",
 				  strerror(errno));
@@ -1568,9 +1634,22 @@ out:
 static void verbs_grant(struct rdx_conn *cb, uint64_t below)
 {
 	struct vb_conn *c = vb_of(cb);
+	unsigned n = rdx_ring_nslots(c->ring), window = c->rq_depth - NRECV_BASE;
+	unsigned step = (n < window ? n : window) / 8;
+	uint64_t g = clamp_grant(c, below);
 	uint8_t m[8];
 
-	put64(m, clamp_grant(c, below));
+	/* One grant per eighth of what may be in flight: few messages, and
+	 * progress is certain, since once everything granted is released the
+	 * new grant is a whole window ahead. */
+	pthread_mutex_lock(&c->lock);
+	if (g < c->last_grant + (step ? step : 1)) {
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	c->last_grant = g;
+	pthread_mutex_unlock(&c->lock);
+	put64(m, g);
 	post_ctrl(c, m, sizeof(m), NULL, 0, IMM_GRANT);
 }
 
@@ -1598,9 +1677,17 @@ static void verbs_shutdown(struct rdx_conn *cb)
 {
 	struct vb_conn *c = vb_of(cb);
 
+	uint64_t ms = c->timeout_ms && c->timeout_ms < 1000 ? c->timeout_ms : 1000;
+	uint64_t until = rdx_now_ns() + ms * 1000000;
+
 	pthread_mutex_lock(&c->lock);
 	c->shut = true;
 	pthread_cond_broadcast(&c->cond);
+	/* rdma_disconnect moves the QP to error at once, dropping what is
+	 * not yet acknowledged: let the last control frames (DONE, ERROR)
+	 * complete first, as TCP would send queued bytes before its FIN. */
+	while (c->ctrl_out && !c->err && !c->disconnected && rdx_now_ns() < until)
+		nap(c, 20);
 	pthread_mutex_unlock(&c->lock);
 	/* The peer sees DISCONNECTED, as a TCP peer would see the FIN. */
 	rdma_disconnect(c->id);
@@ -1714,6 +1801,17 @@ int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 	}
 	while (!ret && !c->onesided_done)
 		ret = c->err ? c->err : wait_tick(c, since, false);
+	if (ret && c->sq_used && !c->onesided_done) {
+		/* Never return while the hardware may still write into local:
+		 * kill the QP and wait (bounded) for the flush. */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		uint64_t until = rdx_now_ns() + 2000000000ull;
+
+		fail_locked(c, ret, "RDMA %s did not complete", write ? "write" : "read");
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		while (!c->onesided_done && rdx_now_ns() < until)
+			nap(c, 20);
+	}
 	if (c->onesided_done && c->onesided.status != IBV_WC_SUCCESS && c->base.why[0] == 0)
 		snprintf(c->base.why, sizeof(c->base.why), "RDMA %s failed: %s",
 			 write ? "write" : "read", ibv_wc_status_str(c->onesided.status));
@@ -1742,14 +1840,3 @@ const struct rdx_xport_ops rdx_xport_verbs = {
 	.close = verbs_close,
 };
 
-void rdx_memlock_text(char *out, size_t len)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
-		snprintf(out, len, "unlimited");
-	else if (rl.rlim_cur >= (1u << 20))
-		snprintf(out, len, "%llu MiB", (unsigned long long)rl.rlim_cur >> 20);
-	else
-		snprintf(out, len, "%llu KiB", (unsigned long long)rl.rlim_cur >> 10);
-}

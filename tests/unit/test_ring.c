@@ -146,11 +146,42 @@ static void test_threads(void)
 	rdx_ring_free(r);
 }
 
+/* The grant frontier: chunks released out of order move it only once the
+ * lowest one is released; an unclaimed (given back) slot never does. */
+static void test_writable_below(void)
+{
+	struct rdx_ring *r;
+	struct rdx_slot *s[4];
+	unsigned i;
+
+	CHECK(rdx_ring_new(&r, 4, 4096, 0, false, NULL) == 0, "ring of 4");
+	CHECK(rdx_ring_writable_below(r) == 4, "a fresh ring lets chunks 0..3 come");
+	for (i = 0; i < 4; i++) {
+		rdx_ring_claim(r, i, &s[i]);
+		s[i]->len = 1;
+		rdx_ring_publish(r, s[i]);
+	}
+	for (i = 0; i < 4; i++)
+		rdx_ring_take(r, NULL, NULL, &s[i]);
+	rdx_ring_release(r, s[2]);
+	rdx_ring_release(r, s[1]);
+	CHECK(rdx_ring_writable_below(r) == 4, "releasing 2 and 1 before 0 moves nothing");
+	rdx_ring_release(r, s[0]);
+	CHECK(rdx_ring_writable_below(r) == 7, "releasing 0 frees 0, 1, 2: chunks below 7");
+	rdx_ring_claim(r, 4, &s[0]);
+	rdx_ring_unclaim(r, s[0]);
+	CHECK(rdx_ring_writable_below(r) == 7, "a claim given back releases nothing");
+	rdx_ring_release(r, s[3]);
+	CHECK(rdx_ring_writable_below(r) == 8, "releasing 3 frees everything taken");
+	rdx_ring_free(r);
+}
+
 int main(void)
 {
 	test_basic();
 	test_end_and_close();
 	test_stall();
 	test_threads();
+	test_writable_below();
 	return TAP_DONE();
 }
