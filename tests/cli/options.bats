@@ -9,7 +9,7 @@ load ../lib/common
 # accepts.
 CLI_COMMON_OPTS=(verbose progress json transport key-file slot-size slots
 	streams io-threads encrypt timeout bind ipv4 ipv6 help version)
-CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" compress connect-timeout)
+CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" qps compress connect-timeout)
 CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync)
 CLI_SHORT_OPTS=(-v -4 -6 -h -V)
 
@@ -158,6 +158,7 @@ usage_error() {
 	usage_error rdrecv --connect-timeout 1 "$p" k
 	usage_error rdsend --connect-timeout 1 --wait 3 127.0.0.1 "$p" k
 	usage_error rdsend --connect-timeout 1 --fsync 127.0.0.1 "$p" k
+	usage_error rdrecv --qps 2 "$p" k
 }
 
 @test "option missing its argument: exit 2" {
@@ -186,6 +187,7 @@ usage_error() {
 	p=$(dead_port)
 	for v in 0 65 100 -1 x; do
 		usage_error rdsend --connect-timeout 1 --streams "$v" 127.0.0.1 "$p" k
+		usage_error rdsend --connect-timeout 1 --qps "$v" 127.0.0.1 "$p" k
 		usage_error rdrecv --streams "$v" "$p" k
 	done
 }
@@ -251,7 +253,7 @@ usage_error() {
 	p=$(dead_port)
 	cases=("--slot-size 4K --slots 2" "--slot-size 64M --slots 2"
 		"--slot-size 4K --slots 1024" "--slot-size 1M" "--slot-size 4096"
-		"--streams 1" "--streams 64" "--io-threads 1" "--io-threads 64"
+		"--streams 1" "--streams 64" "--qps 2" "--io-threads 1" "--io-threads 64"
 		"--compress" "--compress=1" "--compress=19" "--transport tcp"
 		"--transport auto" "--timeout 1" "-4" "--ipv4")
 	# All at once: each waits out its --connect-timeout 1.
