@@ -272,12 +272,13 @@ static int connect_either(struct rdx_session *s, uint64_t deadline, int *last,
 	for (;;) {
 		ret = rdx_xport_verbs.connect(&s->net, o->host, o->port, 0,
 					      o->interrupted, last, out);
-		if (ret != -RDX_ECONNECT || *last != ECONNREFUSED)
+		/* Refused, unreachable or unanswered: maybe TCP answers. */
+		if (ret != -RDX_ECONNECT)
 			return ret;
 		ret = rdx_xport_tcp.connect(&s->net, o->host, o->port, 0,
 					    o->interrupted, last, out);
 		if (ret == 0) {
-			rdx_info(1, "transport: tcp: the receiver does not listen for RDMA");
+			rdx_info(1, "transport: tcp: the receiver does not answer over RDMA");
 			s->xp = &rdx_xport_tcp;
 			return 0;
 		}
@@ -305,6 +306,9 @@ static int connect_stream(struct rdx_session *s, unsigned i,
 						 last == EINVAL || last == EAFNOSUPPORT))
 		return sess_fail(s, ret, "cannot bind to '%s': %s", o->bind,
 				 last == ENOENT ? "unknown address" : rdx_strerror(last));
+	if (ret == -RDX_ENOTSUP)
+		return sess_fail(s, ret, "cannot connect to %s over RDMA: the route goes through an iWARP device, which is not supported",
+				 o->host);
 	if (ret == -RDX_ECONNECT)
 		return sess_fail(s, ret, "cannot connect to %s port %s%s: %s",
 				 o->host, o->port, i ? " (extra stream)" : "",

@@ -240,15 +240,22 @@ uint64_t rdx_rdma_lock_need(const struct rdx_xfer_opts *o)
 
 /* Why the slots could not be registered for RDMA, or NULL when they can.
  * Root (CAP_IPC_LOCK) is not bound by the limit. */
-static const char *memlock_short(const struct rdx_session *s, char *buf, size_t len)
+static const char *memlock_short(const struct rdx_session *s, bool listening,
+				 char *buf, size_t len)
 {
+	struct rdx_xfer_opts o = *s->o;
 	struct rlimit rl;
 	char have[32], need[32];
 
+	/* A receiver cannot know how many streams will come: it checks for
+	 * one, and registration says so clearly if more do not fit. */
+	if (listening)
+		o.streams = 1;
+
 	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= rdx_rdma_lock_need(s->o))
+	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= rdx_rdma_lock_need(&o))
 		return NULL;
-	rdx_fmt_bytes(need, sizeof(need), rdx_rdma_lock_need(s->o));
+	rdx_fmt_bytes(need, sizeof(need), rdx_rdma_lock_need(&o));
 	rdx_fmt_bytes(have, sizeof(have), (uint64_t)rl.rlim_cur);
 	snprintf(buf, len, "RDMA needs %s of locked memory but RLIMIT_MEMLOCK is %s "
 		 "(raise it with ulimit -l or in /etc/security/limits.d/, or use "
@@ -268,7 +275,7 @@ int sess_pick_transport(struct rdx_session *s, bool listening)
 	}
 	why = rdx_verbs_unavailable();
 	if (!why)
-		why = memlock_short(s, buf, sizeof(buf));
+		why = memlock_short(s, listening, buf, sizeof(buf));
 	if (why && s->o->transport == RDX_TRANSPORT_RDMA)
 		return sess_fail(s, -RDX_ENOTSUP, "--transport rdma: %s; rdx-diag lists what this host has",
 				 why);

@@ -1276,6 +1276,11 @@ static int verbs_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	peer_rd = ev->param.conn.initiator_depth;
 	rdma_ack_cm_event(ev);
 	if (!ours) {
+		char from[96];
+
+		addr_text(rdma_get_peer_addr(id), from, sizeof(from));
+		rdx_info(1, "rejected an RDMA connection request from %s: not an rdxfer sender",
+			 from);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return -EAGAIN;
@@ -1812,9 +1817,6 @@ int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 		while (!c->onesided_done && rdx_now_ns() < until)
 			nap(c, 20);
 	}
-	if (c->onesided_done && c->onesided.status != IBV_WC_SUCCESS && c->base.why[0] == 0)
-		snprintf(c->base.why, sizeof(c->base.why), "RDMA %s failed: %s",
-			 write ? "write" : "read", ibv_wc_status_str(c->onesided.status));
 	if (c->onesided_done && c->onesided.status != IBV_WC_SUCCESS)
 		ret = -RDX_ECONNECT;
 	pthread_mutex_unlock(&c->lock);
