@@ -476,7 +476,7 @@ start_guest() {
 		"$h/usr/bin/qemu-system-x86_64" -machine q35 -accel "$ACCEL" -cpu max
 		-smp "$smp" -m "$mem" -nographic -no-reboot
 		-kernel "$CACHE/guest/boot/vmlinuz-$KREL" -initrd "$INITRD"
-		-append "console=ttyS0 rdinit=/init panic=-1 quiet no_timer_check rxevm.role=$name"
+		-append "console=ttyS0 rdinit=/init panic=-1 quiet no_timer_check mitigations=off rxevm.role=$name"
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
 		-fsdev "local,id=job,path=$job,security_model=none,readonly=on"

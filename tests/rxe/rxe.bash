@@ -36,6 +36,16 @@ if [ -z "${PAR_OPT:-}" ]; then
 	fi
 fi
 
+# alive PID (replaces common.bash's): the same test in bash alone, since
+# wait_exit polls it and every exec costs a tenth of a second under TCG.
+alive() {
+	local st
+	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
+	st=${st##*) }
+	st=${st%% *}
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 # is_listening PORT (replaces common.bash's, which wait_listen calls): a
 # TCP listener, or an rdma_cm id in state LISTEN on PORT (an RDMA listener
 # is invisible to ss).
@@ -55,12 +65,13 @@ mkdet() {
 }
 
 # slow_source: a background writer into $D/fifo that never ends by itself
-# (64 KiB every 0.05 s, about 1.3 MB/s), so a transfer is still running
-# when a test kills one end; sets SEND_IN for start_send.
+# (256 KiB every 0.1 s: 2.5 MB/s at most, much less under TCG
+# where each head and sleep costs a process start), so a transfer is still
+# running when a test kills one end; sets SEND_IN for start_send.
 slow_source() {
 	mkfifo "$D/fifo"
 	BG_STDOUT=$D/fifo bg_start src bash -c \
-		'while :; do head -c 65536 /dev/zero || exit 0; sleep 0.05; done'
+		'while :; do head -c 262144 /dev/zero || exit 0; sleep 0.1; done'
 	SEND_IN=$D/fifo
 }
 
@@ -88,6 +99,17 @@ assert_err_file() {
 		echo "${1##*/} does not match /$3/i: $(cat "$1")" >&2
 		return 1
 	}
+}
+
+# show_rate FILE...: the -v bandwidth lines of FILE... as TAP comments
+# (bash only: every exec is slow under TCG).
+show_rate() {
+	local f line
+	for f in "$@"; do
+		while read -r line; do
+			[[ $line != *Bandwidth* ]] || echo "# $line" >&3
+		done <"$f"
+	done
 }
 
 # assert_xport FILE: FILE (a -v stderr) names the transport under test in

@@ -31,8 +31,9 @@ two_xfer() {
 	shift 2
 	mkdet "$D/src" "$n" "$seed"
 	if [ "$RXE_ROLE" = a ]; then
-		start_recv -v --transport "$XPORT" --timeout $T --wait $((2 * T)) "$port" "$KEY" "$D/dst"
+		start_recv -v --transport "$XPORT" --timeout $T --wait $T "$port" "$KEY" "$D/dst"
 		wait_recv $((3 * T))
+		show_rate "$D/recv.err"
 		assert_rc recv "$RECV_RC" 0
 		assert_xport "$D/recv.err"
 		[ "$(fsize "$D/dst")" -eq "$n" ] || fail "received $(fsize "$D/dst") bytes, want $n"
@@ -41,8 +42,9 @@ two_xfer() {
 	else
 		run_t --secs $((3 * T)) "$RDSEND" -v --transport "$XPORT" --timeout $T \
 			--connect-timeout $T "$@" "$RXE_PEER" "$port" "$KEY" "$D/src"
-		assert_status 0
 		echo "$stderr" >"$D/send.err"
+		show_rate "$D/send.err"
+		assert_status 0
 		assert_xport "$D/send.err"
 	fi
 }
