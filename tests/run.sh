@@ -236,7 +236,10 @@ run_rxe() {
 	fi
 	echo "# rxe: scripts/rxe-vm.sh run ${two[*]} tests/rxe/guest.sh $*"
 	clog=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-console.XXXXXX")
-	RDX_RXE_LOG=$clog scripts/rxe-vm.sh run "${two[@]}" tests/rxe/guest.sh \
+	# Every command in the tests is bounded; the guest's own limit is the
+	# safety net, generous because a busy host slows TCG down a lot.
+	RDX_RXE_LOG=$clog RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-600} \
+		scripts/rxe-vm.sh run "${two[@]}" tests/rxe/guest.sh \
 		"RDX_BUILD=$build" "RDX_RXE_TRANSPORT=${RDX_RXE_TRANSPORT:-rdma}" \
 		${RDX_FILTER:+"RDX_FILTER=$RDX_FILTER"} "$@" </dev/null >"$vlog" 2>&1
 	rc=$?
