@@ -292,6 +292,14 @@ mount -t tmpfs -o mode=1777 shm /host/dev/shm && mount -t devpts devpts /host/de
 mkdir /host/run/rxevm /host/run/rxevm.bin
 mount -t 9p -o trans=virtio,version=9p2000.L,ro rxevmjob /host/run/rxevm ||
 	fail "cannot mount the job share"
+# A work tree under /tmp or /run (hidden by the tmpfs above) comes as its
+# own share, mounted back at its path.
+if [ -f /host/run/rxevm/cwd_share ]; then
+	d=$(cat /host/run/rxevm/cwd_share)
+	mkdir -p "/host$d" &&
+		mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144,cache=loose rxevmcwd "/host$d" ||
+		fail "cannot mount the work tree $d"
+fi
 cp /bin/busybox /host/run/rxevm.bin/busybox
 chroot /host /bin/bash /run/rxevm/guest.sh
 finish $?
@@ -456,6 +464,9 @@ write_job() {
 		;;
 	esac
 	guest_script >"$dir/guest.sh"
+	case $PWD in
+	/tmp/* | /run/*) printf '%s\n' "$PWD" >"$dir/cwd_share" ;;
+	esac
 	{
 		printf 'RXE_ROLE=%q RXE_ADDR=%q RXE_PEER=%q RXE_NETDEV=%q RXE_DEV=rxe0\n' \
 			"$role" "$addr" "$peer" "$netdev"
@@ -484,6 +495,10 @@ start_guest() {
 		-L "$h/usr/share/qemu" -L "$h/usr/share/seabios"
 		"$@"
 	)
+	if [ -f "$job/cwd_share" ]; then
+		cmd+=(-fsdev "local,id=cwd,path=$PWD,security_model=none,readonly=on,multidevs=remap"
+			-device virtio-9p-pci,fsdev=cwd,mount_tag=rxevmcwd)
+	fi
 	: >"$log"
 	LD_LIBRARY_PATH=$(ld_path "$h") QEMU_MODULE_DIR=$(echo "$h"/usr/lib/*-linux-gnu/qemu) \
 		timeout -k 5 "$TIMEOUT" "${cmd[@]}" </dev/null >"$log" 2>&1 &
