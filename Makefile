@@ -19,11 +19,11 @@ OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
 CFLAGS ?= $(OPT)
-PKGS := libzstd libcrypto libxxhash libibverbs librdmacm
+PKGS := libzstd libcrypto libxxhash libibverbs librdmacm libcurl expat
 ALL_CFLAGS := -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-missing-field-initializers \
 	-D_GNU_SOURCE -DRDX_VERSION='"$(VERSION)"' -pthread $(SAN) $(CFLAGS) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm) -pthread
+LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm -lcurl -lexpat) -pthread
 ALL_LDFLAGS := $(SAN) $(LDFLAGS)
 
 ifeq ($(V),1)
@@ -32,7 +32,7 @@ else
 Q := @
 endif
 
-CORE_SRC := $(wildcard src/core/*.c)
+CORE_SRC := $(wildcard src/core/*.c src/s3/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(BUILD)/src/cmd/cli.o
 TOOLS := rdsend rdrecv rdx-diag

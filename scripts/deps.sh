@@ -4,14 +4,18 @@
 # only when something is missing.  Usage: scripts/deps.sh [build|test|bench]
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libxxhash-dev libibverbs-dev librdmacm-dev ibverbs-providers iproute2 coreutils)
-test_pkgs=(bats valgrind openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev)
+build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev ibverbs-providers iproute2 coreutils)
+test_pkgs=(bats valgrind openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs)
 bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
 build) ;;
-test) want+=("${test_pkgs[@]}") ;;
+test)
+	want+=("${test_pkgs[@]}")
+	# npm installs the S3 tests' server (tests/s3/setup.sh); some nodejs
+	# builds bundle it, and Debian's npm would conflict with those.
+	command -v npm >/dev/null 2>&1 || want+=(npm) ;;
 bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
