@@ -24,9 +24,13 @@ _rdrecv()
 		return 0 ;;
 	--wait)
 		return 0 ;;
+	--connect)
+		COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
+	--port)
+		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --key-file --slot-size --slots --io-threads --timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --key-file --slot-size --slots --io-threads --timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync --connect --server --port -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -115,6 +115,14 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 	case OPT_BIND:
 		o->bind = arg;
 		return 0;
+	case OPT_SERVER:
+		c->server = true;
+		return 0;
+	case OPT_PORT:
+		if (rdx_parse_uint(arg, 0, 65535, &v))
+			return bad_value("port", arg, "a port from 0 to 65535");
+		c->port = arg;
+		return 0;
 	case '4':
 		o->family = AF_INET;
 		return 0;
@@ -162,6 +170,46 @@ int cli_load_key(struct cli_state *c, char *arg)
 	if (ret) {
 		rdx_error("cannot read key file '%s': %s", c->key_file,
 			  rdx_strerror(ret));
+		return RDX_EXIT_IO;
+	}
+	return 0;
+}
+
+/* The one line rdcp reads from a server's stdout. */
+static void print_port(unsigned port, void *arg)
+{
+	(void)arg;
+	printf("RDX-PORT %u\n", port);
+	fflush(stdout);
+}
+
+int cli_server_setup(struct cli_state *c)
+{
+	int ret;
+
+	if (!c->server) {
+		if (c->port) {
+			rdx_error("--port goes with --server (see --help)");
+			return RDX_EXIT_USAGE;
+		}
+		return 0;
+	}
+	if (c->key_file) {
+		rdx_error("--server reads the key from standard input, not --key-file");
+		return RDX_EXIT_USAGE;
+	}
+	c->o.host = NULL;
+	c->o.port = c->port ? c->port : "0";
+	c->o.on_listen = print_port;
+	c->o.on_listen_arg = NULL;
+	ret = rdx_key_read_line(&c->o.key, 0);
+	if (ret == -RDX_EUSAGE) {
+		rdx_error("--server: no key on the first line of standard input");
+		return RDX_EXIT_USAGE;
+	}
+	if (ret) {
+		rdx_error("--server: cannot read the key from standard input: %s",
+			  ret == -E2BIG ? "line too long" : rdx_strerror(ret));
 		return RDX_EXIT_IO;
 	}
 	return 0;

@@ -25,6 +25,9 @@ enum cli_key {
 	OPT_FSYNC,
 	OPT_BIND,
 	OPT_COMPLETION,
+	OPT_SERVER,
+	OPT_PORT,
+	OPT_CONNECT,
 };
 
 /* Table rows both tools have, in --help order. */
@@ -52,6 +55,15 @@ enum cli_key {
 	{ "ipv4", '4', RDX_ARG_NONE, NULL, "use IPv4 only", NULL },            \
 	{ "ipv6", '6', RDX_ARG_NONE, NULL, "use IPv6 only", NULL }
 
+/* The far end of rdcp: both tools listen, report the port on stdout and
+ * take the key from stdin. */
+#define CLI_SERVER_ROWS                                                        \
+	{ "server", OPT_SERVER, RDX_ARG_NONE, NULL,                            \
+	  "listen on --port, print 'RDX-PORT N' on stdout, read the key from stdin", \
+	  NULL },                                                              \
+	{ "port", OPT_PORT, RDX_ARG_REQUIRED, "PORT",                          \
+	  "with --server: the port to listen on (default 0: any free port)", NULL }
+
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \
 	{ "version", 'V', RDX_ARG_NONE, NULL, "show the version and exit",     \
@@ -66,6 +78,8 @@ struct cli_state {
 	const char *key_file;
 	int verbose;
 	bool json;
+	bool server;	  /* --server */
+	const char *port; /* --port */
 	bool done; /* --help, --version or --completion ran: exit 0 */
 };
 
@@ -77,6 +91,12 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg);
  * positional argument in argv so that ps shows less.  Returns 0, or the
  * exit status after an error it printed (usage, or I/O for the file). */
 int cli_load_key(struct cli_state *c, char *arg);
+
+/* --server: checks that no key was given any other way, reads it from the
+ * first line of stdin and arranges for the bound port to be printed on
+ * stdout as "RDX-PORT N".  Without --server, refuses --port.  Returns 0
+ * or the exit status after an error it printed. */
+int cli_server_setup(struct cli_state *c);
 
 /* Installs SIGINT/SIGTERM handlers that ask the transfer to stop, and
  * ignores SIGPIPE. */

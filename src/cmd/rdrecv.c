@@ -20,13 +20,17 @@ static const struct rdx_opt rdrecv_opts[] = {
 	  NULL },
 	{ "fsync", OPT_FSYNC, RDX_ARG_NONE, NULL,
 	  "fsync the file and its directory before the final rename", NULL },
+	{ "connect", OPT_CONNECT, RDX_ARG_REQUIRED, "HOST",
+	  "dial an rdsend --server on HOST PORT instead of listening on PORT", "host" },
+	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
 
 static const struct rdx_cli rdrecv_cli = {
 	.tool = "rdrecv",
 	.usage = "[OPTIONS] PORT [KEY] [FILE]",
-	.summary = "Receive one stream from rdsend on PORT into FILE (or standard output).",
+	.summary = "Receive one stream from rdsend on PORT into FILE (or standard output);\n"
+		   "with --connect HOST, fetch it from an rdsend --server on HOST PORT.",
 	.opts = rdrecv_opts,
 };
 
@@ -46,6 +50,13 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_FSYNC:
 		c->o.fsync = true;
+		return 0;
+	case OPT_CONNECT:
+		if (!*arg) {
+			rdx_error("invalid value '' for --connect: expected a host");
+			return -1;
+		}
+		c->o.host = arg;
 		return 0;
 	default:
 		return -1;
@@ -81,6 +92,25 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdrecv", c.verbose);
 	npos = argc - optind_;
+	if (c.server && c.o.host) {
+		rdx_error("--server and --connect exclude each other (see --help)");
+		return RDX_EXIT_USAGE;
+	}
+	if (c.server) {
+		/* --server [FILE]: the key comes on stdin. */
+		if (npos > 1) {
+			rdx_error("usage: rdrecv --server [OPTIONS] [FILE] (see --help)");
+			return RDX_EXIT_USAGE;
+		}
+		c.o.path = npos ? argv[optind_] : NULL;
+		ret = cli_server_setup(&c);
+		if (ret)
+			return ret;
+		goto run;
+	}
+	ret = cli_server_setup(&c);
+	if (ret)
+		return ret;
 	/* PORT [KEY] [FILE]; KEY is left out when it comes from --key-file
 	 * or RDX_KEY. */
 	if (npos < 1 || npos > 3 || (npos == 1 && !cli_key_elsewhere(&c))) {
@@ -88,7 +118,7 @@ int main(int argc, char **argv)
 		return RDX_EXIT_USAGE;
 	}
 	c.o.port = argv[optind_];
-	if (rdx_parse_uint(c.o.port, 0, 65535, &port)) {
+	if (rdx_parse_uint(c.o.port, c.o.host ? 1 : 0, 65535, &port)) {
 		rdx_error("invalid port '%s'", c.o.port);
 		return RDX_EXIT_USAGE;
 	}
@@ -101,6 +131,11 @@ int main(int argc, char **argv)
 		return ret;
 	c.o.on_listen = on_listen;
 	c.o.on_listen_arg = port == 0 ? &c : NULL;
+	/* Dialing, --wait bounds the retries as --connect-timeout does
+	 * rdsend's. */
+	if (c.o.host && c.o.wait_ms)
+		c.o.connect_timeout_ms = c.o.wait_ms;
+run:
 	cli_signals(&c.o);
 	ret = rdx_recv(&c.o, &st);
 	rdx_key_release(&c.o.key);

@@ -20,14 +20,17 @@ static const struct rdx_opt rdsend_opts[] = {
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
-	  "keep retrying the connection this long (default 10)", NULL },
+	  "keep retrying the connection this long; with --server, wait this long for the receiver (default 10)",
+	  NULL },
+	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
 
 static const struct rdx_cli rdsend_cli = {
 	.tool = "rdsend",
 	.usage = "[OPTIONS] HOST PORT [KEY] [FILE]",
-	.summary = "Send FILE (or standard input) to an rdrecv waiting on HOST PORT.",
+	.summary = "Send FILE (or standard input) to an rdrecv waiting on HOST PORT;\n"
+		   "with --server [FILE], listen and let the receiver dial in instead.",
 	.opts = rdsend_opts,
 };
 
@@ -78,6 +81,23 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdsend", c.verbose);
 	npos = argc - optind_;
+	if (c.server) {
+		/* --server [FILE]: the receiver dials us; the key comes on
+		 * stdin, and the data after it when there is no FILE. */
+		if (npos > 1) {
+			rdx_error("usage: rdsend --server [OPTIONS] [FILE] (see --help)");
+			return RDX_EXIT_USAGE;
+		}
+		c.o.path = npos ? argv[optind_] : NULL;
+		c.o.wait_ms = c.o.connect_timeout_ms;
+		ret = cli_server_setup(&c);
+		if (ret)
+			return ret;
+		goto run;
+	}
+	ret = cli_server_setup(&c);
+	if (ret)
+		return ret;
 	/* HOST PORT [KEY] [FILE]; KEY is left out when it comes from
 	 * --key-file or RDX_KEY. */
 	if (npos < 2 || npos > 4 || (npos == 2 && !cli_key_elsewhere(&c))) {
@@ -97,6 +117,7 @@ int main(int argc, char **argv)
 	ret = cli_load_key(&c, key);
 	if (ret)
 		return ret;
+run:
 	cli_signals(&c.o);
 	ret = rdx_send(&c.o, &st);
 	rdx_key_release(&c.o.key);

@@ -155,6 +155,40 @@ int rdx_key_load(struct rdx_key *key, const char *arg, const char *key_file)
 	return -RDX_EUSAGE;
 }
 
+int rdx_key_read_line(struct rdx_key *key, int fd)
+{
+	char buf[4096];
+	size_t len = 0;
+	int ret = 0;
+
+	key->bytes = NULL;
+	key->len = 0;
+	/* One byte at a time: whatever follows the line (rdsend --server's
+	 * data) stays unread for its reader. */
+	for (;;) {
+		ssize_t n = read(fd, buf + len, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		if (n == 0 || buf[len] == '\n')
+			break;
+		if (++len == sizeof(buf)) {
+			ret = -E2BIG;
+			break;
+		}
+	}
+	if (!ret && len && buf[len - 1] == '\r')
+		len--;
+	if (!ret)
+		ret = key_set(key, buf, len);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	return ret;
+}
+
 void rdx_key_release(struct rdx_key *key)
 {
 	if (key->bytes) {

@@ -49,6 +49,11 @@ int rdx_derive_keys(const struct rdx_key *key,
  * -errno reading the file. */
 int rdx_key_load(struct rdx_key *key, const char *arg, const char *key_file);
 
+/* Reads the key from the first line of fd (a trailing CR/LF is not part
+ * of it) and nothing after it.  Returns 0, -RDX_EUSAGE for an empty line,
+ * -E2BIG for a line of 4 KiB or more, or -errno. */
+int rdx_key_read_line(struct rdx_key *key, int fd);
+
 /* Wipes and frees the key. */
 void rdx_key_release(struct rdx_key *key);
 

@@ -21,15 +21,13 @@
 #include "zpack.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define HANDSHAKE_MS 10000u
-
 struct receiver {
 	struct rdx_session s;
-	struct rdx_listener *lis;
 	struct rdx_sink *sink;
 	pthread_t writers[64];
 	unsigned nwriters;
@@ -351,32 +349,6 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Tells a rejected connection why, then drops it. */
-static void reject(struct rdx_conn *c, int code, const char *why)
-{
-	struct rdx_frame_hdr h = { .type = RDX_F_ERROR };
-	uint8_t buf[4 + RDX_ERRTEXT_MAX];
-
-	h.len = (uint32_t)rdx_errmsg_encode((uint32_t)code, why, buf);
-	c->ops->send(c, &h, buf);
-	c->ops->close_gently(c, 200);
-}
-
-static const char *hs_reason(int ret)
-{
-	switch (ret) {
-	case RDX_XPORT_EOF:
-	case -RDX_ECONNECT:
-		return "closed during the handshake";
-	case -RDX_ETIMEOUT:
-		return "handshake timed out";
-	case -RDX_EVERSION:
-		return "unsupported protocol version";
-	default:
-		return ret < 0 ? rdx_strerror(ret) : "handshake failed";
-	}
-}
-
 /* Opens the output and the ring once the sender is authenticated.  A
  * failure here ends rdrecv (the sender is told why). */
 static int prepare(struct receiver *x)
@@ -422,12 +394,34 @@ static int prepare(struct receiver *x)
 	return s->encrypt ? sess_setup_crypto(s, false) : 0;
 }
 
+/* Why a sender's handshake was rejected: logged by a listener, which then
+ * waits for the next sender; recorded by a dialer, which has no other. */
+struct hs_err {
+	int err;
+	bool wrong_key; /* the sender refused our proof, or we its */
+	char why[600];
+};
+
+static int hs_reject(struct hs_err *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int hs_reject(struct hs_err *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->err = err;
+	va_start(ap, fmt);
+	vsnprintf(e->why, sizeof(e->why), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
 /* HELLO in, HELLO with our proof out, AUTH in and checked.  Returns 0 when
  * the sender proved the key (auth filled), 1 when the connection was
- * rejected (logged and closed: keep waiting), or a recorded error that ends
- * rdrecv (the connection closed). */
+ * rejected (closed, e says why), or a recorded error that ends rdrecv (the
+ * connection closed). */
 static int check_sender(struct rdx_session *s, struct rdx_conn *c,
-			struct rdx_auth *auth)
+			struct rdx_auth *auth, struct hs_err *e)
 {
 	const struct rdx_xfer_opts *o = s->o;
 	struct rdx_hello hello;
@@ -447,12 +441,11 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 
 		snprintf(text, sizeof(text), "unsupported protocol version %u (this rdrecv speaks %u)",
 			 hello.version, RDX_PROTO_VERSION);
-		rdx_error("rejected connection from %s: %s", c->peer, text);
-		reject(c, RDX_EVERSION, text);
-		return 1;
+		link_reject(c, RDX_EVERSION, text);
+		return hs_reject(e, -RDX_EVERSION, "%s", text);
 	}
 	if (ret)
-		why = ret == -RDX_EPROTO ? "not an rdxfer sender" : hs_reason(ret);
+		why = ret == -RDX_EPROTO ? "not an rdxfer sender" : link_hs_reason(ret);
 	if (!ret) {
 		memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
 		hello.has_mac = true;
@@ -471,7 +464,7 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 		if (!ret && (h.type != RDX_F_AUTH || rdx_auth_decode(buf, h.len, auth)))
 			ret = -RDX_EPROTO;
 		if (ret)
-			why = ret == -RDX_EPROTO ? "malformed authentication" : hs_reason(ret);
+			why = ret == -RDX_EPROTO ? "malformed authentication" : link_hs_reason(ret);
 	}
 	if (ret == -RDX_EINTR) {
 		c->ops->close(c);
@@ -479,20 +472,19 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 	}
 	if (ret == -RDX_EREMOTE) {
 		/* The sender refused us (a wrong key shows up here). */
-		rdx_error("rejected connection from %s: sender: %s", c->peer, em.text);
 		c->ops->close(c);
-		return 1;
+		e->wrong_key = em.code == RDX_EAUTH;
+		return hs_reject(e, -RDX_EREMOTE, "sender: %s", em.text);
 	}
 	if (ret) {
-		rdx_error("rejected connection from %s: %s", c->peer, why);
 		c->ops->close(c);
-		return 1;
+		return hs_reject(e, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret, "%s", why);
 	}
 	if (!rdx_mac_check(&o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
 			   auth->opts_raw, RDX_OPTS_LEN, auth->mac)) {
-		rdx_error("rejected connection from %s: authentication failed", c->peer);
-		reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
-		return 1;
+		link_reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
+		e->wrong_key = true;
+		return hs_reject(e, -RDX_EAUTH, "authentication failed");
 	}
 	return 0;
 }
@@ -532,125 +524,46 @@ static int accept_sender(struct receiver *x, struct rdx_conn *c,
 	return 0;
 }
 
-/* Runs the handshake on a new connection within deadline.  Returns 0 when
- * the sender is authenticated and accepted, 1 when the connection was
- * rejected (logged, keep waiting), or a negative error that ends rdrecv. */
-static int greet(struct receiver *x, struct rdx_conn *c, uint64_t deadline)
-{
-	struct rdx_auth auth;
-	int ret;
-
-	c->ops->set_deadline(c, deadline, x->s.o->interrupted);
-	ret = check_sender(&x->s, c, &auth);
-	return ret ? ret : accept_sender(x, c, &auth);
-}
-
-static bool interrupted(const struct rdx_session *s)
-{
-	return s->o->interrupted && atomic_load(s->o->interrupted);
-}
-
-/* Waits for the next connection until deadline (0: none), with the short
- * handshake timeout on it.  Returns 0 with *c set, -RDX_ETIMEOUT (not
- * recorded: the caller says what it was waiting for), or a recorded error. */
-static int next_conn(struct receiver *x, uint64_t deadline, struct rdx_conn **c)
+/* Finds the sender: a listener takes connections until one passes the
+ * handshake (strays and wrong keys are logged and dropped) or --wait runs
+ * out; a dialer connects once, and any failure ends it.  Then settles the
+ * session with it (accept_sender).  Returns 0 or an error (recorded). */
+static int meet_sender(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
-	struct rdx_net_opts hs = s->net;
-	int ret;
+	uint64_t wait = link_wait_deadline(s);
 
-	if (hs.timeout_ms > HANDSHAKE_MS)
-		hs.timeout_ms = HANDSHAKE_MS;
-	do {
-		if (interrupted(s))
-			return sess_fail(s, -RDX_EINTR, "interrupted");
-		if (deadline && rdx_now_ns() >= deadline)
-			return -RDX_ETIMEOUT;
-		ret = x->lis->ops->accept(x->lis, &hs, 200, c);
-	} while (ret == -EAGAIN);
-	if (ret)
-		return sess_fail(s, -RDX_ECONNECT, "accept failed: %s", rdx_strerror(ret));
-	rdx_info(2, "connection from %s", (*c)->peer);
-	return 0;
-}
-
-/* Waits for the one authenticated sender.  Returns 0 or an error (recorded). */
-static int await_sender(struct receiver *x)
-{
-	struct rdx_session *s = &x->s;
-	const struct rdx_xfer_opts *o = s->o;
-	uint64_t deadline = o->wait_ms ? rdx_now_ns() + o->wait_ms * 1000000 : 0;
-	uint64_t hs_deadline;
-	struct rdx_conn *c;
-	int ret;
-
-	do {
-		ret = next_conn(x, deadline, &c);
-		if (ret == -RDX_ETIMEOUT)
-			return sess_fail(s, ret, "no authenticated sender within %g s (--wait)",
-					 (double)o->wait_ms / 1000);
-		if (ret)
-			return ret;
-		/* A handshake gets 10 s, and never outlives --wait. */
-		hs_deadline = rdx_now_ns() + (uint64_t)HANDSHAKE_MS * 1000000;
-		if (deadline && deadline < hs_deadline)
-			hs_deadline = deadline;
-		ret = greet(x, c, hs_deadline);
-	} while (ret > 0);
-	return ret;
-}
-
-/* Accepts the sender's extra streams (JOIN), rejecting anything else. */
-static int await_streams(struct receiver *x)
-{
-	struct rdx_session *s = &x->s;
-	uint64_t deadline = rdx_now_ns() + s->o->timeout_ms * 1000000;
-	unsigned joined = 1;
-
-	while (joined < s->nstreams) {
-		uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
-		struct rdx_frame_hdr h;
-		struct rdx_errmsg em;
-		struct rdx_join j;
+	for (;;) {
+		struct hs_err e = { 0 };
+		struct rdx_auth auth;
 		struct rdx_conn *c;
-		uint8_t idx[2];
+		char peer[sizeof(c->peer)];
 		int ret;
 
-		ret = next_conn(x, deadline, &c);
+		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, &c);
 		if (ret == -RDX_ETIMEOUT)
-			return sess_fail(s, ret, "only %u of %u streams connected",
-					 joined, s->nstreams);
+			return sess_fail(s, ret, "no authenticated sender within %g s (--wait)",
+					 (double)s->o->wait_ms / 1000);
 		if (ret)
 			return ret;
-		c->ops->set_deadline(c, deadline, s->o->interrupted);
-		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
-		if (ret == -RDX_EINTR) {
-			c->ops->close(c);
-			return sess_fail(s, ret, "interrupted");
-		}
-		if (!ret && (h.type != RDX_F_JOIN || rdx_join_decode(buf, h.len, &j)))
-			ret = -RDX_EPROTO;
-		if (!ret && c->ops != s->streams[0].conn->ops)
-			ret = -RDX_EAUTH; /* every stream on one transport */
-		if (!ret) {
-			idx[0] = (uint8_t)(j.index >> 8);
-			idx[1] = (uint8_t)j.index;
-			if (j.index >= s->nstreams || s->streams[j.index].conn ||
-			    memcmp(j.nonce_r, s->nonce_r, RDX_NONCE_LEN) ||
-			    !rdx_mac_check(&s->o->key, RDX_LABEL_JOIN, s->nonce_s,
-					   s->nonce_r, idx, sizeof(idx), j.mac))
-				ret = -RDX_EAUTH;
-		}
-		if (ret) {
-			rdx_error("rejected connection from %s: %s", c->peer,
-				  ret == -RDX_EAUTH ? "not part of this session" : hs_reason(ret));
-			c->ops->close(c);
+		/* A rejected connection is gone by the time we say so. */
+		memcpy(peer, c->peer, sizeof(peer));
+		c->ops->set_deadline(c, link_hs_deadline(s, wait), s->o->interrupted);
+		ret = check_sender(s, c, &auth, &e);
+		if (ret == 0)
+			return accept_sender(x, c, &auth);
+		if (ret < 0)
+			return ret;
+		if (!link_dials(s)) {
+			rdx_error("rejected connection from %s: %s", peer, e.why);
 			continue;
 		}
-		s->streams[j.index].conn = c;
-		joined++;
+		if (e.wrong_key)
+			return sess_fail(s, -RDX_EAUTH, "authentication failed (wrong key?)");
+		if (e.err == -RDX_EREMOTE)
+			return sess_fail_peer(s, -RDX_EREMOTE, "%s", e.why);
+		return sess_fail(s, e.err, "handshake with %s failed: %s", s->o->host, e.why);
 	}
-	return 0;
 }
 
 static bool committed(struct rdx_session *s)
@@ -775,21 +688,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		sess_fail(s, ret, "out of memory");
 		goto out;
 	}
-	if (sess_pick_transport(s, true))
-		goto out;
-	ret = sess_listen(s, &x->lis);
-	if (ret) {
-		if (ret == -ENOENT)
-			sess_fail(s, -RDX_EUSAGE, "cannot listen on '%s': unknown address",
-				  o->bind ? o->bind : "any");
-		else
-			sess_fail(s, -RDX_ECONNECT, "cannot listen on port %s: %s",
-				  o->port, rdx_strerror(ret));
-		goto out;
-	}
-	if (o->on_listen)
-		o->on_listen(x->lis->ops->listen_port(x->lis), o->on_listen_arg);
-	if (await_sender(x) || await_streams(x))
+	if (link_open(s) || meet_sender(x) || link_join_streams(s))
 		goto out;
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,
@@ -803,8 +702,7 @@ out:
 	sess_stats(s, st, "received");
 	ret = sess_finish(s);
 	rdx_sink_close(x->sink);
-	if (x->lis)
-		x->lis->ops->close_listener(x->lis);
+	link_close(s);
 	sess_release(s);
 	free(x);
 	return ret;

@@ -19,6 +19,7 @@
 #include "zpack.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -259,96 +260,58 @@ static void *ctrl_main(void *arg)
 	return NULL;
 }
 
-/* --transport auto chose RDMA, but the receiver may listen on TCP only
- * (its own choice, or its memlock limit): one attempt each way per round,
- * until one connects or the deadline passes.  Extra streams then follow
- * stream 0's transport. */
-static int connect_either(struct rdx_session *s, uint64_t deadline, int *last,
-			  struct rdx_conn **out)
-{
-	const struct rdx_xfer_opts *o = s->o;
-	int ret;
+/* Why a handshake with the receiver failed: the caller records it (this
+ * side dialed) or logs it and waits for the next receiver (it listened). */
+struct hs_err {
+	int err;
+	bool from_peer; /* em holds the receiver's ERROR */
+	struct rdx_errmsg em;
+	char why[768];
+};
 
-	for (;;) {
-		ret = rdx_xport_verbs.connect(&s->net, o->host, o->port, 0,
-					      o->interrupted, last, out);
-		/* Refused, unreachable or unanswered: maybe TCP answers. */
-		if (ret != -RDX_ECONNECT)
-			return ret;
-		ret = rdx_xport_tcp.connect(&s->net, o->host, o->port, 0,
-					    o->interrupted, last, out);
-		if (ret == 0) {
-			rdx_info(1, "transport: tcp: the receiver does not answer over RDMA");
-			s->xp = &rdx_xport_tcp;
-			return 0;
-		}
-		if (ret != -RDX_ECONNECT || rdx_now_ns() >= deadline)
-			return ret;
-		usleep(100000);
-	}
+/* The peer's name for messages: what we dialed, or where it came from. */
+static const char *peer_name(const struct rdx_session *s)
+{
+	return link_dials(s) ? s->o->host : s->streams[0].conn->peer;
 }
 
-static int connect_stream(struct rdx_session *s, unsigned i,
-			  struct rdx_conn **out)
-{
-	const struct rdx_xfer_opts *o = s->o;
-	uint64_t deadline = rdx_now_ns() + o->connect_timeout_ms * 1000000;
-	int ret, last = 0;
-
-	if (i == 0 && o->transport == RDX_TRANSPORT_AUTO && s->xp == &rdx_xport_verbs)
-		ret = connect_either(s, deadline, &last, out);
-	else
-		ret = s->xp->connect(&s->net, o->host, o->port, deadline, o->interrupted,
-				     &last, out);
-	if (ret == -RDX_EINTR)
-		return sess_fail(s, ret, "interrupted");
-	if (ret == -RDX_ECONNECT && o->bind && (last == ENOENT || last == EADDRNOTAVAIL ||
-						 last == EINVAL || last == EAFNOSUPPORT))
-		return sess_fail(s, ret, "cannot bind to '%s': %s", o->bind,
-				 last == ENOENT ? "unknown address" : rdx_strerror(last));
-	if (ret == -RDX_ENOTSUP)
-		return sess_fail(s, ret, "cannot connect to %s over RDMA: the route goes through an iWARP device, which is not supported",
-				 o->host);
-	if (ret == -RDX_ECONNECT)
-		return sess_fail(s, ret, "cannot connect to %s port %s%s: %s",
-				 o->host, o->port, i ? " (extra stream)" : "",
-				 rdx_strerror(last));
-	if (ret)
-		return sess_fail(s, -RDX_ECONNECT, "cannot resolve '%s': %s",
-				 o->host, ret == -ENOENT ? "unknown host" : rdx_strerror(ret));
-	return 0;
-}
-
-/* Records a failed handshake step; em is read only for -RDX_EREMOTE. */
-static int handshake_fail(struct rdx_session *s, int ret, const char *step,
-			  const struct rdx_errmsg *em)
+/* Fills e for a failed handshake step; returns e->err. */
+static int hs_failed(struct rdx_session *s, struct hs_err *e, int ret,
+		     const char *step)
 {
 	struct rdx_conn *c = s->streams[0].conn;
 	char why[96];
 
-	if (ret == -RDX_EREMOTE)
-		return sess_peer_failure(s, em);
-	if (ret == -RDX_EINTR)
-		return sess_fail(s, ret, "interrupted");
-	if (ret == -RDX_EVERSION)
-		return sess_fail(s, ret, "receiver speaks an incompatible protocol version");
-	if (ret == -RDX_EPROTO)
-		return sess_fail(s, ret, "receiver broke the protocol during %s", step);
 	if (ret == RDX_XPORT_EOF)
 		ret = -RDX_ECONNECT;
-	if (c && c->why[0])
-		return sess_fail(s, ret, "handshake with %s failed: %s", s->o->host, c->why);
-	return sess_fail(s, ret, "handshake with %s failed: %s", s->o->host,
+	e->err = ret;
+	if (ret == -RDX_EREMOTE) {
+		e->from_peer = true;
+		snprintf(e->why, sizeof(e->why), "%s: %s", s->peer_role, e->em.text);
+	} else if (ret == -RDX_EINTR) {
+		snprintf(e->why, sizeof(e->why), "interrupted");
+	} else if (ret == -RDX_EVERSION) {
+		snprintf(e->why, sizeof(e->why),
+			 "receiver speaks an incompatible protocol version");
+	} else if (ret == -RDX_EPROTO) {
+		snprintf(e->why, sizeof(e->why),
+			 "receiver broke the protocol during %s", step);
+	} else if (ret == -RDX_EAUTH) {
+		snprintf(e->why, sizeof(e->why), "%s", step);
+	} else {
+		snprintf(e->why, sizeof(e->why), "handshake with %s failed: %s",
+			 peer_name(s), c->why[0] ? c->why :
 			 sess_conn_reason(s, ret, why, sizeof(why)));
+	}
+	return ret;
 }
 
 /* HELLO both ways: our nonce out, the receiver's nonce and proof back. */
-static int exchange_hello(struct rdx_session *s, uint8_t *buf)
+static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
 {
 	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
 	struct rdx_frame_hdr h = { .type = RDX_F_HELLO };
-	struct rdx_errmsg em;
 	int ret;
 
 	ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
@@ -358,26 +321,25 @@ static int exchange_hello(struct rdx_session *s, uint8_t *buf)
 	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (!ret)
-		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &e->em);
 	if (!ret && h.type != RDX_F_HELLO)
 		ret = -RDX_EPROTO;
 	if (!ret)
 		ret = rdx_hello_decode(buf, h.len, true, &hello);
 	if (ret)
-		return handshake_fail(s, ret, "hello", &em);
+		return hs_failed(s, e, ret, "hello");
 	memcpy(s->nonce_r, hello.nonce, RDX_NONCE_LEN);
 	if (!rdx_mac_check(&s->o->key, RDX_LABEL_RECEIVER, s->nonce_s,
 			   s->nonce_r, NULL, 0, hello.mac))
-		return sess_fail(s, -RDX_EAUTH, "authentication failed (wrong key?)");
+		return hs_failed(s, e, -RDX_EAUTH, "authentication failed (wrong key?)");
 	return 0;
 }
 
 /* AUTH with our options, ACCEPT with what the receiver settled on. */
-static int exchange_auth(struct rdx_session *s, uint8_t *buf)
+static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
 {
 	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_frame_hdr h = { .type = RDX_F_AUTH };
-	struct rdx_errmsg em;
 	struct rdx_auth auth;
 	struct rdx_accept acc;
 	int ret;
@@ -391,70 +353,81 @@ static int exchange_auth(struct rdx_session *s, uint8_t *buf)
 	h.len = (uint32_t)rdx_auth_encode(&auth, buf);
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (!ret)
-		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+		ret = sess_recv_ctrl(s, c, &h, buf, false, &e->em);
 	if (!ret && (h.type != RDX_F_ACCEPT || rdx_accept_decode(buf, h.len, &acc)))
 		ret = -RDX_EPROTO;
 	if (ret)
-		return handshake_fail(s, ret, "authentication", &em);
+		return hs_failed(s, e, ret, "authentication");
 	if (!rdx_mac_check(&s->o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
 			   acc.raw, RDX_ACCEPT_LEN, acc.mac) ||
 	    acc.acc.streams > s->opts.streams ||
 	    (s->opts.encrypt && !acc.acc.encrypt))
-		return sess_fail(s, -RDX_EAUTH, "authentication failed: receiver's answer does not verify");
+		return hs_failed(s, e, -RDX_EAUTH,
+				 "authentication failed: receiver's answer does not verify");
 	s->nstreams = acc.acc.streams;
 	s->encrypt = acc.acc.encrypt;
 	s->opts.encrypt = acc.acc.encrypt;
 	return s->encrypt ? sess_setup_crypto(s, true) : 0;
 }
 
-/* Opens streams 1..N-1, each proving it belongs to this session. */
-static int join_streams(struct rdx_session *s, uint8_t *buf)
+/* Finds the receiver and runs HELLO and AUTH with it on stream 0.  A
+ * dialer connects once and any failure ends it; a listener logs and drops
+ * a connection that fails the handshake (a stray, a wrong key) and waits
+ * for the next, until --connect-timeout.  Returns 0 or a recorded error. */
+static int meet_receiver(struct sender *x, uint8_t *buf)
 {
-	unsigned i;
-	int ret;
+	struct rdx_session *s = &x->s;
+	uint64_t wait = link_wait_deadline(s);
 
-	for (i = 1; i < s->nstreams; i++) {
-		struct rdx_join j = { .version = RDX_PROTO_VERSION,
-				      .index = (uint16_t)i };
-		struct rdx_frame_hdr h = { .type = RDX_F_JOIN };
-		uint8_t idx[2] = { (uint8_t)(i >> 8), (uint8_t)i };
+	for (;;) {
+		struct hs_err e = { 0 };
+		struct rdx_conn *c;
+		int ret;
 
-		ret = connect_stream(s, i, &s->streams[i].conn);
+		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, &c);
+		if (ret == -RDX_ETIMEOUT)
+			return sess_fail(s, ret, "no authenticated receiver within %g s (--connect-timeout)",
+					 (double)s->o->wait_ms / 1000);
 		if (ret)
 			return ret;
-		memcpy(j.nonce_r, s->nonce_r, RDX_NONCE_LEN);
-		ret = rdx_mac(&s->o->key, RDX_LABEL_JOIN, s->nonce_s, s->nonce_r,
-			      idx, sizeof(idx), j.mac);
-		if (ret)
-			return sess_fail(s, ret, "cannot compute MAC");
-		h.len = (uint32_t)rdx_join_encode(&j, buf);
-		ret = sess_send(&s->streams[i], &h, buf);
-		if (ret)
-			return handshake_fail(s, ret, "stream setup", NULL);
+		s->streams[0].conn = c;
+		s->nstreams = 1;
+		/* The whole exchange on stream 0 gets a deadline and answers
+		 * Ctrl-C; the data phase relies on socket timeouts and
+		 * shutdown instead. */
+		c->ops->set_deadline(c, link_hs_deadline(s, wait), s->o->interrupted);
+		ret = exchange_hello(s, buf, &e);
+		if (!ret)
+			ret = exchange_auth(s, buf, &e);
+		if (!ret || sess_error(s))
+			return sess_error(s);
+		if (e.from_peer && link_dials(s))
+			return sess_peer_failure(s, &e.em);
+		if (link_dials(s) || ret == -RDX_EINTR)
+			return sess_fail(s, ret, "%s", e.why);
+		rdx_error("rejected connection from %s: %s", c->peer, e.why);
+		if (ret == -RDX_EAUTH)
+			link_reject(c, RDX_EAUTH, e.why);
+		else
+			c->ops->close(c);
+		s->streams[0].conn = NULL;
+		s->nstreams = 0;
 	}
-	return 0;
 }
 
 static int handshake(struct sender *x)
 {
 	struct rdx_session *s = &x->s;
-	struct rdx_conn *c = s->streams[0].conn;
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 	int ret;
 
-	/* The whole exchange on stream 0 gets --timeout and answers Ctrl-C;
-	 * the data phase relies on socket timeouts and shutdown instead. */
-	c->ops->set_deadline(c, rdx_now_ns() + s->o->timeout_ms * 1000000,
-			     s->o->interrupted);
-	ret = exchange_hello(s, buf);
+	ret = meet_receiver(x, buf);
 	if (!ret)
-		ret = exchange_auth(s, buf);
-	if (!ret)
-		ret = join_streams(s, buf);
+		ret = link_join_streams(s);
 	if (ret)
 		return ret;
-	c->ops->set_deadline(c, 0, NULL);
-	sess_log_settled(s, c->peer);
+	s->streams[0].conn->ops->set_deadline(s->streams[0].conn, 0, NULL);
+	sess_log_settled(s, s->streams[0].conn->peer);
 	return 0;
 }
 
@@ -615,10 +588,7 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		s->opts.flags = RDX_OPT_SIZE_KNOWN;
 		s->opts.size = rdx_source_size(x->src);
 	}
-	if (sess_pick_transport(s, false))
-		goto out;
-	s->nstreams = 1;
-	if (connect_stream(s, 0, &s->streams[0].conn) || handshake(x))
+	if (link_open(s) || handshake(x))
 		goto out;
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,
@@ -640,6 +610,7 @@ out:
 		stop_pipeline(x);
 	sess_stats(s, st, "sent");
 	ret = sess_finish(s);
+	link_close(s);
 	rdx_source_close(x->src);
 	sess_release(s);
 	free(x);

@@ -13,8 +13,8 @@
 enum rdx_transport_mode { RDX_TRANSPORT_AUTO, RDX_TRANSPORT_TCP, RDX_TRANSPORT_RDMA };
 
 struct rdx_xfer_opts {
-	const char *host; /* sender: the receiver's address */
-	const char *port;
+	const char *host; /* the peer's address: this side dials; NULL: listens */
+	const char *port; /* dialing: the peer's port; listening: ours ("0": any) */
 	const char *bind;
 	int family;	  /* AF_UNSPEC, AF_INET, AF_INET6 */
 	const char *path; /* NULL or "-": stdin / stdout */
@@ -29,10 +29,10 @@ struct rdx_xfer_opts {
 	bool fsync;
 	bool progress;
 	uint64_t timeout_ms;	     /* silence limit during a transfer */
-	uint64_t connect_timeout_ms; /* sender: how long to retry connecting */
-	uint64_t wait_ms;	     /* receiver: wait for a sender, 0 = forever */
+	uint64_t connect_timeout_ms; /* dialing: how long to retry connecting */
+	uint64_t wait_ms;	     /* listening: wait for the peer, 0 = forever */
 	const atomic_int *interrupted; /* set by the tool's signal handler */
-	/* receiver: called once listening, with the bound port */
+	/* listening: called once listening, with the bound port */
 	void (*on_listen)(unsigned port, void *arg);
 	void *on_listen_arg;
 };
@@ -54,11 +54,14 @@ uint64_t rdx_rdma_lock_need(const struct rdx_xfer_opts *o);
 /* Sets the defaults every tool starts from. */
 void rdx_xfer_opts_init(struct rdx_xfer_opts *o);
 
-/* Sends o->path (or stdin) to a receiver.  Prints exactly one error line on
- * failure.  Returns 0 or a negative error for rdx_exit_code(). */
+/* Sends o->path (or stdin) to a receiver, dialing o->host or, without
+ * one, listening on o->port for the receiver to dial.  Prints exactly one
+ * error line on failure.  Returns 0 or a negative error for
+ * rdx_exit_code(). */
 int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st);
 
-/* Receives one stream into o->path (or stdout).  Same conventions. */
+/* Receives one stream into o->path (or stdout), listening on o->port or,
+ * with o->host, dialing a listening sender.  Same conventions. */
 int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st);
 
 #endif

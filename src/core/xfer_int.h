@@ -42,6 +42,7 @@ struct rdx_session {
 	const struct rdx_xport_ops *xp;
 	struct rdx_net_opts net;
 	const char *peer_role; /* "sender" or "receiver": prefixes its errors */
+	struct rdx_listener *lis; /* listening side only (link.c) */
 
 	/* Settled by the handshake, then read-only. */
 	uint8_t nonce_s[RDX_NONCE_LEN];
@@ -123,8 +124,6 @@ void sess_log_settled(const struct rdx_session *s, const char *peer);
  * for both.  Returns 0 or an error already recorded. */
 int sess_pick_transport(struct rdx_session *s, bool listening);
 
-/* Listens as sess_pick_transport decided. */
-int sess_listen(struct rdx_session *s, struct rdx_listener **out);
 
 /* Sends a DATA frame from slot on a stream; the slot is released (and the
  * bytes counted) once the transport is done with it. */
@@ -186,5 +185,49 @@ int sess_finish(struct rdx_session *s);
 /* Describes a transport error for messages ("timed out after 60 s"). */
 const char *sess_conn_reason(struct rdx_session *s, int err, char *buf,
 			     size_t len);
+
+/* ---- link.c: how the connections come to be, whichever side dials ---- */
+
+/* How long a listener gives one connection to complete the handshake. */
+#define LINK_HANDSHAKE_MS 10000u
+
+/* True when this side dials (o->host set), false when it listens. */
+bool link_dials(const struct rdx_session *s);
+
+/* Picks the transport (sess_pick_transport); a listener also listens on
+ * o->port and reports the bound port through o->on_listen.  Returns 0 or
+ * a recorded error. */
+int link_open(struct rdx_session *s);
+
+/* Closes the listener, if any. */
+void link_close(struct rdx_session *s);
+
+/* Dialer: connects stream i to o->host, retrying until
+ * --connect-timeout.  Returns 0 or a recorded error. */
+int link_dial(struct rdx_session *s, unsigned i, struct rdx_conn **out);
+
+/* Listener: waits for the next connection until deadline (0: none), with
+ * the short handshake timeout on it.  Returns 0 with *c set, -RDX_ETIMEOUT
+ * (not recorded: the caller says what it was waiting for), or a recorded
+ * error. */
+int link_accept(struct rdx_session *s, uint64_t deadline, struct rdx_conn **c);
+
+/* The listener's deadline for its peer from --wait (0: none). */
+uint64_t link_wait_deadline(const struct rdx_session *s);
+
+/* The deadline for one handshake on stream 0: --timeout for a dialer, 10 s
+ * (never past wait_deadline) for a listener. */
+uint64_t link_hs_deadline(const struct rdx_session *s, uint64_t wait_deadline);
+
+/* Tells a rejected connection why (an ERROR frame), then drops it. */
+void link_reject(struct rdx_conn *c, int code, const char *why);
+
+/* A failed handshake step in words ("handshake timed out"). */
+const char *link_hs_reason(int ret);
+
+/* After ACCEPT: the dialer opens streams 1..N-1 with JOIN, the listener
+ * accepts and checks them (strays are logged and dropped) within
+ * --timeout.  Returns 0 or a recorded error. */
+int link_join_streams(struct rdx_session *s);
 
 #endif

@@ -8,9 +8,9 @@ load ../lib/common
 # ("rdsend only" / "rdrecv only").  Each --help shows the options its tool
 # accepts.
 CLI_COMMON_OPTS=(verbose progress json transport key-file slot-size slots
-	streams io-threads encrypt timeout bind ipv4 ipv6 help version)
+	streams io-threads encrypt timeout bind ipv4 ipv6 help version server port)
 CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" qps compress connect-timeout)
-CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync)
+CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync connect)
 CLI_SHORT_OPTS=(-v -4 -6 -h -V)
 
 # Every tool the Makefile builds and installs (its TOOLS line): --help,
