@@ -22,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ifaddrs.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 /* Gives a route step at least this long, even when the caller's budget is
  * nearly spent: the kernel answers a local route in microseconds. */
@@ -603,4 +605,131 @@ uint64_t rdx_memlock_limit(char *text, size_t len, uint64_t *hard)
 	}
 	rdx_fmt_bytes(text, len, (uint64_t)rl.rlim_cur);
 	return (uint64_t)rl.rlim_cur;
+}
+
+/* --------------------------------------------------- device → address */
+
+/* The IP a RoCE GID stands for, if it stands for one that can be bound:
+ * ::ffff:a.b.c.d gives a.b.c.d; a global IPv6 GID gives itself; link-local
+ * (fe80::, RoCE v1 style) gives nothing. */
+static bool gid_ip(const char *gid, int family, char *out, size_t len)
+{
+	struct in6_addr a;
+
+	if (inet_pton(AF_INET6, gid, &a) != 1)
+		return false;
+	if (IN6_IS_ADDR_V4MAPPED(&a)) {
+		if (family == AF_INET6)
+			return false;
+		return inet_ntop(AF_INET, &a.s6_addr[12], out, (socklen_t)len) != NULL;
+	}
+	if (family == AF_INET || IN6_IS_ADDR_LINKLOCAL(&a) || IN6_IS_ADDR_UNSPECIFIED(&a))
+		return false;
+	return inet_ntop(AF_INET6, &a, out, (socklen_t)len) != NULL;
+}
+
+/* An InfiniBand port has no IPs in its GIDs: its IPoIB interface (one
+ * whose sysfs device links to the RDMA device) carries them. */
+static bool ipoib_addr(const char *dev, int family, char *out, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	char path[512];
+	bool found = false;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		int f = i->ifa_addr ? i->ifa_addr->sa_family : AF_UNSPEC;
+
+		if ((f != AF_INET && f != AF_INET6) || (family != AF_UNSPEC && f != family))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/net/%s/device/infiniband/%s",
+			 i->ifa_name, dev);
+		if (access(path, F_OK))
+			continue;
+		if (f == AF_INET6 &&
+		    IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr))
+			continue;
+		found = getnameinfo(i->ifa_addr, f == AF_INET ? sizeof(struct sockaddr_in)
+							       : sizeof(struct sockaddr_in6),
+				    out, (socklen_t)len, NULL, 0, NI_NUMERICHOST) == 0;
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+static int pick_gid(const struct rdx_verbs_port *pt, int gid_index, int family,
+		    char *addr, size_t len, char *why, size_t whylen)
+{
+	size_t i;
+	int pass;
+
+	if (gid_index >= 0) {
+		for (i = 0; i < pt->ngids; i++)
+			if (pt->gids[i].index == (unsigned)gid_index)
+				break;
+		if (i == pt->ngids) {
+			snprintf(why, whylen, "port %u has no GID %d (rdx-diag lists them)",
+				 pt->num, gid_index);
+			return -ENOENT;
+		}
+		if (!gid_ip(pt->gids[i].gid, family, addr, len)) {
+			snprintf(why, whylen, "GID %d (%s) names no %saddress rdma_cm can bind",
+				 gid_index, pt->gids[i].gid,
+				 family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
+			return -ENOENT;
+		}
+		return 0;
+	}
+	/* RoCE v2 first: it routes; then anything with an address. */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < pt->ngids; i++)
+			if ((pass || !strcmp(pt->gids[i].type, "RoCE v2")) &&
+			    gid_ip(pt->gids[i].gid, family, addr, len))
+				return 0;
+	return -ENOENT;
+}
+
+int rdx_verbs_local_addr(const char *dev, unsigned port, int gid_index,
+			 int family, char *addr, size_t len, char *why,
+			 size_t whylen)
+{
+	struct rdx_verbs_dev *devs = NULL, *d = NULL;
+	struct rdx_verbs_port *pt = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	ret = rdx_verbs_devices(&devs, &n);
+	if (ret || n == 0) {
+		rdx_verbs_none_reason(ret, why, whylen);
+		rdx_verbs_devices_free(devs, n);
+		return -ENODEV;
+	}
+	for (i = 0; i < n; i++)
+		if (dev ? !strcmp(devs[i].name, dev) : n == 1)
+			d = &devs[i];
+	ret = -ENODEV;
+	if (!d && dev)
+		snprintf(why, whylen, "no RDMA device '%s' (rdx-diag lists them)", dev);
+	else if (!d)
+		snprintf(why, whylen, "%zu RDMA devices: say which with --rdma-dev", n);
+	for (i = 0; d && !pt && i < d->nports; i++)
+		if (port ? d->ports[i].num == port : d->ports[i].active)
+			pt = &d->ports[i];
+	if (d && !pt && port)
+		snprintf(why, whylen, "%s has no port %u", d->name, port);
+	else if (d && !pt)
+		snprintf(why, whylen, "%s has no ACTIVE port", d->name);
+	if (pt) {
+		ret = pick_gid(pt, gid_index, family, addr, len, why, whylen);
+		if (ret == -ENOENT && gid_index < 0) {
+			if (ipoib_addr(d->name, family, addr, len))
+				ret = 0;
+			else
+				snprintf(why, whylen, "%s port %u has no IP address to bind (no RoCE GID with one, no IPoIB interface)",
+					 d->name, pt->num);
+		}
+	}
+	rdx_verbs_devices_free(devs, n);
+	return ret;
 }

@@ -82,6 +82,20 @@ int rdx_verbs_route(const char *host, const char *bind, int family,
 		    unsigned timeout_ms, struct rdx_verbs_route *r, char *why,
 		    size_t whylen);
 
+/* The local address that makes rdma_cm use device dev (NULL: the only
+ * one), port (0: its first ACTIVE port) and, when gid_index >= 0, that GID:
+ * rdma_cm picks device, port and GID from the local address, so this is
+ * how --rdma-dev, --rdma-port and --gid-index take effect.  A RoCE GID
+ * carries its IP (::ffff:a.b.c.d, or a routable IPv6 address); without a
+ * GID index the first such GID of the port (RoCE v2 first) is taken; an
+ * InfiniBand port goes by its IPoIB interface's address.  family limits
+ * the choice (AF_UNSPEC: either).  Writes the address as text to addr.
+ * Returns 0, or -ENODEV (no such device or port), -ENOENT (no such GID,
+ * or no address on it) or -EINVAL, with a one-line reason in why. */
+int rdx_verbs_local_addr(const char *dev, unsigned port, int gid_index,
+			 int family, char *addr, size_t len, char *why,
+			 size_t whylen);
+
 #define RDX_MEMLOCK_UNLIMITED UINT64_MAX
 
 /* Reads RLIMIT_MEMLOCK: returns the soft limit in bytes

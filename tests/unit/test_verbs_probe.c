@@ -194,6 +194,37 @@ static void check_guest(const char *addr, const char *dev)
 	      "silent neighbour: fails within the timeout (%.0f ms)", took_ms);
 }
 
+/* --rdma-dev / --rdma-port / --gid-index → the address to bind. */
+static void check_local_addr(const char *addr, const char *dev, int gid)
+{
+	char a[64] = "", w[256] = "";
+
+	CHECK(rdx_verbs_local_addr(dev, 0, -1, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == 0 &&
+		      !strcmp(a, addr),
+	      "%s, first active port, no GID index: %s (%s)", dev, a, w);
+	CHECK(rdx_verbs_local_addr(NULL, 1, -1, AF_INET, a, sizeof(a), w, sizeof(w)) == 0 &&
+		      !strcmp(a, addr),
+	      "the only device, port 1, IPv4: %s", a);
+	CHECK(rdx_verbs_local_addr(dev, 1, gid, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == 0 &&
+		      !strcmp(a, addr),
+	      "GID %d is %s", gid, a);
+	CHECK(rdx_verbs_local_addr(dev, 1, 0, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == -ENOENT &&
+		      strstr(w, "GID 0 (fe80:") && one_line(w),
+	      "GID 0 is link-local: %s", w);
+	CHECK(rdx_verbs_local_addr(dev, 1, 99, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == -ENOENT &&
+		      strstr(w, "no GID 99"),
+	      "no GID 99: %s", w);
+	CHECK(rdx_verbs_local_addr(dev, 1, -1, AF_INET6, a, sizeof(a), w, sizeof(w)) == -ENOENT &&
+		      strstr(w, "no IP address"),
+	      "no IPv6 address on the port: %s", w);
+	CHECK(rdx_verbs_local_addr(dev, 7, -1, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == -ENODEV &&
+		      strstr(w, "has no port 7"),
+	      "no port 7: %s", w);
+	CHECK(rdx_verbs_local_addr("mlx9_9", 0, -1, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == -ENODEV &&
+		      strstr(w, "no RDMA device 'mlx9_9'"),
+	      "no such device: %s", w);
+}
+
 int main(void)
 {
 	const char *addr = getenv("RXE_ADDR"), *dev = getenv("RXE_DEV");
@@ -207,9 +238,17 @@ int main(void)
 		check_no_devices();
 	else
 		SKIP("RDMA devices present: no-device routes");
-	if (n > 0 && addr && dev)
+	if (n > 0 && addr && dev) {
 		check_guest(addr, dev);
-	else
+		check_local_addr(addr, dev, getenv("RXE_GID_INDEX") ? atoi(getenv("RXE_GID_INDEX")) : 1);
+	} else {
+		char a[64], w[256] = "";
+
+		CHECK(rdx_verbs_local_addr("rxe0", 0, -1, AF_UNSPEC, a, sizeof(a), w, sizeof(w)) == -ENODEV &&
+			      !strncmp(w, "no RDMA devices", 15),
+		      "no devices: --rdma-dev rxe0 fails with \"%s\"", w);
+	}
+	if (!(n > 0 && addr && dev))
 		SKIP("no RDMA devices or no RXE_ADDR/RXE_DEV: routes through a device");
 	return TAP_DONE();
 }
