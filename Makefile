@@ -35,7 +35,7 @@ endif
 CORE_SRC := $(wildcard src/core/*.c src/s3/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(BUILD)/src/cmd/cli.o
-TOOLS := rdsend rdrecv rdx-diag
+TOOLS := rdsend rdrecv rdx-diag rds3
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev ibverbs-providers iproute2 coreutils)
-test_pkgs=(bats valgrind openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs)
+test_pkgs=(bats valgrind openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs awscli curl)
 bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time)
 
 want=("${build_pkgs[@]}")

@@ -1,0 +1,28 @@
+# bash completion for rds3, generated from its option table
+# (rds3 --completion bash); do not edit.
+_rds3()
+{
+	local cur prev
+	cur="${COMP_WORDS[COMP_CWORD]}"
+	prev="${COMP_WORDS[COMP_CWORD-1]}"
+	case "$prev" in
+	--profile)
+		return 0 ;;
+	--endpoint)
+		return 0 ;;
+	--region)
+		return 0 ;;
+	--retries)
+		return 0 ;;
+	--connect-timeout)
+		return 0 ;;
+	--timeout)
+		return 0 ;;
+	esac
+	if [[ "$cur" == -* ]]; then
+		COMPREPLY=($(compgen -W "-v --verbose --json -r --recursive --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
+		return 0
+	fi
+	COMPREPLY=($(compgen -f -- "$cur"))
+}
+complete -F _rds3 rds3

@@ -1,0 +1,870 @@
+/* rds3: an S3 client for scripts.  One command per run:
+ *
+ *   rds3 put FILE|- s3://BUCKET/KEY     rds3 get s3://BUCKET/KEY [FILE|-]
+ *   rds3 cat s3://BUCKET/KEY            rds3 ls [s3://BUCKET[/PREFIX]]
+ *   rds3 rm s3://BUCKET/KEY...          rds3 stat|head s3://BUCKET/KEY
+ *   rds3 mb s3://BUCKET                 rds3 rb s3://BUCKET
+ *
+ * Data goes to stdout only for cat and get -, listings and stat for the
+ * rest; everything human goes to stderr.  Files are written under a
+ * temporary name next to the target and renamed when complete. */
+#include "cli.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+#include "../s3/config.h"
+#include "../s3/s3.h"
+#include "../s3/sigv4.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PUT_MAX ((uint64_t)5 << 30) /* S3's limit for one PutObject */
+#define KEY_MAX 1024
+
+enum s3_key {
+	OPT_RECURSIVE = 'r',
+	OPT_PROFILE = 300,
+	OPT_ENDPOINT,
+	OPT_REGION,
+	OPT_NO_SIGN,
+	OPT_PATH_STYLE,
+	OPT_VIRTUAL_HOST,
+	OPT_RETRIES,
+	OPT_INSECURE,
+	OPT_S3_CONNECT_TIMEOUT,
+};
+
+static const struct rdx_opt s3_opts[] = {
+	{ "verbose", 'v', RDX_ARG_NONE, NULL,
+	  "more detail on stderr (-vv: each request, -vvv: libcurl's trace)", NULL },
+	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
+	  "ls and stat print JSON, one object per line", NULL },
+	{ "recursive", 'r', RDX_ARG_NONE, NULL,
+	  "ls: every key under the prefix; rm: delete every key under it", NULL },
+	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
+	  "use this profile of ~/.aws/credentials and ~/.aws/config", NULL },
+	{ "endpoint", OPT_ENDPOINT, RDX_ARG_REQUIRED, "URL",
+	  "S3 endpoint, http[s]://host[:port] (default: AWS)", NULL },
+	{ "region", OPT_REGION, RDX_ARG_REQUIRED, "REGION",
+	  "region to sign for (default: from the environment or profile)", NULL },
+	{ "no-sign-request", OPT_NO_SIGN, RDX_ARG_NONE, NULL,
+	  "send requests unsigned (public buckets)", NULL },
+	{ "path-style", OPT_PATH_STYLE, RDX_ARG_NONE, NULL,
+	  "address buckets as http://host/bucket/key", NULL },
+	{ "virtual-host", OPT_VIRTUAL_HOST, RDX_ARG_NONE, NULL,
+	  "address buckets as http://bucket.host/key", NULL },
+	{ "retries", OPT_RETRIES, RDX_ARG_REQUIRED, "N",
+	  "retries of a failed request, 0..20 (default 4)", NULL },
+	{ "insecure", OPT_INSECURE, RDX_ARG_NONE, NULL,
+	  "do not verify the server's TLS certificate", NULL },
+	{ "connect-timeout", OPT_S3_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
+	  "give up connecting after SECS (default 10)", NULL },
+	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
+	  "give up on a request stalled for SECS (default 60)", NULL },
+	CLI_COMMON_TAIL,
+};
+
+static const struct rdx_cli s3_cli = {
+	.tool = "rds3",
+	.usage = "[OPTIONS] COMMAND ARGS...",
+	.summary =
+		"Put, get and list objects on S3 endpoints.  Commands:\n"
+		"  put FILE|- s3://BUCKET/KEY     upload (KEY ending in / gets FILE's name)\n"
+		"  get s3://BUCKET/KEY [FILE|-]   download (default: the key's last part)\n"
+		"  cat s3://BUCKET/KEY            write an object to stdout\n"
+		"  ls [s3://BUCKET[/PREFIX]]      list buckets, or keys and prefixes\n"
+		"  rm s3://BUCKET/KEY...          delete objects\n"
+		"  stat|head s3://BUCKET/KEY      show an object's size, ETag and date\n"
+		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket",
+	.opts = s3_opts,
+	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 connection, timeout or access denied\n"
+		 "(credentials, signature), 4 local I/O, 5 error reported by S3 (no such\n"
+		 "bucket or key, ...), 6 integrity (short body), 130 interrupted.",
+};
+
+struct s3_cmd {
+	struct cli_state c;
+	struct s3_config_opts co;
+	struct s3_config cfg;
+	struct s3_client *s3;
+	unsigned retries;
+	uint64_t connect_timeout_ms;
+	bool recursive;
+	bool insecure;
+	const char *cmd;
+};
+
+static atomic_int interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&interrupted, 1);
+}
+
+static int handle(int key, const char *arg, void *ctx)
+{
+	struct s3_cmd *s = ctx;
+	uint64_t v;
+
+	switch (key) {
+	case OPT_RECURSIVE:
+		s->recursive = true;
+		return 0;
+	case OPT_PROFILE:
+		s->co.profile = arg;
+		return 0;
+	case OPT_ENDPOINT:
+		s->co.endpoint = arg;
+		return 0;
+	case OPT_REGION:
+		s->co.region = arg;
+		return 0;
+	case OPT_NO_SIGN:
+		s->co.no_sign = true;
+		return 0;
+	case OPT_PATH_STYLE:
+		s->co.addressing = S3_ADDR_PATH;
+		return 0;
+	case OPT_VIRTUAL_HOST:
+		s->co.addressing = S3_ADDR_VIRTUAL;
+		return 0;
+	case OPT_INSECURE:
+		s->insecure = true;
+		return 0;
+	case OPT_RETRIES:
+		if (rdx_parse_uint(arg, 0, 20, &v)) {
+			rdx_error("invalid value '%s' for --retries: expected a number from 0 to 20", arg);
+			return -1;
+		}
+		s->retries = (unsigned)v;
+		return 0;
+	case OPT_S3_CONNECT_TIMEOUT:
+		if (rdx_parse_seconds(arg, &v) || v < 100) {
+			rdx_error("invalid value '%s' for --connect-timeout: expected at least 0.1 seconds", arg);
+			return -1;
+		}
+		s->connect_timeout_ms = v;
+		return 0;
+	default:
+		return cli_common_opt(&s->c, key, arg) ? -1 : 0;
+	}
+}
+
+/* ------------------------------------------------------------- s3 URLs */
+
+struct s3_url {
+	char bucket[256];
+	char key[KEY_MAX + 1];
+};
+
+/* Parses "s3://BUCKET[/KEY]".  Bucket names are what S3 and the common
+ * servers accept (letters, digits, '.', '-', '_'), so they are safe in a
+ * Host header as in a path; keys are any bytes up to 1024. */
+static int parse_url(const char *arg, struct s3_url *u)
+{
+	const char *b, *slash;
+	size_t bl;
+
+	memset(u, 0, sizeof(*u));
+	if (strncmp(arg, "s3://", 5)) {
+		rdx_error("'%s' is not an S3 URL (s3://BUCKET/KEY)", arg);
+		return -1;
+	}
+	b = arg + 5;
+	slash = strchr(b, '/');
+	bl = slash ? (size_t)(slash - b) : strlen(b);
+	if (!bl || bl >= sizeof(u->bucket) || strspn(b, "abcdefghijklmnopqrstuvwxyz"
+						     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") < bl) {
+		rdx_error("'%s': invalid bucket name", arg);
+		return -1;
+	}
+	memcpy(u->bucket, b, bl);
+	if (slash) {
+		if (strlen(slash + 1) > KEY_MAX) {
+			rdx_error("'%s': keys are at most %d bytes", arg, KEY_MAX);
+			return -1;
+		}
+		strcpy(u->key, slash + 1);
+	}
+	return 0;
+}
+
+static int need_key(const char *arg, const struct s3_url *u)
+{
+	size_t n = strlen(u->key);
+
+	if (!n || u->key[n - 1] == '/') {
+		rdx_error("'%s' names no object (s3://BUCKET/KEY)", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *last_part(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* "rds3: put s3://b/k: AccessDenied: Access Denied", and the exit status. */
+static int s3_fail(struct s3_cmd *s, const char *what, int ret)
+{
+	const struct s3_error *e = s3_last_error(s->s3);
+	char msg[sizeof(e->message)];
+	size_t n;
+
+	/* S3's messages are sentences; ours end without a full stop. */
+	snprintf(msg, sizeof(msg), "%s", e->message);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '.' || msg[n - 1] == ' ' || msg[n - 1] == '\n'))
+		msg[--n] = '\0';
+	if (ret == -RDX_EINTR || atomic_load(&interrupted)) {
+		rdx_error("%s %s: interrupted", s->cmd, what);
+		return RDX_EXIT_INTR;
+	}
+	if (e->code[0])
+		rdx_error("%s %s: %s: %s", s->cmd, what, e->code,
+			  msg[0] ? msg : "(no message)");
+	else if (msg[0])
+		rdx_error("%s %s: %s: %s", s->cmd, what, rdx_strerror(ret), msg);
+	else
+		rdx_error("%s %s: %s", s->cmd, what, rdx_strerror(ret));
+	return rdx_exit_code(ret);
+}
+
+/* ------------------------------------------------------ local data */
+
+static int write_full(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Hashes fd from its start (a file, or the spool of a pipe) and gives its
+ * size.  When copy_from is set, it first copies that descriptor into fd. */
+static int hash_file(int fd, int copy_from, uint64_t *size, char *hex)
+{
+	static const char hx[] = "0123456789abcdef";
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	unsigned char d[32];
+	unsigned int dl = 0;
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	int src = copy_from >= 0 ? copy_from : fd, ret = 0, i;
+	uint64_t off = 0;
+
+	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n = copy_from >= 0 ? read(src, buf, cap) :
+					     pread(src, buf, cap, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (!n)
+			break;
+		if (atomic_load(&interrupted)) {
+			ret = -RDX_EINTR;
+			goto out;
+		}
+		if (copy_from >= 0 && (ret = write_full(fd, buf, (size_t)n)))
+			goto out;
+		EVP_DigestUpdate(md, buf, (size_t)n);
+		off += (uint64_t)n;
+		if (off > PUT_MAX) {
+			ret = -EFBIG;
+			goto out;
+		}
+	}
+	EVP_DigestFinal_ex(md, d, &dl);
+	for (i = 0; i < 32; i++) {
+		hex[2 * i] = hx[d[i] >> 4];
+		hex[2 * i + 1] = hx[d[i] & 15];
+	}
+	hex[64] = '\0';
+	*size = off;
+out:
+	EVP_MD_CTX_free(md);
+	free(buf);
+	return ret;
+}
+
+/* An unnamed temporary file for a stream of unknown length: memory stays
+ * bounded whatever stdin brings. */
+static int spool_fd(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s/.rds3-spool.XXXXXX", dir);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	return fd;
+}
+
+static int cmd_put(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_url u;
+	struct s3_object_info info;
+	const char *src = args[0];
+	char hex[65], what[KEY_MAX + 300];
+	uint64_t size = 0;
+	struct stat st;
+	int fd, ret;
+
+	if (n != 2) {
+		rdx_error("usage: rds3 put FILE|- s3://BUCKET/KEY");
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_url(args[1], &u))
+		return RDX_EXIT_USAGE;
+	if (!u.key[0] || u.key[strlen(u.key) - 1] == '/') {
+		if (!strcmp(src, "-") || strlen(u.key) + strlen(last_part(src)) > KEY_MAX ||
+		    !*last_part(src)) {
+			rdx_error("'%s' names no object (s3://BUCKET/KEY)", args[1]);
+			return RDX_EXIT_USAGE;
+		}
+		strcat(u.key, last_part(src));
+	}
+	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
+	if (!strcmp(src, "-")) {
+		fd = spool_fd();
+		if (fd < 0) {
+			rdx_error("cannot make a temporary file for stdin: %s", strerror(-fd));
+			return RDX_EXIT_IO;
+		}
+		ret = hash_file(fd, STDIN_FILENO, &size, hex);
+	} else {
+		fd = open(src, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			rdx_error("cannot open '%s': %s", src, strerror(errno));
+			return RDX_EXIT_IO;
+		}
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+			close(fd);
+			rdx_error("cannot upload '%s': Is a directory", src);
+			return RDX_EXIT_IO;
+		}
+		if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+			/* A FIFO or device: spool it as stdin is. */
+			int spool = spool_fd();
+
+			if (spool < 0) {
+				close(fd);
+				rdx_error("cannot make a temporary file: %s", strerror(-spool));
+				return RDX_EXIT_IO;
+			}
+			ret = hash_file(spool, fd, &size, hex);
+			close(fd);
+			fd = spool;
+		} else {
+			ret = hash_file(fd, -1, &size, hex);
+		}
+	}
+	if (ret) {
+		close(fd);
+		if (ret == -RDX_EINTR)
+			return RDX_EXIT_INTR;
+		if (ret == -EFBIG)
+			rdx_error("cannot upload '%s': larger than 5 GiB, which needs a multipart upload (not supported yet)",
+				  src);
+		else
+			rdx_error("cannot read '%s': %s", src, strerror(-ret));
+		return RDX_EXIT_IO;
+	}
+	ret = s3_put_object(s->s3, u.bucket, u.key, fd, 0, size, hex, &info);
+	close(fd);
+	if (ret)
+		return s3_fail(s, what, ret);
+	rdx_info(1, "put %s %s: %llu bytes, ETag %s", src, what,
+		 (unsigned long long)size, info.etag);
+	return 0;
+}
+
+/* A download target: a temporary next to the final name, renamed into
+ * place only when the whole object is in; or stdout. */
+struct out_file {
+	int fd;
+	bool is_stdout;
+	char tmp[4096];
+	char final[4096];
+};
+
+static int out_write(void *ctx, const void *p, size_t n)
+{
+	struct out_file *o = ctx;
+
+	if (atomic_load(&interrupted))
+		return -RDX_EINTR;
+	return write_full(o->fd, p, n);
+}
+
+static int out_rewind(void *ctx)
+{
+	struct out_file *o = ctx;
+
+	if (ftruncate(o->fd, 0) || lseek(o->fd, 0, SEEK_SET))
+		return -errno;
+	return 0;
+}
+
+static int out_open(struct out_file *o, const char *dst, const char *key)
+{
+	struct stat st;
+	char dirbuf[4096], *dir;
+	mode_t mask;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	if (!strcmp(dst, "-")) {
+		o->fd = STDOUT_FILENO;
+		o->is_stdout = true;
+		return 0;
+	}
+	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(o->final, sizeof(o->final), "%s/%s", dst, last_part(key));
+	else
+		snprintf(o->final, sizeof(o->final), "%s", dst);
+	snprintf(dirbuf, sizeof(dirbuf), "%s", o->final);
+	dir = dirname(dirbuf);
+	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.rdx-XXXXXX", dir,
+			     last_part(o->final)) >= sizeof(o->tmp))
+		return -ENAMETOOLONG;
+	o->fd = mkostemp(o->tmp, O_CLOEXEC);
+	if (o->fd < 0)
+		return -errno;
+	/* mkstemp makes 0600; a download gets what a new file would. */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(o->fd, 0666 & ~mask))
+		return -errno;
+	return 0;
+}
+
+static int out_publish(struct out_file *o)
+{
+	if (o->is_stdout)
+		return 0;
+	if (fsync(o->fd) || close(o->fd)) {
+		o->fd = -1;
+		return -errno;
+	}
+	o->fd = -1;
+	if (rename(o->tmp, o->final))
+		return -errno;
+	o->tmp[0] = '\0';
+	return 0;
+}
+
+static void out_abort(struct out_file *o)
+{
+	if (o->is_stdout)
+		return;
+	if (o->fd >= 0)
+		close(o->fd);
+	if (o->tmp[0])
+		unlink(o->tmp);
+}
+
+static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
+{
+	struct s3_url u;
+	struct s3_object_info info;
+	struct out_file o;
+	struct s3_sink sink = { .write = out_write, .rewind = out_rewind, .ctx = &o };
+	char what[KEY_MAX + 300];
+	const char *dst;
+	int ret;
+
+	if (cat ? n != 1 : (n < 1 || n > 2)) {
+		rdx_error(cat ? "usage: rds3 cat s3://BUCKET/KEY" :
+				"usage: rds3 get s3://BUCKET/KEY [FILE|-]");
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_url(args[0], &u) || need_key(args[0], &u))
+		return RDX_EXIT_USAGE;
+	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
+	dst = cat ? "-" : n == 2 ? args[1] : last_part(u.key);
+	ret = out_open(&o, dst, u.key);
+	if (ret) {
+		out_abort(&o);
+		rdx_error("cannot write '%s': %s", o.final[0] ? o.final : dst, strerror(-ret));
+		return RDX_EXIT_IO;
+	}
+	if (o.is_stdout)
+		sink.rewind = NULL; /* what went out cannot be taken back */
+	ret = s3_get_object(s->s3, u.bucket, u.key, &sink, &info);
+	if (!ret && (ret = out_publish(&o))) {
+		out_abort(&o);
+		rdx_error("cannot write '%s': %s", o.final, strerror(-ret));
+		return RDX_EXIT_IO;
+	}
+	if (ret) {
+		out_abort(&o);
+		if (ret != -RDX_EINTR && ret < 0 && -ret < RDX_EBASE) {
+			rdx_error("cannot write '%s': %s", o.is_stdout ? "stdout" : o.final,
+				  strerror(-ret));
+			return RDX_EXIT_IO;
+		}
+		return s3_fail(s, what, ret);
+	}
+	rdx_info(1, "get %s: %llu bytes, ETag %s", what, (unsigned long long)info.size,
+		 info.etag);
+	return 0;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void jstr(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+/* "2024-05-01T10:00:00.000Z" as "2024-05-01 10:00:00". */
+static void print_date(const char *iso)
+{
+	char d[20];
+
+	if (iso && strlen(iso) >= 19 && iso[10] == 'T') {
+		memcpy(d, iso, 19);
+		d[10] = ' ';
+		d[19] = '\0';
+		printf("%s", d);
+	} else {
+		printf("%-19s", iso ? iso : "-");
+	}
+}
+
+static void print_entry(const struct s3_cmd *s, const struct s3_entry *e,
+			bool bucket)
+{
+	if (s->c.json) {
+		if (bucket) {
+			fputs("{\"bucket\":", stdout);
+			jstr(e->name);
+			fputs(",\"created\":", stdout);
+			jstr(e->mtime);
+		} else if (e->is_prefix) {
+			fputs("{\"prefix\":", stdout);
+			jstr(e->name);
+		} else {
+			fputs("{\"key\":", stdout);
+			jstr(e->name);
+			printf(",\"size\":%llu,\"last_modified\":", (unsigned long long)e->size);
+			jstr(e->mtime);
+			fputs(",\"etag\":", stdout);
+			jstr(e->etag);
+		}
+		fputs("}\n", stdout);
+		return;
+	}
+	if (bucket) {
+		print_date(e->mtime);
+		printf(" %s\n", e->name);
+	} else if (e->is_prefix) {
+		printf("%30s %s\n", "PRE", e->name);
+	} else {
+		print_date(e->mtime);
+		printf(" %10llu %s\n", (unsigned long long)e->size, e->name);
+	}
+}
+
+static int cmd_ls(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_list l = { 0 };
+	struct s3_url u;
+	char *token = NULL, what[KEY_MAX + 300];
+	size_t i;
+	int ret;
+
+	if (n > 1) {
+		rdx_error("usage: rds3 ls [s3://BUCKET[/PREFIX]]");
+		return RDX_EXIT_USAGE;
+	}
+	if (!n) {
+		ret = s3_list_buckets(s->s3, &l);
+		if (ret)
+			return s3_fail(s, "buckets", ret);
+		for (i = 0; i < l.n; i++)
+			print_entry(s, &l.v[i], true);
+		s3_list_release(&l);
+		return fflush(stdout) ? RDX_EXIT_IO : 0;
+	}
+	if (parse_url(args[0], &u))
+		return RDX_EXIT_USAGE;
+	snprintf(what, sizeof(what), "s3://%s%s%s", u.bucket, u.key[0] ? "/" : "", u.key);
+	do {
+		ret = s3_list_objects(s->s3, u.bucket, u.key, s->recursive ? NULL : "/",
+				      token, &l);
+		free(token);
+		token = NULL;
+		if (ret)
+			break;
+		for (i = 0; i < l.n; i++)
+			print_entry(s, &l.v[i], false);
+		if (l.truncated && !l.next_token) {
+			ret = -RDX_EPROTO;
+			break;
+		}
+		token = l.truncated ? strdup(l.next_token) : NULL;
+		s3_list_release(&l);
+		if (l.truncated && !token)
+			ret = -ENOMEM;
+	} while (!ret && token);
+	s3_list_release(&l);
+	free(token);
+	if (ret == -RDX_EPROTO && !s3_last_error(s->s3)->code[0]) {
+		rdx_error("ls %s: the listing is truncated but gives no continuation token", what);
+		return RDX_EXIT_CONN;
+	}
+	if (ret)
+		return s3_fail(s, what, ret);
+	return fflush(stdout) ? RDX_EXIT_IO : 0;
+}
+
+static int rm_one(struct s3_cmd *s, const char *bucket, const char *key)
+{
+	char what[KEY_MAX + 300];
+	int ret;
+
+	snprintf(what, sizeof(what), "s3://%s/%s", bucket, key);
+	ret = s3_delete_object(s->s3, bucket, key);
+	if (ret)
+		return s3_fail(s, what, ret);
+	rdx_info(1, "deleted %s", what);
+	return 0;
+}
+
+static int cmd_rm(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_list l = { 0 };
+	struct s3_url u;
+	char *token = NULL;
+	int i, rc = 0, ret;
+	size_t j;
+
+	if (n < 1) {
+		rdx_error("usage: rds3 rm [--recursive] s3://BUCKET/KEY...");
+		return RDX_EXIT_USAGE;
+	}
+	for (i = 0; i < n; i++)
+		if (parse_url(args[i], &u) || (!s->recursive && need_key(args[i], &u)))
+			return RDX_EXIT_USAGE;
+	for (i = 0; i < n && !rc; i++) {
+		parse_url(args[i], &u);
+		if (!s->recursive) {
+			rc = rm_one(s, u.bucket, u.key);
+			continue;
+		}
+		/* Page by page: each page is deleted before the next is asked
+		 * for, so memory stays at one page. */
+		do {
+			ret = s3_list_objects(s->s3, u.bucket, u.key, NULL, token, &l);
+			free(token);
+			token = NULL;
+			if (ret) {
+				char what[KEY_MAX + 300];
+
+				snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
+				rc = s3_fail(s, what, ret);
+				break;
+			}
+			for (j = 0; j < l.n && !rc; j++)
+				rc = rm_one(s, u.bucket, l.v[j].name);
+			token = l.truncated && l.next_token ? strdup(l.next_token) : NULL;
+			s3_list_release(&l);
+		} while (!rc && token);
+		free(token);
+		token = NULL;
+	}
+	return rc;
+}
+
+static int cmd_stat(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_object_info info;
+	struct s3_url u;
+	char what[KEY_MAX + 300];
+	int ret;
+
+	if (n != 1) {
+		rdx_error("usage: rds3 %s s3://BUCKET/KEY", s->cmd);
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_url(args[0], &u) || need_key(args[0], &u))
+		return RDX_EXIT_USAGE;
+	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
+	ret = s3_head_object(s->s3, u.bucket, u.key, &info);
+	if (ret)
+		return s3_fail(s, what, ret);
+	if (s->c.json) {
+		fputs("{\"url\":", stdout);
+		jstr(what);
+		printf(",\"size\":%llu,\"etag\":", (unsigned long long)info.size);
+		jstr(info.etag);
+		fputs(",\"last_modified\":", stdout);
+		jstr(info.last_modified);
+		fputs(",\"content_type\":", stdout);
+		jstr(info.content_type);
+		fputs("}\n", stdout);
+	} else {
+		printf("url: %s\nsize: %llu\netag: %s\nlast-modified: %s\ncontent-type: %s\n",
+		       what, (unsigned long long)info.size, info.etag,
+		       info.last_modified, info.content_type);
+	}
+	return fflush(stdout) ? RDX_EXIT_IO : 0;
+}
+
+static int cmd_bucket(struct s3_cmd *s, char **args, int n, bool make)
+{
+	struct s3_url u;
+	char what[300];
+	int ret;
+
+	if (n != 1) {
+		rdx_error("usage: rds3 %s s3://BUCKET", s->cmd);
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_url(args[0], &u))
+		return RDX_EXIT_USAGE;
+	if (u.key[0]) {
+		rdx_error("'%s': %s takes a bucket, not a key", args[0], s->cmd);
+		return RDX_EXIT_USAGE;
+	}
+	snprintf(what, sizeof(what), "s3://%s", u.bucket);
+	ret = make ? s3_create_bucket(s->s3, u.bucket) : s3_delete_bucket(s->s3, u.bucket);
+	if (ret)
+		return s3_fail(s, what, ret);
+	rdx_info(1, "%s %s", make ? "made" : "removed", what);
+	return 0;
+}
+
+/* --------------------------------------------------------------- main */
+
+static const char *const commands[] = { "put", "get", "cat", "ls", "rm",
+					"stat", "head", "mb", "rb", NULL };
+
+static int run(struct s3_cmd *s, char **args, int n)
+{
+	const char *c = s->cmd;
+
+	if (!strcmp(c, "put"))
+		return cmd_put(s, args, n);
+	if (!strcmp(c, "get"))
+		return cmd_get(s, args, n, false);
+	if (!strcmp(c, "cat"))
+		return cmd_get(s, args, n, true);
+	if (!strcmp(c, "ls"))
+		return cmd_ls(s, args, n);
+	if (!strcmp(c, "rm"))
+		return cmd_rm(s, args, n);
+	if (!strcmp(c, "stat") || !strcmp(c, "head"))
+		return cmd_stat(s, args, n);
+	return cmd_bucket(s, args, n, !strcmp(c, "mb"));
+}
+
+int main(int argc, char **argv)
+{
+	struct s3_cmd s = { .c.cli = &s3_cli, .retries = 4, .connect_timeout_ms = 10000 };
+	struct s3_client_opts co = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err[512];
+	int first, i, rc;
+
+	rdx_log_init("rds3", 0);
+	rdx_xfer_opts_init(&s.c.o);
+	first = rdx_opt_parse(&s3_cli, argc, argv, handle, &s);
+	if (first < 0)
+		return RDX_EXIT_USAGE;
+	if (s.c.done)
+		return RDX_EXIT_OK;
+	rdx_log_init("rds3", s.c.verbose);
+	if (first >= argc) {
+		rdx_error("no command: rds3 put|get|cat|ls|rm|stat|mb|rb ... (see --help)");
+		return RDX_EXIT_USAGE;
+	}
+	s.cmd = argv[first];
+	for (i = 0; commands[i] && strcmp(commands[i], s.cmd); i++)
+		;
+	if (!commands[i]) {
+		rdx_error("unknown command '%s' (see --help)", s.cmd);
+		return RDX_EXIT_USAGE;
+	}
+	if (s3_config_load(&s.cfg, &s.co, err, sizeof(err))) {
+		rdx_error("%s", err);
+		return RDX_EXIT_USAGE;
+	}
+	rdx_info(2, "endpoint %s://%s%s (%s), region %s, %s-style, credentials from %s",
+		 s.cfg.https ? "https" : "http", s.cfg.host, s.cfg.base_path,
+		 s.cfg.endpoint_source, s.cfg.region,
+		 s.cfg.addressing == S3_ADDR_PATH ? "path" : "virtual-host",
+		 s.cfg.no_sign ? "nowhere (unsigned)" : s.cfg.cred_source);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	co.cfg = &s.cfg;
+	co.retries = s.retries;
+	co.insecure = s.insecure;
+	co.connect_timeout_ms = (long)s.connect_timeout_ms;
+	co.stall_secs = (long)((s.c.o.timeout_ms + 999) / 1000);
+	co.verbose = s.c.verbose;
+	co.stop = &interrupted;
+	if (s3_client_new(&s.s3, &co)) {
+		rdx_error("out of memory");
+		s3_config_release(&s.cfg);
+		return RDX_EXIT_FAIL;
+	}
+	rc = run(&s, argv + first + 1, argc - first - 1);
+	s3_client_free(s.s3);
+	s3_config_release(&s.cfg);
+	return rc;
+}

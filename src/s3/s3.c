@@ -1,0 +1,522 @@
+#include "s3.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "http.h"
+#include "sigv4.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define LIST_BODY_MAX ((size_t)32 << 20)
+
+struct s3_client {
+	struct s3_client_opts o;
+	const struct s3_config *cfg;
+	struct s3_http *http;
+	struct s3_http_resp resp;
+	struct s3_sigv4 sig;
+	struct s3_error err;
+};
+
+/* One S3 request, before addressing and signing. */
+struct req {
+	const char *method;
+	const char *op;	    /* for -v: "PUT", "GET", ... */
+	const char *bucket; /* NULL: the service (ListBuckets) */
+	const char *key;    /* NULL: the bucket itself */
+	const struct s3_kv *query;
+	size_t nquery;
+	const struct s3_kv *headers; /* extra headers, signed */
+	size_t nheaders;
+	const void *body; /* or body_fd; NULL and -1: none */
+	int body_fd;
+	uint64_t body_off, body_len;
+	const char *payload_hash; /* NULL: of the empty body */
+	const struct s3_sink *sink;
+};
+
+int s3_client_new(struct s3_client **out, const struct s3_client_opts *o)
+{
+	struct s3_client *c = calloc(1, sizeof(*c));
+	struct s3_http_opts ho = {
+		.insecure = o->insecure,
+		.connect_timeout_ms = o->connect_timeout_ms,
+		.stall_secs = o->stall_secs,
+		.verbose = o->verbose,
+		.stop = o->stop,
+	};
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	c->o = *o;
+	c->cfg = o->cfg;
+	if (!c->o.backoff_ms)
+		c->o.backoff_ms = 100;
+	if (!c->o.backoff_max_ms)
+		c->o.backoff_max_ms = 5000;
+	ret = s3_http_new(&c->http, &ho);
+	if (ret) {
+		free(c);
+		return ret;
+	}
+	s3_http_resp_init(&c->resp, LIST_BODY_MAX);
+	s3_sigv4_init(&c->sig);
+	*out = c;
+	return 0;
+}
+
+void s3_client_free(struct s3_client *c)
+{
+	if (!c)
+		return;
+	s3_http_free(c->http);
+	s3_http_resp_release(&c->resp);
+	s3_sigv4_release(&c->sig);
+	free(c);
+}
+
+const struct s3_error *s3_last_error(const struct s3_client *c)
+{
+	return &c->err;
+}
+
+/* --------------------------------------------------------- addressing */
+
+static bool virtual_host(const struct s3_client *c, const char *bucket)
+{
+	if (!bucket)
+		return false;
+	switch (c->cfg->addressing) {
+	case S3_ADDR_PATH:
+		return false;
+	case S3_ADDR_VIRTUAL:
+		return true;
+	default:
+		return s3_bucket_dns_ok(bucket);
+	}
+}
+
+/* Builds the decoded path, the Host value and the URL of r. */
+static int address(const struct s3_client *c, const struct req *r,
+		   struct s3_buf *path, struct s3_buf *host, struct s3_buf *url)
+{
+	const struct s3_config *cfg = c->cfg;
+	bool vhost = virtual_host(c, r->bucket);
+	int ret;
+
+	s3_buf_adds(path, cfg->base_path);
+	s3_buf_addc(path, '/');
+	if (r->bucket && !vhost) {
+		s3_buf_adds(path, r->bucket);
+		if (r->key)
+			s3_buf_addc(path, '/');
+	}
+	if (r->key)
+		s3_buf_adds(path, r->key);
+	if (vhost)
+		s3_buf_printf(host, "%s.%s", r->bucket, cfg->host);
+	else
+		s3_buf_adds(host, cfg->host);
+	if ((ret = s3_buf_err(path)) || (ret = s3_buf_err(host)))
+		return ret;
+	s3_buf_printf(url, "%s://%s", cfg->https ? "https" : "http", host->p);
+	ret = s3_sigv4_path(url, path->p, false);
+	if (ret)
+		return ret;
+	if (r->nquery) {
+		s3_buf_addc(url, '?');
+		ret = s3_sigv4_query(url, r->query, r->nquery);
+	}
+	return ret ? ret : s3_buf_err(url);
+}
+
+static void amz_now(char out[17])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+/* ------------------------------------------------------------ retries */
+
+static bool retryable_status(long status, const char *code)
+{
+	return status >= 500 || status == 429 || !strcmp(code, "SlowDown") ||
+	       !strcmp(code, "RequestTimeout") || !strcmp(code, "Throttling");
+}
+
+static void backoff(const struct s3_client *c, unsigned attempt)
+{
+	uint64_t cap = c->o.backoff_ms, r = 0;
+	struct timespec ts;
+
+	while (attempt-- && cap < c->o.backoff_max_ms)
+		cap *= 2;
+	if (cap > c->o.backoff_max_ms)
+		cap = c->o.backoff_max_ms;
+	/* Full jitter: anywhere in [0, cap], so clients that failed together
+	 * do not come back together. */
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint64_t)time(NULL);
+	r %= cap + 1;
+	ts.tv_sec = (time_t)(r / 1000);
+	ts.tv_nsec = (long)(r % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		if (c->o.stop && atomic_load(c->o.stop))
+			return;
+}
+
+/* S3's Code for a status that came without an error document. */
+static const char *status_code_name(long status)
+{
+	switch (status) {
+	case 301:
+		return "PermanentRedirect";
+	case 400:
+		return "BadRequest";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "NotFound";
+	case 405:
+		return "MethodNotAllowed";
+	case 409:
+		return "Conflict";
+	case 412:
+		return "PreconditionFailed";
+	case 429:
+		return "TooManyRequests";
+	case 500:
+		return "InternalError";
+	case 501:
+		return "NotImplemented";
+	case 503:
+		return "ServiceUnavailable";
+	default:
+		return "UnexpectedStatus";
+	}
+}
+
+static void fill_error(struct s3_client *c, int ret)
+{
+	struct s3_error *e = &c->err;
+	const struct s3_http_resp *p = &c->resp;
+
+	e->code[0] = e->message[0] = '\0';
+	e->status = ret == 0 || ret == -RDX_EPROTO ? p->status : 0;
+	if (ret && ret != -RDX_EPROTO) {
+		snprintf(e->message, sizeof(e->message), "%s",
+			 p->error[0] ? p->error : rdx_strerror(ret));
+		return;
+	}
+	if (p->body.len &&
+	    !s3_xml_error(p->body.p, p->body.len, e->code, sizeof(e->code),
+			  e->message, sizeof(e->message)))
+		return;
+	/* HEAD has no body; other servers send HTML: name the status. */
+	snprintf(e->code, sizeof(e->code), "%s", status_code_name(p->status));
+	snprintf(e->message, sizeof(e->message), "HTTP status %ld", p->status);
+}
+
+/* Tracks whether a sink received bytes, to know if a retry is possible. */
+struct sink_guard {
+	const struct s3_sink *sink;
+	uint64_t bytes;
+};
+
+static int guarded_write(void *ctx, const void *p, size_t n)
+{
+	struct sink_guard *g = ctx;
+
+	g->bytes += n;
+	return g->sink->write(g->sink->ctx, p, n);
+}
+
+static int do_request(struct s3_client *c, const struct req *r)
+{
+	const struct s3_config *cfg = c->cfg;
+	struct s3_buf path, host, url;
+	struct s3_kv h[16];
+	struct s3_creds creds = {
+		.access_key = cfg->access_key,
+		.secret_key = cfg->secret_key,
+		.session_token = cfg->session_token,
+	};
+	struct sink_guard guard = { .sink = r->sink };
+	char date[17];
+	unsigned attempt;
+	size_t nh, i;
+	int ret;
+
+	memset(&c->err, 0, sizeof(c->err));
+	if (r->nheaders > 10)
+		return -EINVAL;
+	s3_buf_init(&path, 0);
+	s3_buf_init(&host, 0);
+	s3_buf_init(&url, 0);
+	ret = address(c, r, &path, &host, &url);
+	if (ret)
+		goto out;
+	for (attempt = 0;; attempt++) {
+		struct s3_http_req hr = {
+			.method = r->method,
+			.url = url.p,
+			.headers = h,
+			.body = r->body,
+			.body_fd = r->body_fd,
+			.body_off = r->body_off,
+			.body_len = r->body_len,
+		};
+		bool again;
+
+		if (r->sink) {
+			guard.bytes = 0;
+			hr.sink.write = guarded_write;
+			hr.sink.ctx = &guard;
+		}
+		amz_now(date);
+		nh = 0;
+		h[nh++] = (struct s3_kv){ "Host", host.p };
+		h[nh++] = (struct s3_kv){ "x-amz-date", date };
+		h[nh++] = (struct s3_kv){ "x-amz-content-sha256",
+					  r->payload_hash ? r->payload_hash : S3_EMPTY_SHA256 };
+		if (cfg->session_token && !cfg->no_sign)
+			h[nh++] = (struct s3_kv){ "x-amz-security-token", cfg->session_token };
+		for (i = 0; i < r->nheaders; i++)
+			h[nh++] = r->headers[i];
+		if (!cfg->no_sign) {
+			struct s3_sign s = {
+				.method = r->method,
+				.path = path.p,
+				.query = r->query,
+				.nquery = r->nquery,
+				.headers = h,
+				.nheaders = nh,
+				.payload_hash = h[2].value,
+				.region = cfg->region,
+				.service = "s3",
+				.amz_date = date,
+			};
+
+			ret = s3_sigv4_sign(&creds, &s, &c->sig);
+			if (ret)
+				goto out;
+			h[nh++] = (struct s3_kv){ "Authorization", c->sig.authz.p };
+		}
+		hr.nheaders = nh;
+		ret = s3_http_do(c->http, &hr, &c->resp);
+		c->err.attempts = attempt + 1;
+		rdx_info(2, "%s %s: %ld, %llu bytes in, %llu out", r->method, url.p,
+			 c->resp.status, (unsigned long long)c->resp.bytes,
+			 (unsigned long long)r->body_len);
+		if (ret == 0 && c->resp.status >= 200 && c->resp.status < 300)
+			break;
+		if (ret == -RDX_ECONNECT || ret == -RDX_ETIMEOUT) {
+			again = true;
+		} else if (ret == 0) {
+			fill_error(c, 0);
+			again = retryable_status(c->resp.status, c->err.code);
+		} else {
+			break; /* the sink, memory, a stop: final */
+		}
+		if (r->sink && guard.bytes && !r->sink->rewind)
+			again = false;
+		if (!again || attempt >= c->o.retries ||
+		    (c->o.stop && atomic_load(c->o.stop))) {
+			if (ret == 0)
+				ret = c->resp.status == 403 ? -RDX_EAUTH : -RDX_EREMOTE;
+			break;
+		}
+		rdx_info(1, "%s %s: %s%s%s, retrying (attempt %u of %u)", r->op,
+			 url.p, ret ? c->resp.error : c->err.code,
+			 ret ? "" : ": ", ret ? "" : c->err.message, attempt + 2,
+			 c->o.retries + 1);
+		backoff(c, attempt);
+		if (r->sink && guard.bytes) {
+			ret = r->sink->rewind(r->sink->ctx);
+			if (ret)
+				goto out;
+		}
+	}
+	if (ret && ret != -RDX_EAUTH && ret != -RDX_EREMOTE)
+		fill_error(c, ret);
+	if (c->o.stop && atomic_load(c->o.stop) && ret)
+		ret = -RDX_EINTR;
+out:
+	s3_buf_release(&path);
+	s3_buf_release(&host);
+	s3_buf_release(&url);
+	return ret;
+}
+
+static void take_info(const struct s3_client *c, struct s3_object_info *info)
+{
+	const struct s3_http_resp *p = &c->resp;
+
+	if (!info)
+		return;
+	memset(info, 0, sizeof(*info));
+	info->size = p->has_length ? p->content_length : p->bytes;
+	snprintf(info->etag, sizeof(info->etag), "%s", p->etag);
+	snprintf(info->last_modified, sizeof(info->last_modified), "%s", p->last_modified);
+	snprintf(info->content_type, sizeof(info->content_type), "%s", p->content_type);
+}
+
+/* --------------------------------------------------------- operations */
+
+int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
+		  int fd, uint64_t off, uint64_t len, const char *sha256_hex,
+		  struct s3_object_info *info)
+{
+	struct req r = {
+		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
+		.body_fd = fd, .body_off = off, .body_len = len,
+		.payload_hash = sha256_hex,
+	};
+	int ret = do_request(c, &r);
+
+	if (!ret)
+		take_info(c, info);
+	if (!ret && info)
+		info->size = len;
+	return ret;
+}
+
+int s3_get_object(struct s3_client *c, const char *bucket, const char *key,
+		  const struct s3_sink *sink, struct s3_object_info *info)
+{
+	struct req r = {
+		.method = "GET", .op = "get", .bucket = bucket, .key = key,
+		.body_fd = -1, .sink = sink,
+	};
+	int ret = do_request(c, &r);
+
+	if (ret)
+		return ret;
+	if (c->resp.has_length && c->resp.bytes != c->resp.content_length) {
+		snprintf(c->err.message, sizeof(c->err.message),
+			 "received %llu bytes of %llu",
+			 (unsigned long long)c->resp.bytes,
+			 (unsigned long long)c->resp.content_length);
+		return -RDX_EINTEGRITY;
+	}
+	take_info(c, info);
+	return 0;
+}
+
+int s3_head_object(struct s3_client *c, const char *bucket, const char *key,
+		   struct s3_object_info *info)
+{
+	struct req r = {
+		.method = "HEAD", .op = "head", .bucket = bucket, .key = key,
+		.body_fd = -1,
+	};
+	int ret = do_request(c, &r);
+
+	if (!ret)
+		take_info(c, info);
+	return ret;
+}
+
+int s3_delete_object(struct s3_client *c, const char *bucket, const char *key)
+{
+	struct req r = {
+		.method = "DELETE", .op = "rm", .bucket = bucket, .key = key,
+		.body_fd = -1,
+	};
+
+	return do_request(c, &r);
+}
+
+static int parsed(struct s3_client *c, int ret)
+{
+	if (ret == -RDX_EPROTO || ret == -E2BIG) {
+		c->err.status = c->resp.status;
+		snprintf(c->err.code, sizeof(c->err.code), "MalformedResponse");
+		snprintf(c->err.message, sizeof(c->err.message),
+			 "the server's XML could not be read (%s)",
+			 ret == -E2BIG ? "too large" : "not a listing");
+		return -RDX_EPROTO;
+	}
+	return ret;
+}
+
+int s3_list_objects(struct s3_client *c, const char *bucket, const char *prefix,
+		    const char *delimiter, const char *token, struct s3_list *out)
+{
+	struct s3_kv q[5];
+	size_t n = 0;
+	struct req r = {
+		.method = "GET", .op = "ls", .bucket = bucket, .body_fd = -1,
+	};
+	int ret;
+
+	q[n++] = (struct s3_kv){ "list-type", "2" };
+	if (prefix && *prefix)
+		q[n++] = (struct s3_kv){ "prefix", prefix };
+	if (delimiter)
+		q[n++] = (struct s3_kv){ "delimiter", delimiter };
+	if (token)
+		q[n++] = (struct s3_kv){ "continuation-token", token };
+	r.query = q;
+	r.nquery = n;
+	ret = do_request(c, &r);
+	if (ret)
+		return ret;
+	return parsed(c, s3_xml_list_objects(c->resp.body.p, c->resp.body.len, out));
+}
+
+int s3_list_buckets(struct s3_client *c, struct s3_list *out)
+{
+	struct req r = { .method = "GET", .op = "ls", .body_fd = -1 };
+	int ret = do_request(c, &r);
+
+	if (ret)
+		return ret;
+	return parsed(c, s3_xml_list_buckets(c->resp.body.p, c->resp.body.len, out));
+}
+
+int s3_create_bucket(struct s3_client *c, const char *bucket)
+{
+	struct s3_buf body;
+	char hash[S3_SHA256_HEX_LEN + 1];
+	struct req r = {
+		.method = "PUT", .op = "mb", .bucket = bucket, .body_fd = -1,
+	};
+	int ret;
+
+	s3_buf_init(&body, 0);
+	/* us-east-1 is the default and refuses to be named. */
+	if (strcmp(c->cfg->region, "us-east-1"))
+		s3_buf_printf(&body,
+			      "<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+			      "<LocationConstraint>%s</LocationConstraint></CreateBucketConfiguration>",
+			      c->cfg->region);
+	if ((ret = s3_buf_err(&body)))
+		goto out;
+	s3_sha256_hex(s3_buf_str(&body), body.len, hash);
+	r.body = s3_buf_str(&body);
+	r.body_len = body.len;
+	r.payload_hash = hash;
+	ret = do_request(c, &r);
+out:
+	s3_buf_release(&body);
+	return ret;
+}
+
+int s3_delete_bucket(struct s3_client *c, const char *bucket)
+{
+	struct req r = {
+		.method = "DELETE", .op = "rb", .bucket = bucket, .body_fd = -1,
+	};
+
+	return do_request(c, &r);
+}

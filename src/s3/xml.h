@@ -1,0 +1,47 @@
+/* The S3 XML documents rds3 reads, parsed with expat: Error,
+ * ListAllMyBucketsResult and ListBucketResult (ListObjectsV2).  Input is
+ * hostile: depth, element text and entry counts are bounded, DTDs and
+ * external entities are not loaded, and a document that is not well
+ * formed is an error (-RDX_EPROTO), never a partial result. */
+#ifndef RDS3_XML_H
+#define RDS3_XML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define S3_XML_MAX_DEPTH 16
+#define S3_XML_MAX_TEXT 4096 /* per element: keys are at most 1024 bytes */
+#define S3_XML_MAX_ENTRIES 100000
+
+struct s3_entry {
+	char *name;	/* object key, common prefix or bucket name */
+	char *mtime;	/* LastModified / CreationDate, as S3 wrote it */
+	char *etag;
+	uint64_t size;
+	bool is_prefix; /* a CommonPrefixes entry */
+};
+
+struct s3_list {
+	struct s3_entry *v;
+	size_t n, cap;
+	bool truncated;
+	char *next_token; /* NextContinuationToken, NULL when none */
+};
+
+/* Reads Code and Message of an S3 Error document into code and msg (each
+ * truncated to its size).  Returns 0, or -RDX_EPROTO when xml is not one. */
+int s3_xml_error(const char *xml, size_t n, char *code, size_t codelen,
+		 char *msg, size_t msglen);
+
+/* Appends the entries of a ListObjectsV2 (ListBucketResult) document to
+ * out and sets truncated / next_token.  Returns 0, -RDX_EPROTO, -E2BIG
+ * (too many entries) or -ENOMEM. */
+int s3_xml_list_objects(const char *xml, size_t n, struct s3_list *out);
+
+/* Appends the buckets of a ListAllMyBucketsResult document to out. */
+int s3_xml_list_buckets(const char *xml, size_t n, struct s3_list *out);
+
+void s3_list_release(struct s3_list *l);
+
+#endif

@@ -1,0 +1,385 @@
+#!/usr/bin/env bats
+# rds3 against a real third-party S3 server: s3rver (npm, pinned in
+# tests/s3/package-lock.json) on 127.0.0.1, behind tests/s3/proxy.js, which
+# verifies every signed request with AWS's own JS signer
+# (@smithy/signature-v4) and can inject faults.  The Debian awscli client
+# cross-checks what rds3 writes.  One server pair serves the whole file.
+
+load ../lib/common
+
+RDS3=$RDX_BUILD/rds3
+AWS=/usr/bin/aws
+
+setup_file() {
+	local dir=$BATS_FILE_TMPDIR p
+	bash "$BATS_TEST_DIRNAME/../s3/setup.sh" >"$dir/setup.log" 2>&1 || {
+		cat "$dir/setup.log" >&3
+		return 1
+	}
+	p=$(free_port)
+	node "$BATS_TEST_DIRNAME/../s3/node_modules/s3rver/bin/s3rver.js" \
+		-d "$dir/data" -a 127.0.0.1 -p "$p" --silent >"$dir/s3rver.log" 2>&1 3>&- &
+	echo $! >"$dir/s3rver.pid"
+	export S3RVER_PORT=$p
+	: >"$dir/proxy.out"
+	node "$BATS_TEST_DIRNAME/../s3/proxy.js" --port 0 --upstream "$p" \
+		--key S3RVER --secret S3RVER >"$dir/proxy.out" 2>"$dir/proxy.log" 3>&- &
+	echo $! >"$dir/proxy.pid"
+	local i
+	for i in $(seq 1 100); do
+		grep -q '^listening' "$dir/proxy.out" && is_listening "$p" && break
+		sleep 0.1
+	done
+	PROXY_PORT=$(sed -n 's/^listening //p' "$dir/proxy.out")
+	[ -n "$PROXY_PORT" ] || { cat "$dir/proxy.log" "$dir/s3rver.log" >&3; return 1; }
+	export PROXY_PORT
+}
+
+teardown_file() {
+	local f
+	for f in proxy s3rver; do
+		[ -f "$BATS_FILE_TMPDIR/$f.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/$f.pid")" 2>/dev/null
+	done
+	return 0
+}
+
+setup() {
+	common_setup
+	[ -x "$RDS3" ] || fail "rds3 not built: $RDS3"
+	# Only what the test gives: no user's ~/.aws, no stray AWS_* variables.
+	unset AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_SESSION_TOKEN
+	export HOME=$D/home AWS_SHARED_CREDENTIALS_FILE=$D/home/.aws/credentials
+	export AWS_CONFIG_FILE=$D/home/.aws/config
+	mkdir -p "$HOME"
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+	export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$PROXY_PORT
+	B=t$BATS_TEST_NUMBER-$RANDOM
+	xrun "$RDS3" mb "s3://$B" || fail "cannot make bucket $B"
+	stats0=$(proxy_stats)
+}
+
+teardown() {
+	# Every signed request of a passing test was verified by the proxy.
+	if [ -n "${BATS_TEST_COMPLETED:-}" ] && [ -z "${EXPECT_REJECTED:-}" ]; then
+		local now
+		now=$(proxy_stats)
+		[ "$(jq .rejected <<<"$now")" = "$(jq .rejected <<<"$stats0")" ] ||
+			{ echo "the proxy rejected requests:" >&2; tail -n 20 "$BATS_FILE_TMPDIR/proxy.log" >&2; return 1; }
+	fi
+	common_teardown
+}
+
+proxy_stats() {
+	curl -sf "http://127.0.0.1:$PROXY_PORT/__proxy/stats"
+}
+
+proxy_fault() { # proxy_fault STATUS COUNT [CODE]
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/fault?status=$1&count=$2&code=${3:-ServiceUnavailable}" >/dev/null
+}
+
+rds3() {
+	run_t "$RDS3" "$@"
+}
+
+# jq_any FILTER [ARGS...] <JSONL: some line satisfies FILTER (jq 1.6's -e
+# looks only at the last input).
+jq_any() {
+	local f=$1
+	shift
+	jq -e -s "$@" "any(.[]; $f)" >/dev/null
+}
+
+# ------------------------------------------------------------------ data
+
+@test "put and get: 0 bytes, 1 byte, 3 MiB, byte-identical, every request verified" {
+	for size in 0 1 3M; do
+		mkrand "$D/src.$size" "$size"
+		rds3 put "$D/src.$size" "s3://$B/obj.$size"
+		assert_status 0
+		[ -z "$output" ] || fail "put wrote to stdout: $output"
+		rds3 get "s3://$B/obj.$size" "$D/dst.$size"
+		assert_status 0
+		assert_same "$D/src.$size" "$D/dst.$size"
+		assert_no_temp "$D/dst.$size"
+	done
+	[ "$(jq .verified <<<"$(proxy_stats)")" -gt "$(jq .verified <<<"$stats0")" ]
+}
+
+@test "put from stdin (unknown length), cat to stdout" {
+	mkrand "$D/src" 1234567
+	run_t bash -c 'cat "$1" | "$2" put - "$3"' _ "$D/src" "$RDS3" "s3://$B/from-stdin"
+	assert_status 0
+	run_t bash -c '"$1" cat "$2" >"$3"' _ "$RDS3" "s3://$B/from-stdin" "$D/out"
+	assert_status 0
+	assert_same "$D/src" "$D/out"
+	: | xrun "$RDS3" put - "s3://$B/empty-stdin"
+	rds3 stat "s3://$B/empty-stdin"
+	assert_status 0
+	assert_match "$output" '^size: 0$'
+}
+
+@test "keys with spaces, unicode, +, %, =, ~, () and runs of / round-trip" {
+	mkrand "$D/src" 1000
+	keys=("a b/c d" "ünï/cödé ✓" "plus+and=eq" "pct%41%2F%" "tilde~(paren)!*'"
+		"q?x#y&z" "sp  ace " "semi;colon,comma@at\$dollar")
+	for k in "${keys[@]}"; do
+		rds3 put "$D/src" "s3://$B/$k"
+		assert_status 0
+	done
+	for k in "${keys[@]}"; do
+		rm -f "$D/out"
+		rds3 get "s3://$B/$k" "$D/out"
+		assert_status 0
+		assert_same "$D/src" "$D/out"
+	done
+	rds3 ls --recursive --json "s3://$B"
+	assert_status 0
+	for k in "${keys[@]}"; do
+		jq_any '.key == $k and .size == 1000' --arg k "$k" <<<"$output" ||
+			fail "ls --json lacks key '$k': $output"
+	done
+	[ "$(grep -c '' <<<"$output")" -eq "${#keys[@]}" ]
+}
+
+@test "runs of / and a leading / are signed as S3 keeps them (verified by the proxy)" {
+	mkrand "$D/src" 100
+	for k in "a//b///c" "/lead" "x/./y/../z"; do
+		# s3rver stores keys as paths and cannot keep every such key;
+		# what matters here is that the signature matches the URL sent.
+		run_t "$RDS3" put "$D/src" "s3://$B/$k"
+		enc=$(jq -rn --arg k "$k" '$k | @uri | gsub("%2F"; "/")')
+		grep -qF "PUT /$B/$enc -> verified" "$BATS_FILE_TMPDIR/proxy.log" ||
+			fail "PUT of '$k' was not verified: $(tail -n 3 "$BATS_FILE_TMPDIR/proxy.log")"
+	done
+}
+
+@test "put to a key ending in / takes the file's name; get to a directory too" {
+	mkrand "$D/file.bin" 100
+	rds3 put "$D/file.bin" "s3://$B/dir/"
+	assert_status 0
+	mkdir "$D/into"
+	rds3 get "s3://$B/dir/file.bin" "$D/into"
+	assert_status 0
+	assert_same "$D/file.bin" "$D/into/file.bin"
+	(cd "$D/into" && rm file.bin && xrun "$RDS3" get "s3://$B/dir/file.bin") || fail "get without FILE"
+	assert_same "$D/file.bin" "$D/into/file.bin"
+}
+
+# --------------------------------------------------------------- listing
+
+@test "ls: buckets, prefixes and keys, --recursive, --json" {
+	mkrand "$D/f" 10
+	for k in top d1/x d1/y d1/sub/z d2/w; do
+		xrun "$RDS3" put "$D/f" "s3://$B/$k" || fail "put $k"
+	done
+	rds3 ls
+	assert_status 0
+	assert_match "$output" "^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8} $B$"
+	rds3 ls --json
+	jq_any '.bucket == $b' --arg b "$B" <<<"$output" || fail "ls --json: $output"
+	rds3 ls "s3://$B"
+	assert_status 0
+	assert_match "$output" "^ +PRE d1/$"
+	assert_match "$output" "^ +PRE d2/$"
+	assert_match "$output" "^[0-9-]{10} [0-9:]{8} +10 top$"
+	[ "$(grep -c '' <<<"$output")" -eq 3 ]
+	rds3 ls "s3://$B/d1/"
+	assert_match "$output" "^ +PRE d1/sub/$"
+	assert_match "$output" " 10 d1/x$"
+	[ "$(grep -c '' <<<"$output")" -eq 3 ]
+	rds3 ls -r "s3://$B/d1"
+	[ "$(grep -c '' <<<"$output")" -eq 3 ]
+	rds3 ls -r --json "s3://$B"
+	assert_status 0
+	[ "$(jq -s 'length' <<<"$output")" -eq 5 ]
+	jq_any '.key == "d1/sub/z" and .size == 10 and (.etag | test("^\"[0-9a-f]{32}\"$"))' <<<"$output" ||
+		fail "ls --json: $output"
+	rds3 ls --json "s3://$B"
+	jq_any '.prefix == "d2/"' <<<"$output" || fail "no prefix d2/: $output"
+}
+
+@test "stat and head: size, ETag, date; --json" {
+	printf 'hello\n' >"$D/f"
+	xrun "$RDS3" put "$D/f" "s3://$B/k"
+	rds3 stat "s3://$B/k"
+	assert_status 0
+	assert_match "$output" '^size: 6$'
+	assert_match "$output" '^etag: "b1946ac92492d2347c6235b4d2611184"$'
+	rds3 head --json "s3://$B/k"
+	assert_status 0
+	[ "$(jq -r .size <<<"$output")" = 6 ]
+	[ "$(jq -r .url <<<"$output")" = "s3://$B/k" ]
+}
+
+@test "rm: one, several, --recursive; then the keys are gone" {
+	mkrand "$D/f" 10
+	for k in a b c p/1 p/2 p/q/3 keep; do
+		xrun "$RDS3" put "$D/f" "s3://$B/$k"
+	done
+	rds3 rm "s3://$B/a"
+	assert_status 0
+	rds3 rm "s3://$B/b" "s3://$B/c"
+	assert_status 0
+	rds3 rm --recursive "s3://$B/p/"
+	assert_status 0
+	rds3 ls -r "s3://$B"
+	[ "$output" != "${output/keep/}" ] || fail "keep went too: $output"
+	[ "$(grep -c '' <<<"$output")" -eq 1 ] || fail "left: $output"
+	rds3 get "s3://$B/a" "$D/out"
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: get s3://$B/a: NoSuchKey: "
+	assert_no_output_file "$D/out"
+}
+
+@test "mb, rb: a new bucket is listed; a non-empty one is not removed" {
+	rds3 mb "s3://$B-new"
+	assert_status 0
+	rds3 ls
+	assert_match "$output" " $B-new$"
+	mkrand "$D/f" 10
+	xrun "$RDS3" put "$D/f" "s3://$B-new/k"
+	rds3 rb "s3://$B-new"
+	assert_status 5
+	assert_match "$stderr" "^rds3: rb s3://$B-new: BucketNotEmpty: "
+	xrun "$RDS3" rm "s3://$B-new/k"
+	rds3 rb "s3://$B-new"
+	assert_status 0
+	rds3 ls
+	[ "$output" = "${output/ $B-new/}" ] || fail "still listed: $output"
+}
+
+# ---------------------------------------------------------------- errors
+
+@test "missing bucket and key: one clear line, exit 5, no file written" {
+	rds3 get "s3://$B/nope" "$D/out"
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: get s3://$B/nope: NoSuchKey: "
+	assert_no_output_file "$D/out"
+	rds3 get "s3://no-such-bucket-$B/k" "$D/out"
+	assert_status 5
+	assert_match "$stderr" "^rds3: get s3://no-such-bucket-$B/k: NoSuchBucket: "
+	assert_no_output_file "$D/out"
+	rds3 stat "s3://$B/nope"
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: stat s3://$B/nope: NotFound: "
+	rds3 ls "s3://no-such-bucket-$B"
+	assert_status 5
+	assert_match "$stderr" "NoSuchBucket"
+	mkrand "$D/f" 10
+	rds3 put "$D/f" "s3://no-such-bucket-$B/k"
+	assert_status 5
+	assert_match "$stderr" "^rds3: put s3://no-such-bucket-$B/k: NoSuchBucket: "
+}
+
+@test "wrong secret: SignatureDoesNotMatch from the verifying proxy, exit 3" {
+	EXPECT_REJECTED=1
+	mkrand "$D/f" 100
+	AWS_SECRET_ACCESS_KEY=not-the-secret rds3 put "$D/f" "s3://$B/k"
+	assert_status 3
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/k: SignatureDoesNotMatch: The request signature we calculated"
+	AWS_SECRET_ACCESS_KEY=not-the-secret rds3 get "s3://$B/k" "$D/out"
+	assert_status 3
+	assert_no_output_file "$D/out"
+	# Not retried: a 4xx is final.
+	[ "$(jq .rejected <<<"$(proxy_stats)")" -eq $(($(jq .rejected <<<"$stats0") + 2)) ]
+	# And the object was not written.
+	rds3 stat "s3://$B/k"
+	assert_status 5
+}
+
+@test "503 twice, then success: retried with backoff; --retries 1 gives up" {
+	mkrand "$D/f" 200000
+	proxy_fault 503 2 SlowDown
+	rds3 -v put "$D/f" "s3://$B/k"
+	assert_status 0
+	[ "$(grep -c 'SlowDown.*retrying' <<<"$stderr")" -eq 2 ] || fail "stderr: $stderr"
+	proxy_fault 500 2 InternalError
+	rds3 get "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_same "$D/f" "$D/out"
+	proxy_fault 503 2
+	rds3 --retries 1 stat "s3://$B/k"
+	assert_status 5
+	assert_match "$stderr" "^rds3: stat s3://$B/k: ServiceUnavailable: "
+	proxy_fault 503 0
+	[ "$(jq .faults <<<"$(proxy_stats)")" -eq $(($(jq .faults <<<"$stats0") + 6)) ]
+}
+
+@test "a 4xx other than throttling is not retried" {
+	proxy_fault 400 1 InvalidRequest
+	rds3 -v ls "s3://$B"
+	assert_status 5
+	assert_match "$stderr" "InvalidRequest: injected"
+	! grep -q retrying <<<"$stderr"
+	[ "$(jq .faults <<<"$(proxy_stats)")" -eq $(($(jq .faults <<<"$stats0") + 1)) ]
+}
+
+@test "no server: retried, then one line and exit 3" {
+	p=$(free_port)
+	AWS_ENDPOINT_URL_S3=http://127.0.0.1:$p rds3 --retries 2 -v ls "s3://$B"
+	assert_status 3
+	[ "$(grep -c retrying <<<"$stderr")" -eq 2 ] || fail "stderr: $stderr"
+	last=$(tail -n 1 <<<"$stderr")
+	assert_match "$last" "^rds3: ls s3://$B: connection failed: "
+}
+
+@test "usage errors: exit 2, one line" {
+	for args in "" "frob s3://b/k" "put" "put /etc/hostname" "get http://b/k" "get s3://" \
+		"get s3://b/" "put - s3://b/" "mb s3://b/k" "--retries 99 ls" "get s3://b*d/k"; do
+		# shellcheck disable=SC2086 # split on purpose
+		rds3 $args
+		[ "$status" -eq 2 ] || fail "rds3 $args: expected 2, got $status: $stderr"
+		assert_one_line_error "$stderr" rds3
+		[ -z "$output" ]
+	done
+}
+
+# ---------------------------------------------------------------- config
+
+@test "credentials and endpoint from ~/.aws files and --profile" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL_S3
+	mkdir -p "$HOME/.aws"
+	printf '[default]\naws_access_key_id = S3RVER\naws_secret_access_key = wrong\n[good]\naws_access_key_id=S3RVER\naws_secret_access_key=S3RVER\n' \
+		>"$HOME/.aws/credentials"
+	printf '[default]\nendpoint_url = http://127.0.0.1:%s\n[profile good]\nregion = us-east-1\nendpoint_url = http://127.0.0.1:%s\n' \
+		"$PROXY_PORT" "$PROXY_PORT" >"$HOME/.aws/config"
+	EXPECT_REJECTED=1
+	rds3 ls "s3://$B"
+	assert_status 3
+	assert_match "$stderr" SignatureDoesNotMatch
+	rds3 --profile good ls "s3://$B"
+	assert_status 0
+	AWS_PROFILE=good rds3 ls "s3://$B"
+	assert_status 0
+	rds3 --profile nosuch ls "s3://$B"
+	assert_status 2
+	assert_match "$stderr" "^rds3: the profile 'nosuch' is in neither"
+}
+
+# ----------------------------------------------------- aws cli cross-check
+
+@test "aws cli reads back what rds3 wrote, and rds3 what aws wrote" {
+	[ -x "$AWS" ] || fail "awscli is not installed (scripts/deps.sh test)"
+	mkrand "$D/src" 2500000
+	k="cross/ünï code+x=y z"
+	rds3 put "$D/src" "s3://$B/$k"
+	assert_status 0
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3 cp "s3://$B/$k" "$D/by-aws"
+	assert_status 0
+	assert_same "$D/src" "$D/by-aws"
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3 cp "$D/src" "s3://$B/from-aws/a b"
+	assert_status 0
+	rds3 get "s3://$B/from-aws/a b" "$D/by-rds3"
+	assert_status 0
+	assert_same "$D/src" "$D/by-rds3"
+	rds3 stat --json "s3://$B/$k"
+	etag=$(jq -r .etag <<<"$output")
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3api head-object --bucket "$B" --key "$k"
+	assert_status 0
+	[ "$(jq -r .ETag <<<"$output")" = "$etag" ] || fail "ETag: aws $(jq -r .ETag <<<"$output"), rds3 $etag"
+	[ "$(jq -r .ContentLength <<<"$output")" = 2500000 ]
+}
