@@ -14,13 +14,12 @@
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../s3/config.h"
+#include "../s3/local.h"
 #include "../s3/s3.h"
 #include "../s3/sigv4.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,13 +210,6 @@ static int need_key(const char *arg, const struct s3_url *u)
 	return 0;
 }
 
-static const char *last_part(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 /* "rds3: put s3://b/k: AccessDenied: Access Denied", and the exit status. */
 static int s3_fail(struct s3_cmd *s, const char *what, int ret)
 {
@@ -246,99 +238,6 @@ static int s3_fail(struct s3_cmd *s, const char *what, int ret)
 
 /* ------------------------------------------------------ local data */
 
-static int write_full(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Hashes fd from its start (a file, or the spool of a pipe) and gives its
- * size.  When copy_from is set, it first copies that descriptor into fd. */
-static int hash_file(int fd, int copy_from, uint64_t *size, char *hex)
-{
-	static const char hx[] = "0123456789abcdef";
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char d[32];
-	unsigned int dl = 0;
-	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
-	int src = copy_from >= 0 ? copy_from : fd, ret = 0, i;
-	uint64_t off = 0;
-
-	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = copy_from >= 0 ? read(src, buf, cap) :
-					     pread(src, buf, cap, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (!n)
-			break;
-		if (atomic_load(&interrupted)) {
-			ret = -RDX_EINTR;
-			goto out;
-		}
-		if (copy_from >= 0 && (ret = write_full(fd, buf, (size_t)n)))
-			goto out;
-		EVP_DigestUpdate(md, buf, (size_t)n);
-		off += (uint64_t)n;
-		if (off > PUT_MAX) {
-			ret = -EFBIG;
-			goto out;
-		}
-	}
-	EVP_DigestFinal_ex(md, d, &dl);
-	for (i = 0; i < 32; i++) {
-		hex[2 * i] = hx[d[i] >> 4];
-		hex[2 * i + 1] = hx[d[i] & 15];
-	}
-	hex[64] = '\0';
-	*size = off;
-out:
-	EVP_MD_CTX_free(md);
-	free(buf);
-	return ret;
-}
-
-/* An unnamed temporary file for a stream of unknown length: memory stays
- * bounded whatever stdin brings. */
-static int spool_fd(void)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	snprintf(path, sizeof(path), "%s/.rds3-spool.XXXXXX", dir);
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	unlink(path);
-	return fd;
-}
-
 static int cmd_put(struct s3_cmd *s, char **args, int n)
 {
 	struct s3_url u;
@@ -356,21 +255,21 @@ static int cmd_put(struct s3_cmd *s, char **args, int n)
 	if (parse_url(args[1], &u))
 		return RDX_EXIT_USAGE;
 	if (!u.key[0] || u.key[strlen(u.key) - 1] == '/') {
-		if (!strcmp(src, "-") || strlen(u.key) + strlen(last_part(src)) > KEY_MAX ||
-		    !*last_part(src)) {
+		if (!strcmp(src, "-") || strlen(u.key) + strlen(s3_last_part(src)) > KEY_MAX ||
+		    !*s3_last_part(src)) {
 			rdx_error("'%s' names no object (s3://BUCKET/KEY)", args[1]);
 			return RDX_EXIT_USAGE;
 		}
-		strcat(u.key, last_part(src));
+		strcat(u.key, s3_last_part(src));
 	}
 	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
 	if (!strcmp(src, "-")) {
-		fd = spool_fd();
+		fd = s3_local_spool();
 		if (fd < 0) {
 			rdx_error("cannot make a temporary file for stdin: %s", strerror(-fd));
 			return RDX_EXIT_IO;
 		}
-		ret = hash_file(fd, STDIN_FILENO, &size, hex);
+		ret = s3_local_hash(fd, STDIN_FILENO, PUT_MAX, &interrupted, &size, hex);
 	} else {
 		fd = open(src, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -384,18 +283,18 @@ static int cmd_put(struct s3_cmd *s, char **args, int n)
 		}
 		if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
 			/* A FIFO or device: spool it as stdin is. */
-			int spool = spool_fd();
+			int spool = s3_local_spool();
 
 			if (spool < 0) {
 				close(fd);
 				rdx_error("cannot make a temporary file: %s", strerror(-spool));
 				return RDX_EXIT_IO;
 			}
-			ret = hash_file(spool, fd, &size, hex);
+			ret = s3_local_hash(spool, fd, PUT_MAX, &interrupted, &size, hex);
 			close(fd);
 			fd = spool;
 		} else {
-			ret = hash_file(fd, -1, &size, hex);
+			ret = s3_local_hash(fd, -1, PUT_MAX, &interrupted, &size, hex);
 		}
 	}
 	if (ret) {
@@ -418,97 +317,12 @@ static int cmd_put(struct s3_cmd *s, char **args, int n)
 	return 0;
 }
 
-/* A download target: a temporary next to the final name, renamed into
- * place only when the whole object is in; or stdout. */
-struct out_file {
-	int fd;
-	bool is_stdout;
-	char tmp[4096];
-	char final[4096];
-};
-
-static int out_write(void *ctx, const void *p, size_t n)
-{
-	struct out_file *o = ctx;
-
-	if (atomic_load(&interrupted))
-		return -RDX_EINTR;
-	return write_full(o->fd, p, n);
-}
-
-static int out_rewind(void *ctx)
-{
-	struct out_file *o = ctx;
-
-	if (ftruncate(o->fd, 0) || lseek(o->fd, 0, SEEK_SET))
-		return -errno;
-	return 0;
-}
-
-static int out_open(struct out_file *o, const char *dst, const char *key)
-{
-	struct stat st;
-	char dirbuf[4096], *dir;
-	mode_t mask;
-
-	memset(o, 0, sizeof(*o));
-	o->fd = -1;
-	if (!strcmp(dst, "-")) {
-		o->fd = STDOUT_FILENO;
-		o->is_stdout = true;
-		return 0;
-	}
-	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(o->final, sizeof(o->final), "%s/%s", dst, last_part(key));
-	else
-		snprintf(o->final, sizeof(o->final), "%s", dst);
-	snprintf(dirbuf, sizeof(dirbuf), "%s", o->final);
-	dir = dirname(dirbuf);
-	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.rdx-XXXXXX", dir,
-			     last_part(o->final)) >= sizeof(o->tmp))
-		return -ENAMETOOLONG;
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (o->fd < 0)
-		return -errno;
-	/* mkstemp makes 0600; a download gets what a new file would. */
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(o->fd, 0666 & ~mask))
-		return -errno;
-	return 0;
-}
-
-static int out_publish(struct out_file *o)
-{
-	if (o->is_stdout)
-		return 0;
-	if (fsync(o->fd) || close(o->fd)) {
-		o->fd = -1;
-		return -errno;
-	}
-	o->fd = -1;
-	if (rename(o->tmp, o->final))
-		return -errno;
-	o->tmp[0] = '\0';
-	return 0;
-}
-
-static void out_abort(struct out_file *o)
-{
-	if (o->is_stdout)
-		return;
-	if (o->fd >= 0)
-		close(o->fd);
-	if (o->tmp[0])
-		unlink(o->tmp);
-}
-
 static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
 {
 	struct s3_url u;
 	struct s3_object_info info;
-	struct out_file o;
-	struct s3_sink sink = { .write = out_write, .rewind = out_rewind, .ctx = &o };
+	struct s3_out o;
+	struct s3_sink sink = { .write = s3_out_write, .rewind = s3_out_rewind, .ctx = &o };
 	char what[KEY_MAX + 300];
 	const char *dst;
 	int ret;
@@ -521,23 +335,23 @@ static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
 	if (parse_url(args[0], &u) || need_key(args[0], &u))
 		return RDX_EXIT_USAGE;
 	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
-	dst = cat ? "-" : n == 2 ? args[1] : last_part(u.key);
-	ret = out_open(&o, dst, u.key);
+	dst = cat ? "-" : n == 2 ? args[1] : s3_last_part(u.key);
+	ret = s3_out_open(&o, dst, u.key, &interrupted);
 	if (ret) {
-		out_abort(&o);
+		s3_out_abort(&o);
 		rdx_error("cannot write '%s': %s", o.final[0] ? o.final : dst, strerror(-ret));
 		return RDX_EXIT_IO;
 	}
 	if (o.is_stdout)
 		sink.rewind = NULL; /* what went out cannot be taken back */
 	ret = s3_get_object(s->s3, u.bucket, u.key, &sink, &info);
-	if (!ret && (ret = out_publish(&o))) {
-		out_abort(&o);
+	if (!ret && (ret = s3_out_publish(&o))) {
+		s3_out_abort(&o);
 		rdx_error("cannot write '%s': %s", o.final, strerror(-ret));
 		return RDX_EXIT_IO;
 	}
 	if (ret) {
-		out_abort(&o);
+		s3_out_abort(&o);
 		if (ret != -RDX_EINTR && ret < 0 && -ret < RDX_EBASE) {
 			rdx_error("cannot write '%s': %s", o.is_stdout ? "stdout" : o.final,
 				  strerror(-ret));

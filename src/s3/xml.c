@@ -116,9 +116,12 @@ static int parse_u64(const char *s, size_t n, uint64_t *out)
 	if (!n || n > 20)
 		return -RDX_EPROTO;
 	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(s[i] - '0');
+
+		if (s[i] < '0' || s[i] > '9' || v > UINT64_MAX / 10 ||
+		    (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
 			return -RDX_EPROTO;
-		v = v * 10 + (uint64_t)(s[i] - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;

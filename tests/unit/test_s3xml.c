@@ -1,0 +1,150 @@
+/* The S3 XML parsers on real documents and on hostile ones: not well
+ * formed, DTDs and entity bombs, deep nesting, oversized text, bad
+ * numbers, wrong roots.  A failure leaves no partial result. */
+#include "../../src/core/err.h"
+#include "../../src/s3/xml.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+
+static int list(const char *xml, struct s3_list *l)
+{
+	return s3_xml_list_objects(xml, strlen(xml), l);
+}
+
+static void test_error(void)
+{
+	char code[64], msg[128], small[8];
+	const char *doc = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
+			  "<Message>The specified key does not exist.</Message><Key>a &amp; b</Key>"
+			  "<RequestId>X</RequestId></Error>";
+
+	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == 0 &&
+		      !strcmp(code, "NoSuchKey") &&
+		      !strcmp(msg, "The specified key does not exist."),
+	      "Error: Code and Message");
+	CHECK(s3_xml_error(doc, strlen(doc), small, sizeof(small), msg, sizeof(msg)) == 0 &&
+		      !strcmp(small, "NoSuchK"),
+	      "Error: a long Code is truncated to the buffer");
+	doc = "<html><body>502 Bad Gateway</body></html>";
+	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
+	      "an HTML page is not an Error document");
+	doc = "<Error><Message>m</Message></Error>";
+	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
+	      "an Error without a Code is refused");
+	doc = "<Error><Code>X</Code>";
+	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
+	      "a truncated document is refused");
+	CHECK(s3_xml_error("", 0, code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
+	      "an empty body is refused");
+}
+
+static void test_list(void)
+{
+	struct s3_list l = { 0 };
+	const char *doc =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult " NS ">"
+		"<Name>b</Name><Prefix></Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>"
+		"<IsTruncated>true</IsTruncated>"
+		"<NextContinuationToken>tok/+=</NextContinuationToken>"
+		"<Contents><Key>a &lt;&amp;&gt; b</Key><LastModified>2024-01-02T03:04:05.000Z</LastModified>"
+		"<ETag>&quot;abc&quot;</ETag><Size>18446744073709551615</Size><StorageClass>STANDARD</StorageClass></Contents>"
+		"<Contents><Key>\xc3\xbc/x</Key><Size>0</Size></Contents>"
+		"<CommonPrefixes><Prefix>d/</Prefix></CommonPrefixes></ListBucketResult>";
+
+	CHECK(list(doc, &l) == 0 && l.n == 3, "ListObjectsV2: two keys, one prefix");
+	CHECK(l.n == 3 && !strcmp(l.v[0].name, "a <&> b") && l.v[0].size == UINT64_MAX &&
+		      !strcmp(l.v[0].etag, "\"abc\"") &&
+		      !strcmp(l.v[0].mtime, "2024-01-02T03:04:05.000Z"),
+	      "entities decoded, a 64-bit size, the ETag's quotes kept");
+	CHECK(l.n == 3 && !strcmp(l.v[1].name, "\xc3\xbc/x") && !l.v[1].is_prefix,
+	      "a UTF-8 key");
+	CHECK(l.n == 3 && l.v[2].is_prefix && !strcmp(l.v[2].name, "d/"), "a common prefix");
+	CHECK(l.truncated && l.next_token && !strcmp(l.next_token, "tok/+="),
+	      "IsTruncated and the continuation token");
+	s3_list_release(&l);
+
+	CHECK(list("<ListBucketResult><Contents><Key>k</Key><Size>12x</Size></Contents></ListBucketResult>",
+		   &l) == -RDX_EPROTO && l.n == 0,
+	      "a Size that is not a number is refused, nothing kept");
+	CHECK(list("<ListBucketResult><Contents><Key>k</Key><Size>18446744073709551616</Size></Contents></ListBucketResult>",
+		   &l) == -RDX_EPROTO,
+	      "a Size past 2^64-1 is refused");
+	CHECK(list("<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>", &l) ==
+		      -RDX_EPROTO,
+	      "an entry without a Key is refused");
+	CHECK(list("<ListAllMyBucketsResult/>", &l) == -RDX_EPROTO, "the wrong root is refused");
+	CHECK(list("<ListBucketResult><Contents><Key>k</Key></Contents>", &l) == -RDX_EPROTO &&
+		      l.n == 0,
+	      "a cut-off listing yields nothing, not a partial list");
+	s3_list_release(&l);
+
+	doc = "<ListAllMyBucketsResult " NS "><Owner><ID>o</ID></Owner><Buckets>"
+	      "<Bucket><Name>one</Name><CreationDate>2024-01-01T00:00:00.000Z</CreationDate></Bucket>"
+	      "<Bucket><Name>two</Name><CreationDate>x</CreationDate></Bucket></Buckets>"
+	      "</ListAllMyBucketsResult>";
+	CHECK(s3_xml_list_buckets(doc, strlen(doc), &l) == 0 && l.n == 2 &&
+		      !strcmp(l.v[1].name, "two") && !strcmp(l.v[0].mtime, "2024-01-01T00:00:00.000Z"),
+	      "ListBuckets: names and dates");
+	s3_list_release(&l);
+}
+
+static void test_hostile(void)
+{
+	struct s3_list l = { 0 };
+	char code[64], msg[64];
+	const char *bomb =
+		"<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY a \"aaaaaaaaaa\">"
+		"<!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">]>"
+		"<Error><Code>&c;</Code></Error>";
+	const char *ext = "<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>"
+			  "<Error><Code>&x;</Code></Error>";
+	char *deep, *big;
+	size_t i, n;
+
+
+	CHECK(s3_xml_error(bomb, strlen(bomb), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
+	      "a DOCTYPE with entities is refused (no entity expansion)");
+	CHECK(s3_xml_error(ext, strlen(ext), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO &&
+		      !strstr(code, "root"),
+	      "an external entity is refused, never read");
+
+	deep = malloc(200 * 7 + 64);
+	strcpy(deep, "<ListBucketResult>");
+	for (i = 0; i < 200; i++)
+		strcat(deep, "<a>");
+	for (i = 0; i < 200; i++)
+		strcat(deep, "</a>");
+	strcat(deep, "</ListBucketResult>");
+	CHECK(list(deep, &l) == -RDX_EPROTO, "nesting past the depth bound is refused");
+	free(deep);
+
+	n = S3_XML_MAX_TEXT + 100;
+	big = malloc(n + 128);
+	strcpy(big, "<ListBucketResult><Contents><Key>");
+	memset(big + strlen(big), 'k', n);
+	big[33 + n] = '\0';
+	strcat(big, "</Key><Size>1</Size></Contents></ListBucketResult>");
+	CHECK(list(big, &l) == -E2BIG && l.n == 0, "a key past %d bytes of text is refused",
+	      S3_XML_MAX_TEXT);
+	free(big);
+
+	CHECK(list("<ListBucketResult>\xff\xfe</ListBucketResult>", &l) == -RDX_EPROTO,
+	      "invalid UTF-8 is refused");
+	CHECK(list("<ListBucketResult><Contents><Key>a\0b</Key></Contents></ListBucketResult>", &l) ==
+		      -RDX_EPROTO,
+	      "a document cut by a NUL is refused");
+	s3_list_release(&l);
+}
+
+int main(void)
+{
+	test_error();
+	test_list();
+	test_hostile();
+	return TAP_DONE();
+}
