@@ -35,7 +35,12 @@ endif
 CORE_SRC := $(wildcard src/core/*.c src/s3/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(BUILD)/src/cmd/cli.o
-TOOLS := rdsend rdrecv rdx-diag rds3
+# rdcp's own modules (SSH through libssh), linked into rdcp only.
+CP_SRC := $(wildcard src/cp/*.c)
+CP_OBJ := $(CP_SRC:%.c=$(BUILD)/%.o)
+SSH_CFLAGS := $(shell pkg-config --cflags libssh 2>/dev/null)
+SSH_LIBS := $(shell pkg-config --libs libssh 2>/dev/null || echo -lssh)
+TOOLS := rdsend rdrecv rdx-diag rdcp rds3
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -62,6 +67,15 @@ $(LIB): $(CORE_OBJ)
 $(BUILD)/%: $(BUILD)/src/cmd/%.o $(CLI_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/src/cp/%.o: src/cp/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(SSH_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(CP_OBJ) $(CLI_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")

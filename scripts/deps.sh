@@ -4,8 +4,8 @@
 # only when something is missing.  Usage: scripts/deps.sh [build|test|bench]
 set -euo pipefail
 
-build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev ibverbs-providers iproute2 coreutils)
-test_pkgs=(bats valgrind openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs awscli curl)
+build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev libssh-dev ibverbs-providers iproute2 coreutils)
+test_pkgs=(bats valgrind openssh-server openssh-client openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs awscli curl)
 bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time)
 
 want=("${build_pkgs[@]}")

@@ -1,0 +1,36 @@
+# bash completion for rdcp, generated from its option table
+# (rdcp --completion bash); do not edit.
+_rdcp()
+{
+	local cur prev
+	cur="${COMP_WORDS[COMP_CWORD]}"
+	prev="${COMP_WORDS[COMP_CWORD-1]}"
+	case "$prev" in
+	--ssh-port)
+		return 0 ;;
+	--identity)
+		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+	--ssh-config)
+		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+	--ssh-option)
+		return 0 ;;
+	--remote-path)
+		return 0 ;;
+	--rdma-addr)
+		COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
+	--transport)
+		COMPREPLY=($(compgen -W "auto tcp rdma" -- "$cur")); return 0 ;;
+	--streams)
+		return 0 ;;
+	--timeout)
+		return 0 ;;
+	--connect-timeout)
+		return 0 ;;
+	esac
+	if [[ "$cur" == -* ]]; then
+		COMPREPLY=($(compgen -W "-v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
+		return 0
+	fi
+	COMPREPLY=($(compgen -f -- "$cur"))
+}
+complete -F _rdcp rdcp

@@ -1,0 +1,257 @@
+/* rdcp: scp-style copy of a file to or from a host, the far end started
+ * over SSH, the data moved by the rdxfer core (src/cp). */
+#include "cli.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+#include "../cp/copy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum {
+	OPT_REMOTE_PATH = 512,
+	OPT_RDMA_ADDR,
+};
+
+static const struct rdx_opt rdcp_opts[] = {
+	{ "verbose", 'v', RDX_ARG_NONE, NULL,
+	  "more detail on stderr, the far side's too; a bandwidth line at the end", NULL },
+	{ "quiet", 'q', RDX_ARG_NONE, NULL,
+	  "no progress bar, and the far side's stderr only when something failed", NULL },
+	{ "progress", OPT_PROGRESS, RDX_ARG_NONE, NULL,
+	  "progress bar with rate and ETA (when stderr is a terminal)", NULL },
+	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
+	  "print the final statistics as one JSON object", NULL },
+	{ "ssh-port", 'P', RDX_ARG_REQUIRED, "PORT",
+	  "SSH port of the remote host (default: ~/.ssh/config's, else 22)", NULL },
+	{ "identity", 'i', RDX_ARG_REQUIRED, "FILE",
+	  "SSH private key to try first", "file" },
+	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",
+	  "SSH config file instead of ~/.ssh/config", "file" },
+	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",
+	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout",
+	  NULL },
+	{ "remote-path", OPT_REMOTE_PATH, RDX_ARG_REQUIRED, "DIR",
+	  "directory of rdsend and rdrecv on the remote host (default: its PATH)", NULL },
+	{ "rdma-addr", OPT_RDMA_ADDR, RDX_ARG_REQUIRED, "HOST",
+	  "address of the remote host for the data (default: the SSH host)", "host" },
+	{ "transport", OPT_TRANSPORT, RDX_ARG_REQUIRED, "MODE",
+	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },
+	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
+	  "parallel connections or RDMA queue pairs, 1..64 (default 1)", NULL },
+	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
+	  "zstd-compress each slot (level 1..19, default 1)", NULL },
+	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
+	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
+	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
+	  "give up after SECS of silence or stall (default 60)", NULL },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
+	  "give up connecting (SSH, then the data) after SECS (default 10)", NULL },
+	CLI_COMMON_TAIL,
+};
+
+static const struct rdx_cli rdcp_cli = {
+	.tool = "rdcp",
+	.usage = "[OPTIONS] SRC DST",
+	.summary = "Copy a file to or from a remote host: SRC and DST are local paths or\n"
+		   "[user@]host:path ([user@][v6addr]:path), one of them remote.  The far end\n"
+		   "is started over SSH; the data goes directly between the two hosts.",
+	.opts = rdcp_opts,
+	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
+		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
+		 "130 interrupted.",
+};
+
+struct rdcp {
+	struct cli_state c; /* first: cli_common_opt gets it */
+	struct cp_opts cp;
+};
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	rdx_error("invalid value '%s' for %s: expected %s", arg, opt, want);
+	return -1;
+}
+
+static int set_connect_timeout(struct rdcp *r, const char *opt, const char *arg)
+{
+	uint64_t ms;
+
+	if (rdx_parse_seconds(arg, &ms) || ms < 1000)
+		return bad(opt, arg, "at least 1 second");
+	r->c.o.connect_timeout_ms = ms;
+	r->cp.ssh.connect_timeout_s = (long)(ms / 1000);
+	return 0;
+}
+
+static int set_port(struct rdcp *r, const char *opt, const char *arg)
+{
+	uint64_t v;
+
+	if (rdx_parse_uint(arg, 1, 65535, &v))
+		return bad(opt, arg, "a port from 1 to 65535");
+	r->cp.ssh.port = arg;
+	return 0;
+}
+
+/* -o Key=Value (or "Key Value"), the few ssh_config keys rdcp honours. */
+static int ssh_option(struct rdcp *r, const char *arg)
+{
+	size_t klen = strcspn(arg, "= \t");
+	const char *v = arg + klen;
+
+	v += strspn(v, " \t");
+	if (*v == '=')
+		v++;
+	v += strspn(v, " \t");
+	if (!klen || !*v) {
+		rdx_error("invalid value '%s' for -o: expected Key=Value", arg);
+		return -1;
+	}
+#define KEY_IS(k) (klen == strlen(k) && !strncasecmp(arg, k, klen))
+	if (KEY_IS("StrictHostKeyChecking")) {
+		if (!strcasecmp(v, "yes") || !strcasecmp(v, "ask"))
+			r->cp.ssh.strict = CP_STRICT_YES;
+		else if (!strcasecmp(v, "accept-new"))
+			r->cp.ssh.strict = CP_STRICT_ACCEPT_NEW;
+		else if (!strcasecmp(v, "no") || !strcasecmp(v, "off"))
+			r->cp.ssh.strict = CP_STRICT_NO;
+		else
+			return bad("-o StrictHostKeyChecking", v, "yes, accept-new or no");
+		return 0;
+	}
+	if (KEY_IS("UserKnownHostsFile")) {
+		r->cp.ssh.known_hosts = v;
+		return 0;
+	}
+	if (KEY_IS("User")) {
+		r->cp.ssh.user = v;
+		return 0;
+	}
+	if (KEY_IS("Port"))
+		return set_port(r, "-o Port", v);
+	if (KEY_IS("IdentityFile")) {
+		r->cp.ssh.identity = v;
+		return 0;
+	}
+	if (KEY_IS("ConnectTimeout"))
+		return set_connect_timeout(r, "-o ConnectTimeout", v);
+#undef KEY_IS
+	rdx_error("unsupported -o option '%.*s' (rdcp takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout)",
+		  (int)klen, arg);
+	return -1;
+}
+
+static int handle(int key, const char *arg, void *ctx)
+{
+	struct rdcp *r = ctx;
+	uint64_t v;
+	int ret = cli_common_opt(&r->c, key, arg);
+
+	if (ret <= 0)
+		return ret;
+	switch (key) {
+	case 'q':
+		r->cp.quiet = true;
+		return 0;
+	case 'P':
+		return set_port(r, "--ssh-port", arg);
+	case 'i':
+		r->cp.ssh.identity = arg;
+		return 0;
+	case 'F':
+		r->cp.ssh.config = arg;
+		return 0;
+	case 'o':
+		return ssh_option(r, arg);
+	case OPT_REMOTE_PATH:
+		if (!*arg)
+			return bad("--remote-path", arg, "a directory");
+		r->cp.remote_path = arg;
+		return 0;
+	case OPT_RDMA_ADDR:
+		if (!*arg)
+			return bad("--rdma-addr", arg, "a host");
+		r->cp.rdma_addr = arg;
+		return 0;
+	case OPT_COMPRESS:
+		r->c.o.compress = 1;
+		if (arg && rdx_parse_uint(arg, 1, 19, &v))
+			return bad("--compress", arg, "a level from 1 to 19");
+		if (arg)
+			r->c.o.compress = (int)v;
+		return 0;
+	case OPT_CONNECT_TIMEOUT:
+		return set_connect_timeout(r, "--connect-timeout", arg);
+	default:
+		return -1;
+	}
+}
+
+static int parse_addr(const char *arg, struct cp_addr *a)
+{
+	int ret = cp_addr_parse(arg, a);
+
+	if (ret == -EINVAL)
+		rdx_error("invalid address '%s': expected a path or [user@]host:path", arg);
+	else if (ret)
+		rdx_error("out of memory");
+	else if (!a->remote && !*a->path)
+		rdx_error("invalid address '': expected a path or [user@]host:path");
+	else
+		return 0;
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct rdcp r = { .c = { .cli = &rdcp_cli } };
+	struct cp_addr src = { 0 }, dst = { 0 };
+	struct rdx_xfer_stats st = { 0 };
+	int optind_, ret;
+
+	rdx_log_init("rdcp", 0);
+	rdx_xfer_opts_init(&r.c.o);
+	r.cp.ssh.connect_timeout_s = 10;
+	optind_ = rdx_opt_parse(&rdcp_cli, argc, argv, handle, &r);
+	if (optind_ < 0)
+		return RDX_EXIT_USAGE;
+	if (r.c.done)
+		return RDX_EXIT_OK;
+	rdx_log_init("rdcp", r.cp.quiet ? 0 : r.c.verbose);
+	if (argc - optind_ > 2) {
+		rdx_error("several sources are not supported yet: one SRC, one DST (see --help)");
+		return RDX_EXIT_USAGE;
+	}
+	if (argc - optind_ < 2) {
+		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_addr(argv[optind_], &src) || parse_addr(argv[optind_ + 1], &dst)) {
+		ret = RDX_EXIT_USAGE;
+		goto out;
+	}
+	if (src.remote == dst.remote) {
+		rdx_error(src.remote ? "copies between two remote hosts are not supported yet" :
+				       "both SRC and DST are local: one of them must be host:path");
+		ret = RDX_EXIT_USAGE;
+		goto out;
+	}
+	r.cp.verbose = r.cp.quiet ? 0 : r.c.verbose;
+	if (r.cp.quiet)
+		r.c.o.progress = false;
+	cli_signals(&r.c.o);
+	r.cp.xo = r.c.o;
+	ret = rdx_exit_code(cp_copy(&r.cp, &src, &dst, &st));
+	if (ret == RDX_EXIT_OK)
+		cli_report(&r.c, &st, false);
+out:
+	cp_addr_release(&src);
+	cp_addr_release(&dst);
+	return ret;
+}

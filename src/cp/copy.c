@@ -1,0 +1,350 @@
+#include "copy.h"
+
+#include "shquote.h"
+
+#include "../core/auth.h"
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* How long the far side waits for us once listening, and we for its port
+ * line: SSH round trips and a cold start, with room to spare. */
+#define FAR_WAIT_S 30
+
+/* The near end of the transfer, on its own thread: the main thread keeps
+ * the SSH channel moving meanwhile (libssh is used from it only). */
+struct near {
+	struct rdx_xfer_opts xo;
+	bool push; /* we send */
+	struct rdx_xfer_stats st;
+	int ret;
+	atomic_bool done;
+};
+
+static void *near_main(void *arg)
+{
+	struct near *n = arg;
+
+	n->ret = n->push ? rdx_send(&n->xo, &n->st) : rdx_recv(&n->xo, &n->st);
+	atomic_store(&n->done, true);
+	return NULL;
+}
+
+/* A fresh random session key, as text: it travels on the channel's stdin,
+ * one line. */
+static int make_key(char hex[65])
+{
+	unsigned char raw[32];
+	int i, ret = rdx_random(raw, sizeof(raw));
+
+	for (i = 0; i < 32 && !ret; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return ret;
+}
+
+static void add_secs(struct cp_cmd *c, const char *opt, uint64_t ms)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), " %s %g", opt, (double)ms / 1000);
+	cp_cmd_raw(c, buf);
+}
+
+/* The options both server modes take from ours. */
+static void add_common(struct cp_cmd *c, const struct cp_opts *o)
+{
+	const struct rdx_xfer_opts *x = &o->xo;
+	int i;
+
+	add_secs(c, "--timeout", x->timeout_ms);
+	if (x->transport == RDX_TRANSPORT_TCP)
+		cp_cmd_raw(c, " --transport tcp");
+	else if (x->transport == RDX_TRANSPORT_RDMA)
+		cp_cmd_raw(c, " --transport rdma");
+	if (x->encrypt)
+		cp_cmd_raw(c, " --encrypt");
+	for (i = 0; i < o->verbose && i < 3; i++)
+		cp_cmd_raw(c, " -v");
+}
+
+/* The tool on the far side: DIR/tool with --remote-path, else PATH's. */
+static void add_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool)
+{
+	cp_cmd_raw(c, "exec ");
+	if (o->remote_path) {
+		struct cp_cmd p = { 0 };
+
+		cp_cmd_raw(&p, o->remote_path);
+		cp_cmd_raw(&p, "/");
+		cp_cmd_raw(&p, tool);
+		if (cp_cmd_str(&p))
+			cp_cmd_quoted(c, cp_cmd_str(&p));
+		else
+			c->err = -ENOMEM;
+		cp_cmd_release(&p);
+	} else {
+		cp_cmd_quoted(c, tool);
+	}
+}
+
+/* A remote path relative to the login directory: "~/x" is "x" there, and
+ * "" (host:) the directory itself. */
+static const char *far_path(const char *path)
+{
+	if (!strcmp(path, "~") || !*path)
+		return ".";
+	if (!strncmp(path, "~/", 2))
+		return path[2] ? path + 2 : ".";
+	return path;
+}
+
+/* Far side receives: a directory as destination gets the source's name
+ * in it, decided there by the shell:
+ *   d='PATH'; if [ -d "$d" ]; then d="$d"/'NAME'; fi; exec 'rdrecv' --server ... -- "$d" */
+static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
+		     const char *far, const char *name)
+{
+	cp_cmd_raw(c, "d=");
+	cp_cmd_quoted(c, far_path(far));
+	cp_cmd_raw(c, "; if [ -d \"$d\" ]; then d=\"$d\"/");
+	cp_cmd_quoted(c, name);
+	cp_cmd_raw(c, "; fi; ");
+	add_tool(c, o, "rdrecv");
+	cp_cmd_raw(c, " --server");
+	add_secs(c, "--wait", FAR_WAIT_S * 1000);
+	add_common(c, o);
+	cp_cmd_raw(c, " -- \"$d\"");
+}
+
+/* Far side sends: exec 'rdsend' --server ... -- 'PATH' */
+static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
+{
+	char buf[64];
+
+	add_tool(c, o, "rdsend");
+	cp_cmd_raw(c, " --server");
+	add_secs(c, "--connect-timeout", FAR_WAIT_S * 1000);
+	add_common(c, o);
+	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
+	cp_cmd_raw(c, buf);
+	if (o->xo.compress) {
+		snprintf(buf, sizeof(buf), " --compress=%d", o->xo.compress);
+		cp_cmd_raw(c, buf);
+	}
+	cp_cmd_raw(c, " -- ");
+	cp_cmd_quoted(c, far_path(far));
+}
+
+/* Prints the far side's stderr, each line as "rdcp: HOST: line". */
+static void show_far_stderr(struct cp_remote *r, const char *host)
+{
+	size_t len;
+	const char *p = cp_remote_stderr(r, &len), *end = p + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		if (n)
+			rdx_error("%s: %.*s", host, (int)n, p);
+		p += n + 1;
+	}
+}
+
+/* The far command ended before it listened: say why as best we can. */
+static int far_failed(struct cp_remote *r, const char *host, const char *tool,
+		      const struct cp_opts *o)
+{
+	int status = cp_remote_status(r);
+
+	show_far_stderr(r, host);
+	if (status == 127)
+		rdx_error("%s not found on '%s'%s", tool, host,
+			  o->remote_path ? " in --remote-path" :
+					   " (install rdxfer there, or name its directory with --remote-path)");
+	else if (status == 126)
+		rdx_error("cannot run %s on '%s' (permission denied)", tool, host);
+	else if (status >= 0)
+		rdx_error("%s on '%s' failed before the transfer (exit status %d)",
+			  tool, host, status);
+	else
+		rdx_error("%s on '%s' ended before the transfer without an exit status",
+			  tool, host);
+	return -RDX_EREMOTE;
+}
+
+/* Local checks before any SSH: a missing or unreadable source, a
+ * directory; and where a pulled file goes. */
+static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
+		     char **path)
+{
+	struct stat sb;
+
+	*path = NULL;
+	if (!src->remote) {
+		if (stat(src->path, &sb)) {
+			rdx_error("cannot open '%s': %s", src->path, strerror(errno));
+			return -RDX_ELOCAL;
+		}
+		if (S_ISDIR(sb.st_mode)) {
+			rdx_error("'%s' is a directory (copying trees is not supported yet)",
+				  src->path);
+			return -RDX_EUSAGE;
+		}
+		*path = strdup(src->path);
+		return *path ? 0 : -ENOMEM;
+	}
+	if (!*cp_basename(far_path(src->path)) || !strcmp(far_path(src->path), ".")) {
+		rdx_error("'%s:%s' names no file", src->host, src->path);
+		return -RDX_EUSAGE;
+	}
+	if (stat(dst->path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		const char *name = cp_basename(src->path);
+
+		if (asprintf(path, "%s/%s", dst->path, name) < 0) {
+			*path = NULL;
+			return -ENOMEM;
+		}
+		return 0;
+	}
+	*path = strdup(dst->path);
+	return *path ? 0 : -ENOMEM;
+}
+
+/* Runs the near end while the channel moves; returns the near end's
+ * result once both are through (or the far side is given up on). */
+static int run_near(struct near *n, struct cp_remote *r, const struct cp_opts *o)
+{
+	pthread_t t;
+	uint64_t grace = 0;
+	bool far_over = false;
+	int ret;
+
+	ret = pthread_create(&t, NULL, near_main, n);
+	if (ret) {
+		rdx_error("cannot start a thread: %s", strerror(ret));
+		return -ret;
+	}
+	for (;;) {
+		if (!far_over)
+			far_over = cp_remote_pump(r, 100) != 0; /* ended, or SSH lost */
+		else if (!atomic_load(&n->done))
+			usleep(100000);
+		if (atomic_load(&n->done)) {
+			/* Give the far side a moment to report its status. */
+			if (far_over)
+				break;
+			if (!grace)
+				grace = rdx_now_ns() + (o->xo.timeout_ms < 5000 ? o->xo.timeout_ms
+										 : 5000) * 1000000;
+			else if (rdx_now_ns() >= grace)
+				break;
+		}
+	}
+	pthread_join(t, NULL);
+	return n->ret;
+}
+
+int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
+	    const struct cp_addr *dst, struct rdx_xfer_stats *st)
+{
+	const struct cp_addr *far = src->remote ? src : dst;
+	bool push = !src->remote;
+	const char *tool = push ? "rdrecv" : "rdsend";
+	struct cp_ssh_opts so = o->ssh;
+	struct cp_remote *r = NULL;
+	struct cp_cmd cmd = { 0 };
+	struct near *n = NULL;
+	char key[65] = "", port[8], *path = NULL;
+	bool quiet_far = false;
+	unsigned p;
+	int ret, status;
+
+	ret = near_path(src, dst, &path);
+	if (ret)
+		goto out;
+	if (push)
+		push_cmd(&cmd, o, dst->path, cp_basename(src->path));
+	else
+		pull_cmd(&cmd, o, src->path);
+	n = calloc(1, sizeof(*n));
+	if (!n || !cp_cmd_str(&cmd)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = make_key(key);
+	if (ret) {
+		rdx_error("no randomness available for the session key");
+		goto out;
+	}
+	so.host = far->host;
+	if (far->user)
+		so.user = far->user;
+	ret = cp_remote_open(&r, &so);
+	if (ret)
+		goto out;
+	ret = cp_remote_exec(r, cp_cmd_str(&cmd), key);
+	if (ret)
+		goto out;
+	ret = cp_remote_read_port(r, FAR_WAIT_S * 1000, o->xo.interrupted, &p);
+	if (ret == -RDX_EREMOTE) {
+		ret = far_failed(r, far->host, tool, o);
+		goto out;
+	}
+	if (ret) {
+		show_far_stderr(r, far->host);
+		if (ret == -RDX_EINTR)
+			rdx_error("interrupted");
+		else if (ret == -RDX_ETIMEOUT)
+			rdx_error("%s on '%s' did not report a port within %d s", tool,
+				  far->host, FAR_WAIT_S);
+		else if (ret == -RDX_EPROTO)
+			rdx_error("%s on '%s' did not start as expected (is it rdxfer's, and recent enough for --server?)",
+				  tool, far->host);
+		else
+			rdx_error("lost the SSH connection to '%s'", far->host);
+		goto out;
+	}
+	snprintf(port, sizeof(port), "%u", p);
+	n->xo = o->xo;
+	n->push = push;
+	n->xo.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(r);
+	n->xo.port = port;
+	n->xo.path = path;
+	n->xo.key.bytes = (uint8_t *)key;
+	n->xo.key.len = strlen(key);
+	rdx_info(1, "%s on %s listens on port %u; %s %s", tool, far->host, p,
+		 push ? "sending to" : "receiving from", n->xo.host);
+	ret = run_near(n, r, o);
+	status = cp_remote_status(r);
+	/* The far side's own words: on success only what -v asked for, and
+	 * likewise when the error it sent us is printed already. */
+	if (ret == -RDX_EREMOTE || (!ret && status == 0))
+		quiet_far = o->verbose == 0 || o->quiet;
+	if (!quiet_far)
+		show_far_stderr(r, far->host);
+	if (!ret && status != 0) {
+		rdx_error("%s on '%s' %s", tool, far->host,
+			  status < 0 ? "ended without an exit status" : "failed");
+		ret = -RDX_EREMOTE;
+	}
+	if (!ret && st)
+		*st = n->st;
+out:
+	OPENSSL_cleanse(key, sizeof(key));
+	cp_remote_close(r);
+	cp_cmd_release(&cmd);
+	free(n);
+	free(path);
+	return ret;
+}

@@ -1,0 +1,28 @@
+/* One rdcp copy of a single file between this host and a remote one: the
+ * far end is rdrecv/rdsend --server started over SSH (remote.h), the near
+ * end is the core's rdx_send/rdx_recv dialing it, and the data goes
+ * directly between the two, not through SSH. */
+#ifndef RDX_CP_COPY_H
+#define RDX_CP_COPY_H
+
+#include "../core/xfer.h"
+#include "addr.h"
+#include "remote.h"
+
+struct cp_opts {
+	struct cp_ssh_opts ssh;	 /* host and user come from the address */
+	const char *remote_path; /* directory of rdsend/rdrecv there; NULL: PATH */
+	const char *rdma_addr;	 /* data address; NULL: the SSH host name */
+	struct rdx_xfer_opts xo; /* transport, streams, compress, encrypt, ... */
+	int verbose;
+	bool quiet; /* the far side's stderr only when something failed */
+};
+
+/* Copies src to dst, exactly one of them remote.  A dst that is a
+ * directory gets src's base name in it (on the far side too).  Prints one
+ * error line (plus the far side's stderr) on failure.  Returns 0 or a
+ * negative error for rdx_exit_code(). */
+int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
+	    const struct cp_addr *dst, struct rdx_xfer_stats *st);
+
+#endif

@@ -1,0 +1,316 @@
+#include "remote.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <errno.h>
+#include <libssh/libssh.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ERR_KEEP (64u << 10) /* stderr kept from the far side */
+#define LINE_MAX_ 128	     /* the port line, with room to spare */
+
+struct cp_remote {
+	ssh_session ss;
+	ssh_channel ch;
+	char *hostname; /* after the config's HostName */
+	char *user;
+	char *err;	/* stderr kept, NUL-terminated */
+	size_t err_len;
+	char line[LINE_MAX_]; /* stdout until the port line */
+	size_t line_len;
+	bool port_seen;
+	bool ended; /* EOF on both streams and the channel is done */
+	int status;
+};
+
+static const char *ssh_err(struct cp_remote *r)
+{
+	const char *e = ssh_get_error(r->ss);
+
+	return e && *e ? e : "unknown SSH error";
+}
+
+/* "SHA256:..." of the server's host key, or "unknown fingerprint". */
+static void fingerprint(struct cp_remote *r, char *buf, size_t len)
+{
+	ssh_key key = NULL;
+	unsigned char *hash = NULL;
+	size_t hlen = 0;
+	char *fp = NULL;
+
+	snprintf(buf, len, "unknown fingerprint");
+	if (ssh_get_server_publickey(r->ss, &key) != SSH_OK)
+		return;
+	if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &hlen) == 0)
+		fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, hlen);
+	if (fp)
+		snprintf(buf, len, "%s %s", ssh_key_type_to_char(ssh_key_type(key)), fp);
+	ssh_string_free_char(fp);
+	ssh_clean_pubkey_hash(&hash);
+	ssh_key_free(key);
+}
+
+/* known_hosts, as -o StrictHostKeyChecking says.  A changed key is refused
+ * whatever it says: the user removes the old one if the change is
+ * expected. */
+static int check_host_key(struct cp_remote *r, const struct cp_ssh_opts *o)
+{
+	enum ssh_known_hosts_e state = ssh_session_is_known_server(r->ss);
+	char fp[160];
+
+	fingerprint(r, fp, sizeof(fp));
+	switch (state) {
+	case SSH_KNOWN_HOSTS_OK:
+		return 0;
+	case SSH_KNOWN_HOSTS_CHANGED:
+	case SSH_KNOWN_HOSTS_OTHER:
+		rdx_error("host key of '%s' does not match known_hosts (now %s): possible man-in-the-middle attack; if the key really changed, remove the old one (ssh-keygen -R)",
+			  o->host, fp);
+		return -RDX_ECONNECT;
+	case SSH_KNOWN_HOSTS_NOT_FOUND:
+	case SSH_KNOWN_HOSTS_UNKNOWN:
+		if (o->strict == CP_STRICT_YES) {
+			rdx_error("host key of '%s' is not known (%s); add it to known_hosts, or use -o StrictHostKeyChecking=accept-new",
+				  o->host, fp);
+			return -RDX_ECONNECT;
+		}
+		if (ssh_session_update_known_hosts(r->ss) != SSH_OK)
+			rdx_warn("cannot add the host key of '%s' to known_hosts: %s",
+				 o->host, ssh_err(r));
+		else
+			rdx_info(1, "added the host key of '%s' to known_hosts (%s)",
+				 o->host, fp);
+		return 0;
+	case SSH_KNOWN_HOSTS_ERROR:
+	default:
+		rdx_error("cannot check the host key of '%s': %s", o->host, ssh_err(r));
+		return -RDX_ECONNECT;
+	}
+}
+
+/* The config first (Host matches the name as given), then what the
+ * command line says on top of it, as ssh does. */
+static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
+{
+	long timeout = o->connect_timeout_s;
+	int ret = 0;
+
+	ret |= ssh_options_set(r->ss, SSH_OPTIONS_HOST, o->host);
+	if (o->config && access(o->config, R_OK)) {
+		rdx_error("cannot read SSH config '%s': %s", o->config, strerror(errno));
+		return -RDX_EUSAGE;
+	}
+	if (ssh_options_parse_config(r->ss, o->config) != 0) {
+		rdx_error("cannot parse SSH config '%s': %s",
+			  o->config ? o->config : "~/.ssh/config", ssh_err(r));
+		return -RDX_EUSAGE;
+	}
+	if (o->user)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_USER, o->user);
+	if (o->port)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_PORT_STR, o->port);
+	if (o->identity)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_ADD_IDENTITY, o->identity);
+	if (o->known_hosts)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_KNOWNHOSTS, o->known_hosts);
+	if (timeout > 0)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_TIMEOUT, &timeout);
+	if (ret) {
+		rdx_error("cannot set SSH options: %s", ssh_err(r));
+		return -RDX_EUSAGE;
+	}
+	if (ssh_options_get(r->ss, SSH_OPTIONS_HOST, &r->hostname) != SSH_OK ||
+	    ssh_options_get(r->ss, SSH_OPTIONS_USER, &r->user) != SSH_OK)
+		return -ENOMEM;
+	return 0;
+}
+
+int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
+{
+	struct cp_remote *r = calloc(1, sizeof(*r));
+	int ret;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->status = -1;
+	r->ss = ssh_new();
+	if (!r->ss) {
+		free(r);
+		return -ENOMEM;
+	}
+	ret = set_options(r, o);
+	if (ret)
+		goto err;
+	if (ssh_connect(r->ss) != SSH_OK) {
+		rdx_error("cannot connect to '%s' over SSH: %s", o->host, ssh_err(r));
+		ret = -RDX_ECONNECT;
+		goto err;
+	}
+	ret = check_host_key(r, o);
+	if (ret)
+		goto err_disconnect;
+	if (ssh_userauth_publickey_auto(r->ss, NULL, NULL) != SSH_AUTH_SUCCESS) {
+		rdx_error("permission denied for %s@%s: no key was accepted (ssh-agent, -i, IdentityFile, ~/.ssh/id_*)",
+			  r->user, o->host);
+		ret = -RDX_EAUTH;
+		goto err_disconnect;
+	}
+	*out = r;
+	return 0;
+
+err_disconnect:
+	ssh_disconnect(r->ss);
+err:
+	cp_remote_close(r);
+	return ret;
+}
+
+const char *cp_remote_hostname(struct cp_remote *r)
+{
+	return r->hostname;
+}
+
+int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line)
+{
+	rdx_info(2, "running on %s: %s", r->hostname, cmd);
+	r->ch = ssh_channel_new(r->ss);
+	if (!r->ch || ssh_channel_open_session(r->ch) != SSH_OK ||
+	    ssh_channel_request_exec(r->ch, cmd) != SSH_OK)
+		goto err;
+	if (ssh_channel_write(r->ch, line, (uint32_t)strlen(line)) == SSH_ERROR ||
+	    ssh_channel_write(r->ch, "\n", 1) == SSH_ERROR ||
+	    ssh_channel_send_eof(r->ch) != SSH_OK)
+		goto err;
+	return 0;
+err:
+	rdx_error("cannot run a command on '%s': %s", r->hostname, ssh_err(r));
+	return -RDX_ECONNECT;
+}
+
+static void keep_err(struct cp_remote *r, const char *buf, size_t n)
+{
+	char *p;
+
+	if (r->err_len + n > ERR_KEEP)
+		n = ERR_KEEP - r->err_len;
+	if (!n)
+		return;
+	p = realloc(r->err, r->err_len + n + 1);
+	if (!p)
+		return; /* losing the far side's words is no reason to fail */
+	memcpy(p + r->err_len, buf, n);
+	r->err = p;
+	r->err_len += n;
+	r->err[r->err_len] = '\0';
+}
+
+/* Collects stdout up to the first newline; the rest is dropped. */
+static void keep_out(struct cp_remote *r, const char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && !r->port_seen; i++) {
+		if (buf[i] == '\n' || r->line_len == sizeof(r->line) - 1) {
+			r->port_seen = true; /* complete, or too long to be it */
+			break;
+		}
+		r->line[r->line_len++] = buf[i];
+	}
+	r->line[r->line_len] = '\0';
+}
+
+int cp_remote_pump(struct cp_remote *r, int wait_ms)
+{
+	char buf[16384];
+	int n, got = 0;
+
+	if (r->ended)
+		return 1;
+	n = ssh_channel_read_nonblocking(r->ch, buf, sizeof(buf), 1);
+	if (n == SSH_ERROR)
+		return -RDX_ECONNECT;
+	if (n > 0) {
+		keep_err(r, buf, (size_t)n);
+		got = 1;
+	}
+	n = ssh_channel_read_nonblocking(r->ch, buf, sizeof(buf), 0);
+	if (n == SSH_ERROR)
+		return -RDX_ECONNECT;
+	if (n > 0) {
+		keep_out(r, buf, (size_t)n);
+		got = 1;
+	}
+	if (got)
+		return 0;
+	if (ssh_channel_is_eof(r->ch) || ssh_channel_is_closed(r->ch)) {
+		/* Both streams are drained: the status follows the EOF. */
+		r->status = ssh_channel_get_exit_status(r->ch);
+		r->ended = true;
+		return 1;
+	}
+	/* Wakes for stdout; stderr that arrives meanwhile is read next. */
+	if (ssh_channel_poll_timeout(r->ch, wait_ms, 0) == SSH_ERROR)
+		return -RDX_ECONNECT;
+	return 0;
+}
+
+int cp_remote_read_port(struct cp_remote *r, int timeout_ms,
+			const atomic_int *stop, unsigned *port)
+{
+	uint64_t deadline = rdx_now_ns() + (uint64_t)timeout_ms * 1000000;
+	uint64_t v;
+	int ret;
+
+	while (!r->port_seen) {
+		if (stop && atomic_load(stop))
+			return -RDX_EINTR;
+		if (rdx_now_ns() >= deadline)
+			return -RDX_ETIMEOUT;
+		ret = cp_remote_pump(r, 100);
+		if (ret < 0)
+			return ret;
+		if (ret == 1 && !r->port_seen)
+			return -RDX_EREMOTE;
+	}
+	if (strncmp(r->line, "RDX-PORT ", 9) ||
+	    rdx_parse_uint(r->line + 9, 1, 65535, &v))
+		return -RDX_EPROTO;
+	*port = (unsigned)v;
+	return 0;
+}
+
+int cp_remote_status(struct cp_remote *r)
+{
+	return r->status;
+}
+
+const char *cp_remote_stderr(struct cp_remote *r, size_t *len)
+{
+	*len = r->err_len;
+	return r->err ? r->err : "";
+}
+
+void cp_remote_close(struct cp_remote *r)
+{
+	if (!r)
+		return;
+	if (r->ch) {
+		ssh_channel_close(r->ch);
+		ssh_channel_free(r->ch);
+	}
+	if (r->ss) {
+		if (ssh_is_connected(r->ss))
+			ssh_disconnect(r->ss);
+		ssh_free(r->ss);
+	}
+	ssh_string_free_char(r->hostname);
+	ssh_string_free_char(r->user);
+	free(r->err);
+	free(r);
+}

@@ -1,0 +1,72 @@
+/* The far end of rdcp over SSH (libssh): one session, one command.
+ *
+ *   rdcp                                      far host (sshd)
+ *     │ ── SSH: known_hosts, publickey ──────▶ │
+ *     │ ── exec "rdrecv --server ..." ───────▶ │  (or rdsend --server)
+ *     │ ── stdin: KEY\n, EOF ────────────────▶ │
+ *     │ ◀─ stdout: RDX-PORT N ──────────────── │  listening
+ *     │ ══ rdxfer session on N, directly ════▶ │  (not through SSH)
+ *     │ ◀─ stderr, exit status ─────────────── │
+ *
+ * Every function runs on the thread that opened the session; messages go
+ * to stderr through log.h. */
+#ifndef RDX_CP_REMOTE_H
+#define RDX_CP_REMOTE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+enum cp_strict { CP_STRICT_YES, CP_STRICT_ACCEPT_NEW, CP_STRICT_NO };
+
+struct cp_ssh_opts {
+	const char *host;	 /* as given: a name, an alias from the config */
+	const char *user;	 /* NULL: the config's User, else the local user */
+	const char *port;	 /* NULL: the config's Port, else 22 */
+	const char *identity;	 /* -i: tried before the config's and defaults */
+	const char *config;	 /* -F; NULL: ~/.ssh/config and the system's */
+	const char *known_hosts; /* NULL: the config's, else ~/.ssh/known_hosts */
+	enum cp_strict strict;
+	long connect_timeout_s;
+};
+
+struct cp_remote;
+
+/* Connects, checks the host key against known_hosts (as strict says) and
+ * authenticates by public key (agent, -i, the config's IdentityFile, the
+ * default keys).  Prints one error line on failure.  Returns 0,
+ * -RDX_ECONNECT (cannot connect, host key refused) or -RDX_EAUTH, or
+ * -ENOMEM. */
+int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o);
+
+/* The host name SSH connected to, after ~/.ssh/config's HostName. */
+const char *cp_remote_hostname(struct cp_remote *r);
+
+/* Runs cmd on the far host and writes line and a newline on its stdin,
+ * then EOF.  Returns 0, or -RDX_ECONNECT (printed). */
+int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line);
+
+/* Waits up to timeout_ms for the command's "RDX-PORT N" line on stdout,
+ * keeping its stderr.  Returns 0 with *port set; -RDX_EREMOTE when the
+ * command ended without it (cp_remote_status() says how); -RDX_ETIMEOUT;
+ * -RDX_EPROTO for another first line; -RDX_EINTR once *stop is set;
+ * -RDX_ECONNECT when SSH failed. */
+int cp_remote_read_port(struct cp_remote *r, int timeout_ms,
+			const atomic_int *stop, unsigned *port);
+
+/* Keeps the channel moving for up to wait_ms: stderr kept, stdout
+ * dropped.  Returns 1 once the command has ended (its exit status is
+ * then known), 0 while it runs, or -RDX_ECONNECT. */
+int cp_remote_pump(struct cp_remote *r, int wait_ms);
+
+/* The command's exit status, or -1 when it did not report one (killed by
+ * a signal, connection lost). */
+int cp_remote_status(struct cp_remote *r);
+
+/* What the command wrote on stderr (at most 64 KiB are kept). */
+const char *cp_remote_stderr(struct cp_remote *r, size_t *len);
+
+/* Closes the channel and the session. */
+void cp_remote_close(struct cp_remote *r);
+
+#endif

@@ -1,0 +1,244 @@
+#!/usr/bin/env bats
+# rdcp against a real OpenSSH sshd (tests/lib/sshd.bash): sshd in network
+# namespace A, rdcp in B; the far end is rdrecv/rdsend --server started
+# over SSH, the data crosses the veth directly.  Both "hosts" share the
+# file system, so a remote path is a path in $D too.
+
+load ../lib/common
+load ../lib/netns
+load ../lib/sshd
+
+RDCP=$RDX_BUILD/rdcp
+
+setup_file() {
+	CLEANUPS=()
+	sshd_setup
+}
+
+teardown_file() {
+	sshd_teardown
+}
+
+setup() {
+	common_setup
+	[ -x "$RDCP" ] || fail "rdcp not built: $RDCP"
+	unset SSH_AUTH_SOCK # the user's agent is not part of these tests
+}
+
+# rdcp_b ARGS...: rdcp in namespace B with the test's SSH config and the
+# fresh binaries on the far side; sets status, output, stderr.
+rdcp_b() {
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$RDX_BUILD" --timeout 10 "$@"
+}
+
+@test "rdcp: local to remote, 0, 1, 3 MiB + 1 bytes" {
+	for n in 0 1 $((3 * 1024 * 1024 + 1)); do
+		mkrand "$D/src" "$n"
+		rm -f "$D/dst"
+		rdcp_b "$D/src" "rdxhost:$D/dst"
+		assert_status 0
+		[ -z "$output" ] || fail "stdout: $output"
+		[ -z "$stderr" ] || fail "stderr: $stderr"
+		assert_same "$D/src" "$D/dst"
+		assert_no_temp "$D/dst"
+	done
+}
+
+@test "rdcp: remote to local, 0, 1, 3 MiB + 1 bytes" {
+	for n in 0 1 $((3 * 1024 * 1024 + 1)); do
+		mkrand "$D/src" "$n"
+		rm -f "$D/dst"
+		rdcp_b "rdxhost:$D/src" "$D/dst"
+		assert_status 0
+		[ -z "$stderr" ] || fail "stderr: $stderr"
+		assert_same "$D/src" "$D/dst"
+		assert_no_temp "$D/dst"
+	done
+}
+
+@test "rdcp: a directory as DST gets the source's name, on either side" {
+	mkrand "$D/src.bin" 100000
+	mkdir "$D/far" "$D/near"
+	rdcp_b "$D/src.bin" "rdxhost:$D/far"
+	assert_status 0
+	assert_same "$D/src.bin" "$D/far/src.bin"
+	rdcp_b "rdxhost:$D/far/src.bin" "$D/near/"
+	assert_status 0
+	assert_same "$D/src.bin" "$D/near/src.bin"
+}
+
+@test "rdcp: user@host:path, [v6addr]:path, -P, -i and -o on the command line, no config" {
+	mkrand "$D/src" 70000
+	base=(--remote-path "$RDX_BUILD" --timeout 10 -i "$SSHD_DIR/id"
+		-o "UserKnownHostsFile=$SSHD_DIR/known_hosts")
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" "${base[@]}" -P "$SSHD_PORT2" \
+		"$D/src" "root@$IP_A:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	# The IPv4-mapped IPv6 address, bracketed: scp's form for v6.
+	{ echo "::ffff:$IP_A $(cut -d' ' -f1,2 "$SSHD_DIR/host_key.pub")"; } >"$D/kh6"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" --remote-path "$RDX_BUILD" --timeout 10 \
+		-i "$SSHD_DIR/id" -o "UserKnownHostsFile $D/kh6" "root@[::ffff:$IP_A]:$D/dst" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+}
+
+@test "rdcp: the far side's PATH finds rdrecv and rdsend without --remote-path" {
+	mkrand "$D/src" 50000
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" "rdxhost:$D/dst" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+}
+
+@test "rdcp: paths with spaces, quotes, \$, ;, backquotes, newlines and non-ASCII; no injection" {
+	# An injected command would run in the far side's login directory
+	# (root's home): canaries with names that cannot clash.
+	local pw=rdx-pwned-$$
+	names=("a b" "it's" "dq\"x" "\$HOME" "semi;colon" "\$(touch $pw-1)"
+		"\`touch $pw-2\`" "; touch $pw-3 #" "ünïcødé ✓" "-dash" "new
+line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
+	mkdir "$D/far" "$D/near"
+	for name in "${names[@]}"; do
+		mkrand "$D/src" 4097
+		cp "$D/src" "$D/near/$name"
+		rdcp_b "$D/near/$name" "rdxhost:$D/far/$name"
+		assert_status 0
+		assert_same "$D/src" "$D/far/$name"
+		rm -f "$D/near/$name"
+		rdcp_b "rdxhost:$D/far/$name" "$D/near/$name"
+		assert_status 0
+		assert_same "$D/src" "$D/near/$name"
+	done
+	home=$(getent passwd root | cut -d: -f6)
+	for i in 1 2 3 4; do
+		if [ -e "$home/$pw-$i" ]; then
+			rm -f "$home/$pw-$i"
+			fail "the far side's shell ran an injected command ($i)"
+		fi
+	done
+	[ "$(find "$D/far" -type f -print0 | tr -cd '\0' | wc -c)" -eq "${#names[@]}" ] ||
+		fail "unexpected files on the far side: $(ls -la "$D/far")"
+}
+
+@test "rdcp: --streams 4 --compress --encrypt both ways, --json" {
+	mktext "$D/src" $((6 * 1024 * 1024 + 5))
+	rdcp_b --streams 4 --compress --encrypt --json "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	assert_match "$output" '^\{"tool":"rdcp","bytes":6291461,.*"streams":4,"compress":true,"encrypt":true\}$' "--json"
+	rdcp_b --streams 4 --compress=3 --encrypt "rdxhost:$D/dst" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+}
+
+@test "rdcp: an unknown host key is refused (StrictHostKeyChecking=yes, and by default)" {
+	echo hi >"$D/src"
+	: >"$D/kh"
+	for strict in "" "-o StrictHostKeyChecking=yes"; do
+		# shellcheck disable=SC2086 # no option, or one split on purpose
+		rdcp_b $strict -o "UserKnownHostsFile=$D/kh" "$D/src" "rdxhost:$D/dst"
+		assert_status 3
+		assert_one_line_error "$stderr" rdcp
+		assert_match "$stderr" "host key of 'rdxhost' is not known \\(ssh-ed25519 SHA256:"
+		assert_match "$stderr" "StrictHostKeyChecking=accept-new"
+		[ ! -e "$D/dst" ]
+	done
+	# accept-new learns it, and a later strict run finds it.
+	rdcp_b -o StrictHostKeyChecking=accept-new -o "UserKnownHostsFile=$D/kh" "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	grep -qF "$(cut -d' ' -f2 "$SSHD_DIR/host_key.pub")" "$D/kh" || fail "known_hosts not updated: $(cat "$D/kh")"
+	rdcp_b -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$D/kh" "$D/src" "rdxhost:$D/dst2"
+	assert_status 0
+}
+
+@test "rdcp: a changed host key is refused, whatever StrictHostKeyChecking says" {
+	echo hi >"$D/src"
+	ssh-keygen -q -t ed25519 -N '' -f "$D/other"
+	echo "$IP_A $(cut -d' ' -f1,2 "$D/other.pub")" >"$D/kh"
+	for strict in yes accept-new no; do
+		rdcp_b -o "StrictHostKeyChecking=$strict" -o "UserKnownHostsFile=$D/kh" "$D/src" "rdxhost:$D/dst"
+		assert_status 3
+		assert_one_line_error "$stderr" rdcp
+		assert_match "$stderr" "host key of 'rdxhost' does not match known_hosts .*man-in-the-middle"
+		[ ! -e "$D/dst" ]
+	done
+}
+
+@test "rdcp: a key sshd does not accept is refused (exit 3)" {
+	echo hi >"$D/src"
+	# No IdentityFile in this config: only -i's key (and no agent).
+	sed '/IdentityFile/d' "$SSH_CONFIG" >"$D/cfg"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$D/cfg" -i "$SSHD_DIR/wrong" \
+		--remote-path "$RDX_BUILD" "$D/src" "rdxhost:$D/dst"
+	assert_status 3
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "^rdcp: permission denied for root@rdxhost"
+	[ ! -e "$D/dst" ]
+}
+
+@test "rdcp: rdrecv/rdsend missing on the far side: a clear error, exit 5" {
+	echo hi >"$D/src"
+	rdcp_b --remote-path "$D/nowhere" "$D/src" "rdxhost:$D/dst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdrecv not found on 'rdxhost' in --remote-path$"
+	[ ! -e "$D/dst" ]
+	rdcp_b --remote-path "$D/nowhere" "rdxhost:$D/src" "$D/dst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdsend not found on 'rdxhost' in --remote-path$"
+	[ ! -e "$D/dst" ]
+	# Not on the far side's PATH either.
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" --remote-path /usr/bin "$D/src" "rdxhost:$D/dst"
+	assert_status 5
+	assert_match "$stderr" "rdrecv not found on 'rdxhost'"
+}
+
+@test "rdcp: destination not writable: a clear error, non-zero, nothing left behind" {
+	echo data >"$D/src"
+	mkdir -p "$D/ro"
+	# Read-only for root too: a read-only tmpfs, here (rdcp's side) and
+	# in sshd's own mount namespace (ip netns exec made it one).
+	mount -t tmpfs -o ro,size=1m rdxro "$D/ro" || fail "cannot mount a read-only tmpfs (needs root)"
+	MOUNTS+=("$D/ro")
+	nsenter -t "$(cat "$SSHD_DIR/sshd.pid")" -m -- mount -t tmpfs -o ro,size=1m rdxro "$D/ro" ||
+		fail "cannot mount a read-only tmpfs in sshd's mount namespace"
+	rdcp_b "$D/src" "rdxhost:$D/ro/dst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: receiver: cannot create '$D/ro/dst': Read-only file system$"
+	assert_no_output_file "$D/ro/dst"
+	rdcp_b "rdxhost:$D/src" "$D/ro/dst"
+	assert_status 4
+	assert_match "$stderr" "^rdcp: cannot create '$D/ro/dst': Read-only file system$"
+	rdcp_b "$D/src" "rdxhost:$D/no/such/dir/dst"
+	assert_status 5
+	assert_match "$stderr" "cannot create '$D/no/such/dir/dst': No such file or directory"
+}
+
+@test "rdcp: a missing source, locally (4, before SSH) or on the far side (5)" {
+	rdcp_b "$D/nope" "rdxhost:$D/dst"
+	assert_status 4
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "cannot open '$D/nope': No such file or directory"
+	rdcp_b "rdxhost:$D/nope" "$D/dst"
+	assert_status 5
+	assert_match "$stderr" "cannot open '$D/nope': No such file or directory"
+	[ ! -e "$D/dst" ]
+}
+
+@test "rdcp: usage errors: exit 2, one line" {
+	for args in "" "a" "a b" "h1:a h2:b" "a b c" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
+		"-o Bogus=1 a h:b" "-o StrictHostKeyChecking=maybe a h:b" "-P 0 a h:b" \
+		"--streams 0 a h:b" "--compress=20 a h:b"; do
+		# shellcheck disable=SC2086 # split on purpose
+		run_t --secs 10 "$RDCP" $args
+		assert_status 2
+		assert_one_line_error "$stderr" rdcp
+	done
+	mkdir "$D/dir"
+	run_t --secs 10 "$RDCP" "$D/dir" "h:x"
+	assert_status 2
+	assert_match "$stderr" "is a directory"
+}
