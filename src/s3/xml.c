@@ -275,7 +275,12 @@ static int list_doc(enum doc doc, const char *xml, size_t n, struct s3_list *out
 	out->next_token = NULL;
 	ret = walk(doc, xml, n, w);
 	free(w);
-	while (ret && out->n > n0) { /* no partial result */
+	if (ret) { /* no partial result */
+		out->truncated = false;
+		free(out->next_token);
+		out->next_token = NULL;
+	}
+	while (ret && out->n > n0) {
 		struct s3_entry *e = &out->v[--out->n];
 
 		free(e->name);

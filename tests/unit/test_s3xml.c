@@ -78,9 +78,10 @@ static void test_list(void)
 		      -RDX_EPROTO,
 	      "an entry without a Key is refused");
 	CHECK(list("<ListAllMyBucketsResult/>", &l) == -RDX_EPROTO, "the wrong root is refused");
-	CHECK(list("<ListBucketResult><Contents><Key>k</Key></Contents>", &l) == -RDX_EPROTO &&
-		      l.n == 0,
-	      "a cut-off listing yields nothing, not a partial list");
+	CHECK(list("<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>t"
+		   "</NextContinuationToken><Contents><Key>k</Key></Contents>", &l) == -RDX_EPROTO &&
+		      l.n == 0 && !l.truncated && !l.next_token,
+	      "a cut-off listing yields nothing, not a partial list nor a next page");
 	s3_list_release(&l);
 
 	doc = "<ListAllMyBucketsResult " NS "><Owner><ID>o</ID></Owner><Buckets>"

@@ -1,0 +1,45 @@
+/* libFuzzer target: every S3 XML document rds3 reads (Error, ListBuckets,
+ * ListObjectsV2) comes from the network.  Beyond "no crash, no
+ * out-of-bounds, no leak" (ASan), checks the parsers' promises: a failure
+ * leaves no partial list, entries always have a name, and the Code fits
+ * its buffer with a NUL. */
+#include "../../src/core/err.h"
+#include "../../src/s3/xml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(c)                                                               \
+	do {                                                                   \
+		if (!(c))                                                      \
+			abort();                                               \
+	} while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const char *xml = (const char *)data;
+	struct s3_list l = { 0 };
+	char code[16], msg[32];
+	size_t i;
+	int ret;
+
+	ret = s3_xml_error(xml, size, code, sizeof(code), msg, sizeof(msg));
+	CHECK(strlen(code) < sizeof(code) && strlen(msg) < sizeof(msg));
+	CHECK(ret || code[0]);
+
+	ret = s3_xml_list_objects(xml, size, &l);
+	CHECK(!ret || l.n == 0);
+	for (i = 0; i < l.n; i++)
+		CHECK(l.v[i].name != NULL);
+	CHECK(!l.truncated || !ret);
+	s3_list_release(&l);
+
+	ret = s3_xml_list_buckets(xml, size, &l);
+	CHECK(!ret || l.n == 0);
+	for (i = 0; i < l.n; i++)
+		CHECK(l.v[i].name != NULL);
+	s3_list_release(&l);
+	return 0;
+}
