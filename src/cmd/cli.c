@@ -87,6 +87,18 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 		else
 			return bad_value("transport", arg, "auto, tcp or rdma");
 		return 0;
+	case OPT_RDMA_DEV:
+		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
+			return bad_value("rdma-dev", arg, "an RDMA device name (rdx-diag lists them)");
+		o->rdma_dev = arg;
+		return 0;
+	case OPT_RDMA_PORT:
+		return parse_count("rdma-port", arg, 1, 255, &o->rdma_port);
+	case OPT_GID_INDEX:
+		if (rdx_parse_uint(arg, 0, 65535, &v))
+			return bad_value("gid-index", arg, "a number from 0 to 65535");
+		o->gid_index = (int)v;
+		return 0;
 	case OPT_KEY_FILE:
 		c->key_file = arg;
 		return 0;

@@ -28,6 +28,9 @@ enum cli_key {
 	OPT_SERVER,
 	OPT_PORT,
 	OPT_CONNECT,
+	OPT_RDMA_DEV,
+	OPT_RDMA_PORT,
+	OPT_GID_INDEX,
 };
 
 /* Table rows both tools have, in --help order. */
@@ -40,6 +43,14 @@ enum cli_key {
 	  "print the final statistics as one JSON object", NULL },            \
 	{ "transport", OPT_TRANSPORT, RDX_ARG_REQUIRED, "MODE",                \
 	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },               \
+	{ "rdma-dev", OPT_RDMA_DEV, RDX_ARG_REQUIRED, "DEV",                   \
+	  "RDMA device to use (rdx-diag lists them); means --transport rdma", \
+	  NULL },                                                              \
+	{ "rdma-port", OPT_RDMA_PORT, RDX_ARG_REQUIRED, "N",                   \
+	  "port of that device (default: its first ACTIVE one)", NULL },       \
+	{ "gid-index", OPT_GID_INDEX, RDX_ARG_REQUIRED, "N",                   \
+	  "GID of that port to use (default: the first RoCE v2 GID with an IP)", \
+	  NULL },                                                              \
 	{ "key-file", OPT_KEY_FILE, RDX_ARG_REQUIRED, "FILE",                  \
 	  "read the key from the first line of FILE", "file" },                \
 	{ "slot-size", OPT_SLOT_SIZE, RDX_ARG_REQUIRED, "SIZE",                \

@@ -30,6 +30,7 @@ void rdx_xfer_opts_init(struct rdx_xfer_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->transport = RDX_TRANSPORT_AUTO;
+	o->gid_index = -1;
 	o->slot_size = 1u << 20;
 	o->slots = 16;
 	o->streams = 1;
@@ -263,12 +264,44 @@ static const char *memlock_short(const struct rdx_session *s, bool listening,
 	return buf;
 }
 
+/* --rdma-dev, --rdma-port, --gid-index: rdma_cm picks device, port and GID
+ * from the local address, so they become the address to bind. */
+static int pick_rdma_dev(struct rdx_session *s, bool listening)
+{
+	const struct rdx_xfer_opts *o = s->o;
+	const char *why;
+	char buf[256];
+
+	if (o->transport == RDX_TRANSPORT_TCP)
+		return sess_fail(s, -RDX_EUSAGE,
+				 "--rdma-dev, --rdma-port and --gid-index choose an RDMA device: not with --transport tcp");
+	if (o->bind)
+		return sess_fail(s, -RDX_EUSAGE,
+				 "--bind and --rdma-dev/--rdma-port/--gid-index both choose the local address: give one");
+	why = rdx_verbs_unavailable();
+	if (!why)
+		why = memlock_short(s, listening, buf, sizeof(buf));
+	if (why)
+		return sess_fail(s, -RDX_ENOTSUP, "cannot use RDMA: %s; rdx-diag lists what this host has",
+				 why);
+	if (rdx_verbs_local_addr(o->rdma_dev, o->rdma_port, o->gid_index, o->family,
+				 s->bind_buf, sizeof(s->bind_buf), buf, sizeof(buf)))
+		return sess_fail(s, -RDX_ENOTSUP, "cannot use RDMA: %s", buf);
+	s->net.bind = s->bind_buf;
+	rdx_info(1, "transport: rdma: local address %s (--rdma-dev %s, --rdma-port %u, --gid-index %d)",
+		 s->bind_buf, o->rdma_dev ? o->rdma_dev : "-", o->rdma_port, o->gid_index);
+	s->xp = &rdx_xport_verbs;
+	return 0;
+}
+
 int sess_pick_transport(struct rdx_session *s, bool listening)
 {
 	const char *why;
 	char buf[256];
 	struct rdx_verbs_route route;
 
+	if (s->o->rdma_dev || s->o->rdma_port || s->o->gid_index >= 0)
+		return pick_rdma_dev(s, listening);
 	if (s->o->transport == RDX_TRANSPORT_TCP) {
 		s->xp = &rdx_xport_tcp;
 		return 0;

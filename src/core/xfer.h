@@ -20,6 +20,9 @@ struct rdx_xfer_opts {
 	const char *path; /* NULL or "-": stdin / stdout */
 	struct rdx_key key;
 	enum rdx_transport_mode transport;
+	const char *rdma_dev; /* --rdma-dev, or NULL */
+	unsigned rdma_port;   /* --rdma-port, 0: the first ACTIVE one */
+	int gid_index;	      /* --gid-index, -1: pick one */
 	uint32_t slot_size;
 	unsigned slots;
 	unsigned streams;    /* sender: wanted; receiver: most accepted */

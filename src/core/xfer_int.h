@@ -41,6 +41,7 @@ struct rdx_session {
 	const struct rdx_xfer_opts *o;
 	const struct rdx_xport_ops *xp;
 	struct rdx_net_opts net;
+	char bind_buf[64]; /* net.bind when --rdma-dev chose it */
 	const char *peer_role; /* "sender" or "receiver": prefixes its errors */
 	struct rdx_listener *lis; /* listening side only (link.c) */
 

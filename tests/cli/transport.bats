@@ -73,3 +73,33 @@ no_rdma_here() {
 	assert_same "$D/src" "$D/dst"
 	assert_match "$stderr" '\(tcp, 1 stream\)' "rdsend -v"
 }
+
+@test "--rdma-dev without an RDMA device: exit 3, one line, on both tools" {
+	no_rdma_here
+	port=$(free_port)
+	run_t --secs 10 "$RDSEND" --rdma-dev mlx5_0 127.0.0.1 "$port" "$KEY" /dev/null
+	assert_status 3
+	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" 'cannot use RDMA: no RDMA device' "rdsend stderr"
+	run_t --secs 10 "$RDRECV" --gid-index 1 --wait 5 "$port" "$KEY" "$D/dst"
+	assert_status 3
+	assert_one_line_error "$stderr" rdrecv
+	[ ! -e "$D/dst" ]
+}
+
+@test "--rdma-dev/--rdma-port/--gid-index: usage errors with --transport tcp, with --bind, out of range" {
+	port=$(free_port)
+	run_t --secs 10 "$RDSEND" --rdma-dev mlx5_0 --transport tcp 127.0.0.1 "$port" "$KEY" /dev/null
+	assert_status 2
+	assert_match "$stderr" 'not with --transport tcp' "rdsend stderr"
+	run_t --secs 10 "$RDRECV" --rdma-port 1 --bind 127.0.0.1 "$port" "$KEY" "$D/dst"
+	assert_status 2
+	assert_match "$stderr" 'both choose the local address' "rdrecv stderr"
+	run_t --secs 10 "$RDSEND" --rdma-port 0 127.0.0.1 "$port" "$KEY" /dev/null
+	assert_status 2
+	run_t --secs 10 "$RDSEND" --gid-index 65536 127.0.0.1 "$port" "$KEY" /dev/null
+	assert_status 2
+	run_t --secs 10 "$RDSEND" --rdma-dev ../x 127.0.0.1 "$port" "$KEY" /dev/null
+	assert_status 2
+	[ ! -e "$D/dst" ]
+}

@@ -103,3 +103,32 @@ vg_side() {
 	[ "$XPORT" = rdma ] || skip "verbs only"
 	vg_side send
 }
+
+@test "--rdma-dev/--gid-index on both ends: the transfer binds that GID's address" {
+	[ "$XPORT" = rdma ] || skip "verbs only"
+	port=$(free_port)
+	head -c 300000 /dev/urandom >"$D/in"
+	start_recv -v --rdma-dev "$RXE_DEV" --gid-index "$RXE_GID_INDEX" --wait 30 "$port" "$KEY" "$D/out"
+	wait_listen "$port" 20
+	run_t --secs 60 "$RDSEND" -v --rdma-dev "$RXE_DEV" --rdma-port 1 "$RXE_ADDR" "$port" "$KEY" "$D/in"
+	echo "$stderr"
+	assert_status 0
+	assert_match "$stderr" "transport: rdma: local address $RXE_ADDR "
+	wait_recv 30
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/in" "$D/out"
+	grep -q "transport: rdma: local address $RXE_ADDR " "$D/recv.err"
+}
+
+@test "--rdma-dev naming no device, or a link-local GID: exit 3, one line" {
+	[ "$XPORT" = rdma ] || skip "verbs only"
+	run_t --secs 30 "$RDSEND" --rdma-dev nope "$RXE_ADDR" 1 "$KEY" /dev/null
+	assert_status 3
+	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" "no RDMA device 'nope'"
+	run_t --secs 30 "$RDRECV" --rdma-dev "$RXE_DEV" --gid-index 0 --wait 5 0 "$KEY" "$D/out"
+	assert_status 3
+	assert_one_line_error "$stderr" rdrecv
+	assert_match "$stderr" "GID 0 .* names no address"
+	[ ! -e "$D/out" ]
+}
