@@ -132,3 +132,23 @@ vg_side() {
 	assert_match "$stderr" "GID 0 .* names no address"
 	[ ! -e "$D/out" ]
 }
+
+@test "roles reversed over RDMA: rdsend --server listens, rdrecv --connect dials, --qps 2" {
+	[ "$XPORT" = rdma ] || skip "verbs only"
+	head -c 2000000 /dev/urandom >"$D/in"
+	mkfifo "$D/key"
+	BG_STDIN=$D/key bg_start send "$RDSEND" -v --server --transport rdma --qps 2 "$D/in"
+	SEND_PID=$BG_PID
+	exec 7>"$D/key"
+	echo "$KEY" >&7
+	exec 7>&-
+	wait_until 30 grep -q '^RDX-PORT ' "$D/send.out" || fail "no RDX-PORT line: $(cat "$D/send.err")"
+	port=$(sed -n 's/^RDX-PORT //p' "$D/send.out")
+	run_t --secs 60 "$RDRECV" -v --transport rdma --connect "$RXE_ADDR" "$port" "$KEY" "$D/out"
+	echo "$stderr"
+	assert_status 0
+	wait_send 30
+	assert_rc send "$SEND_RC" 0
+	assert_same "$D/in" "$D/out"
+	grep -q '(rdma, 2 streams)' "$D/send.err"
+}
