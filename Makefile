@@ -77,6 +77,12 @@ $(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(CP_OBJ) $(CLI_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 
+# rdcp's pure modules (addresses, quoting) need no libssh.
+$(BUILD)/tests/unit/test_cp: $(BUILD)/tests/unit/test_cp.o $(BUILD)/src/cp/addr.o \
+		$(BUILD)/src/cp/shquote.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)

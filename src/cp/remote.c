@@ -124,9 +124,12 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 		rdx_error("cannot set SSH options: %s", ssh_err(r));
 		return -RDX_EUSAGE;
 	}
-	if (ssh_options_get(r->ss, SSH_OPTIONS_HOST, &r->hostname) != SSH_OK ||
-	    ssh_options_get(r->ss, SSH_OPTIONS_USER, &r->user) != SSH_OK)
+	/* For messages and the data connection; libssh always knows the
+	 * host, and the user unless the local one has no passwd entry. */
+	if (ssh_options_get(r->ss, SSH_OPTIONS_HOST, &r->hostname) != SSH_OK)
 		return -ENOMEM;
+	if (ssh_options_get(r->ss, SSH_OPTIONS_USER, &r->user) != SSH_OK)
+		r->user = NULL;
 	return 0;
 }
 
@@ -157,7 +160,7 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 		goto err_disconnect;
 	if (ssh_userauth_publickey_auto(r->ss, NULL, NULL) != SSH_AUTH_SUCCESS) {
 		rdx_error("permission denied for %s@%s: no key was accepted (ssh-agent, -i, IdentityFile, ~/.ssh/id_*)",
-			  r->user, o->host);
+			  r->user ? r->user : "?", o->host);
 		ret = -RDX_EAUTH;
 		goto err_disconnect;
 	}
