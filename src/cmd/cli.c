@@ -5,11 +5,13 @@
 #include "../core/units.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #ifndef RDX_VERSION
 #define RDX_VERSION "0.0.0"
@@ -130,6 +132,9 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 	case OPT_SERVER:
 		c->server = true;
 		return 0;
+	case OPT_STOP_ON_EOF:
+		c->stop_on_eof = true;
+		return 0;
 	case OPT_PORT:
 		if (rdx_parse_uint(arg, 0, 65535, &v))
 			return bad_value("port", arg, "a port from 0 to 65535");
@@ -195,13 +200,30 @@ static void print_port(unsigned port, void *arg)
 	fflush(stdout);
 }
 
+/* Reads stdin to its end, then asks the transfer to stop: whoever holds
+ * the other end (rdcp, over SSH) has gone or given up. */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	do
+		n = read(0, buf, sizeof(buf));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	atomic_store(&cli_interrupted, 1);
+	return NULL;
+}
+
 int cli_server_setup(struct cli_state *c)
 {
+	pthread_t t;
 	int ret;
 
 	if (!c->server) {
-		if (c->port) {
-			rdx_error("--port goes with --server (see --help)");
+		if (c->port || c->stop_on_eof) {
+			rdx_error("%s goes with --server (see --help)",
+				  c->port ? "--port" : "--stop-on-eof");
 			return RDX_EXIT_USAGE;
 		}
 		return 0;
@@ -223,6 +245,14 @@ int cli_server_setup(struct cli_state *c)
 		rdx_error("--server: cannot read the key from standard input: %s",
 			  ret == -E2BIG ? "line too long" : rdx_strerror(ret));
 		return RDX_EXIT_IO;
+	}
+	if (c->stop_on_eof) {
+		ret = pthread_create(&t, NULL, watch_stdin, NULL);
+		if (ret) {
+			rdx_error("cannot start a thread: %s", strerror(ret));
+			return RDX_EXIT_FAIL;
+		}
+		pthread_detach(t);
 	}
 	return 0;
 }

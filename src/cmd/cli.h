@@ -28,6 +28,7 @@ enum cli_key {
 	OPT_SERVER,
 	OPT_PORT,
 	OPT_CONNECT,
+	OPT_STOP_ON_EOF,
 	OPT_RDMA_DEV,
 	OPT_RDMA_PORT,
 	OPT_GID_INDEX,
@@ -73,7 +74,10 @@ enum cli_key {
 	  "listen on --port, print 'RDX-PORT N' on stdout, read the key from stdin", \
 	  NULL },                                                              \
 	{ "port", OPT_PORT, RDX_ARG_REQUIRED, "PORT",                          \
-	  "with --server: the port to listen on (default 0: any free port)", NULL }
+	  "with --server: the port to listen on (default 0: any free port)", NULL }, \
+	{ "stop-on-eof", OPT_STOP_ON_EOF, RDX_ARG_NONE, NULL,                  \
+	  "with --server and FILE: stop, as if interrupted, when stdin ends after the key", \
+	  NULL }
 
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \
@@ -90,6 +94,7 @@ struct cli_state {
 	int verbose;
 	bool json;
 	bool server;	  /* --server */
+	bool stop_on_eof; /* --stop-on-eof */
 	const char *port; /* --port */
 	bool done; /* --help, --version or --completion ran: exit 0 */
 };
@@ -105,7 +110,9 @@ int cli_load_key(struct cli_state *c, char *arg);
 
 /* --server: checks that no key was given any other way, reads it from the
  * first line of stdin and arranges for the bound port to be printed on
- * stdout as "RDX-PORT N".  Without --server, refuses --port.  Returns 0
+ * stdout as "RDX-PORT N"; with --stop-on-eof, watches stdin for its end
+ * (the controller, rdcp, is gone) and then stops the transfer as SIGINT
+ * would.  Without --server, refuses --port and --stop-on-eof.  Returns 0
  * or the exit status after an error it printed. */
 int cli_server_setup(struct cli_state *c);
 

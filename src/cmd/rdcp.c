@@ -59,8 +59,9 @@ static const struct rdx_cli rdcp_cli = {
 	.tool = "rdcp",
 	.usage = "[OPTIONS] SRC DST",
 	.summary = "Copy a file to or from a remote host: SRC and DST are local paths or\n"
-		   "[user@]host:path ([user@][v6addr]:path), one of them remote.  The far end\n"
-		   "is started over SSH; the data goes directly between the two hosts.",
+		   "[user@]host:path ([user@][v6addr]:path), one of them remote; a local '-' is\n"
+		   "standard input or output.  The far end is started over SSH; the data goes\n"
+		   "directly between the two hosts.",
 	.opts = rdcp_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
 		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
@@ -249,7 +250,7 @@ int main(int argc, char **argv)
 	r.cp.xo = r.c.o;
 	ret = rdx_exit_code(cp_copy(&r.cp, &src, &dst, &st));
 	if (ret == RDX_EXIT_OK)
-		cli_report(&r.c, &st, false);
+		cli_report(&r.c, &st, !dst.remote && !strcmp(dst.path, "-"));
 out:
 	cp_addr_release(&src);
 	cp_addr_release(&dst);

@@ -90,6 +90,10 @@ int main(int argc, char **argv)
 		}
 		c.o.path = npos ? argv[optind_] : NULL;
 		c.o.wait_ms = c.o.connect_timeout_ms;
+		if (c.stop_on_eof && (!c.o.path || !strcmp(c.o.path, "-"))) {
+			rdx_error("--stop-on-eof needs FILE: standard input carries the data");
+			return RDX_EXIT_USAGE;
+		}
 		ret = cli_server_setup(&c);
 		if (ret)
 			return ret;

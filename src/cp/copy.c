@@ -116,11 +116,15 @@ static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
 {
 	cp_cmd_raw(c, "d=");
 	cp_cmd_quoted(c, far_path(far));
-	cp_cmd_raw(c, "; if [ -d \"$d\" ]; then d=\"$d\"/");
-	cp_cmd_quoted(c, name);
-	cp_cmd_raw(c, "; fi; ");
+	/* From standard input there is no name: DST names the file. */
+	if (name) {
+		cp_cmd_raw(c, "; if [ -d \"$d\" ]; then d=\"$d\"/");
+		cp_cmd_quoted(c, name);
+		cp_cmd_raw(c, "; fi");
+	}
+	cp_cmd_raw(c, "; ");
 	add_tool(c, o, "rdrecv");
-	cp_cmd_raw(c, " --server");
+	cp_cmd_raw(c, " --server --stop-on-eof");
 	add_secs(c, "--wait", FAR_WAIT_S * 1000);
 	add_common(c, o);
 	cp_cmd_raw(c, " -- \"$d\"");
@@ -132,7 +136,7 @@ static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 	char buf[64];
 
 	add_tool(c, o, "rdsend");
-	cp_cmd_raw(c, " --server");
+	cp_cmd_raw(c, " --server --stop-on-eof");
 	add_secs(c, "--connect-timeout", FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
@@ -184,13 +188,20 @@ static int far_failed(struct cp_remote *r, const char *host, const char *tool,
 }
 
 /* Local checks before any SSH: a missing or unreadable source, a
- * directory; and where a pulled file goes. */
+ * directory; and where a pulled file goes.  "-" is standard input or
+ * output (*path NULL), on this side only. */
 static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 		     char **path)
 {
 	struct stat sb;
 
 	*path = NULL;
+	if ((src->remote && !strcmp(src->path, "-")) || (dst->remote && !strcmp(dst->path, "-"))) {
+		rdx_error("'-' names standard input or output here, not on the remote host");
+		return -RDX_EUSAGE;
+	}
+	if (!src->remote && !strcmp(src->path, "-"))
+		return 0; /* standard input */
 	if (!src->remote) {
 		if (stat(src->path, &sb)) {
 			rdx_error("cannot open '%s': %s", src->path, strerror(errno));
@@ -208,6 +219,8 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 		rdx_error("'%s:%s' names no file", src->host, src->path);
 		return -RDX_EUSAGE;
 	}
+	if (!strcmp(dst->path, "-"))
+		return 0; /* standard output */
 	if (stat(dst->path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		const char *name = cp_basename(src->path);
 
@@ -223,7 +236,8 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 
 /* Runs the near end while the channel moves; returns the near end's
  * result once both are through (or the far side is given up on). */
-static int run_near(struct near *n, struct cp_remote *r, const struct cp_opts *o)
+static int run_near(struct near *n, struct cp_remote *r, const struct cp_opts *o,
+		    bool *terminated)
 {
 	pthread_t t;
 	uint64_t grace = 0;
@@ -244,11 +258,18 @@ static int run_near(struct near *n, struct cp_remote *r, const struct cp_opts *o
 			/* Give the far side a moment to report its status. */
 			if (far_over)
 				break;
-			if (!grace)
+			if (!grace) {
 				grace = rdx_now_ns() + (o->xo.timeout_ms < 5000 ? o->xo.timeout_ms
 										 : 5000) * 1000000;
-			else if (rdx_now_ns() >= grace)
+				/* We failed: it would wait for us until its
+				 * own timeouts. */
+				if (n->ret) {
+					cp_remote_terminate(r);
+					*terminated = true;
+				}
+			} else if (rdx_now_ns() >= grace) {
 				break;
+			}
 		}
 	}
 	pthread_join(t, NULL);
@@ -266,7 +287,7 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	struct cp_cmd cmd = { 0 };
 	struct near *n = NULL;
 	char key[65] = "", port[8], *path = NULL;
-	bool quiet_far = false;
+	bool quiet_far = false, terminated = false;
 	unsigned p;
 	int ret, status;
 
@@ -274,7 +295,8 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	if (ret)
 		goto out;
 	if (push)
-		push_cmd(&cmd, o, dst->path, cp_basename(src->path));
+		push_cmd(&cmd, o, dst->path,
+			 strcmp(src->path, "-") ? cp_basename(src->path) : NULL);
 	else
 		pull_cmd(&cmd, o, src->path);
 	n = calloc(1, sizeof(*n));
@@ -302,6 +324,7 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 		goto out;
 	}
 	if (ret) {
+		cp_remote_terminate(r);
 		show_far_stderr(r, far->host);
 		if (ret == -RDX_EINTR)
 			rdx_error("interrupted");
@@ -325,11 +348,12 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	n->xo.key.len = strlen(key);
 	rdx_info(1, "%s on %s listens on port %u; %s %s", tool, far->host, p,
 		 push ? "sending to" : "receiving from", n->xo.host);
-	ret = run_near(n, r, o);
+	ret = run_near(n, r, o, &terminated);
 	status = cp_remote_status(r);
 	/* The far side's own words: on success only what -v asked for, and
-	 * likewise when the error it sent us is printed already. */
-	if (ret == -RDX_EREMOTE || (!ret && status == 0))
+	 * likewise when the error it sent us is printed already or we
+	 * stopped it ourselves. */
+	if (ret == -RDX_EREMOTE || terminated || (!ret && status == 0))
 		quiet_far = o->verbose == 0 || o->quiet;
 	if (!quiet_far)
 		show_far_stderr(r, far->host);

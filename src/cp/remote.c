@@ -186,9 +186,10 @@ int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line)
 	if (!r->ch || ssh_channel_open_session(r->ch) != SSH_OK ||
 	    ssh_channel_request_exec(r->ch, cmd) != SSH_OK)
 		goto err;
+	/* Its stdin stays open: the far side (--stop-on-eof) stops when it
+	 * ends, that is when we give up or go away. */
 	if (ssh_channel_write(r->ch, line, (uint32_t)strlen(line)) == SSH_ERROR ||
-	    ssh_channel_write(r->ch, "\n", 1) == SSH_ERROR ||
-	    ssh_channel_send_eof(r->ch) != SSH_OK)
+	    ssh_channel_write(r->ch, "\n", 1) == SSH_ERROR)
 		goto err;
 	return 0;
 err:
@@ -286,6 +287,17 @@ int cp_remote_read_port(struct cp_remote *r, int timeout_ms,
 		return -RDX_EPROTO;
 	*port = (unsigned)v;
 	return 0;
+}
+
+void cp_remote_terminate(struct cp_remote *r)
+{
+	if (!r->ch || r->ended || !ssh_channel_is_open(r->ch))
+		return;
+	/* The end of its stdin stops it (--stop-on-eof); a signal too,
+	 * where sshd allows one (not for root logins: it wants privilege
+	 * separation for that). */
+	ssh_channel_send_eof(r->ch);
+	ssh_channel_request_send_signal(r->ch, "TERM");
 }
 
 int cp_remote_status(struct cp_remote *r)

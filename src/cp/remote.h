@@ -3,7 +3,7 @@
  *   rdcp                                      far host (sshd)
  *     │ ── SSH: known_hosts, publickey ──────▶ │
  *     │ ── exec "rdrecv --server ..." ───────▶ │  (or rdsend --server)
- *     │ ── stdin: KEY\n, EOF ────────────────▶ │
+ *     │ ── stdin: KEY\n (kept open) ─────────▶ │  its end stops the far side
  *     │ ◀─ stdout: RDX-PORT N ──────────────── │  listening
  *     │ ══ rdxfer session on N, directly ════▶ │  (not through SSH)
  *     │ ◀─ stderr, exit status ─────────────── │
@@ -43,7 +43,8 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o);
 const char *cp_remote_hostname(struct cp_remote *r);
 
 /* Runs cmd on the far host and writes line and a newline on its stdin,
- * then EOF.  Returns 0, or -RDX_ECONNECT (printed). */
+ * which stays open until cp_remote_terminate() or cp_remote_close().
+ * Returns 0, or -RDX_ECONNECT (printed). */
 int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line);
 
 /* Waits up to timeout_ms for the command's "RDX-PORT N" line on stdout,
@@ -58,6 +59,11 @@ int cp_remote_read_port(struct cp_remote *r, int timeout_ms,
  * dropped.  Returns 1 once the command has ended (its exit status is
  * then known), 0 while it runs, or -RDX_ECONNECT. */
 int cp_remote_pump(struct cp_remote *r, int wait_ms);
+
+/* Stops the command once we give up, so that the far side need not wait
+ * out its own timeouts: EOF on its stdin (rdsend/rdrecv --stop-on-eof),
+ * and SIGTERM where sshd honours the "signal" request. */
+void cp_remote_terminate(struct cp_remote *r);
 
 /* The command's exit status, or -1 when it did not report one (killed by
  * a signal, connection lost). */

@@ -32,6 +32,15 @@ rdcp_b() {
 		--remote-path "$RDX_BUILD" --timeout 10 "$@"
 }
 
+# far_running NAME: a process NAME runs in sshd's namespace.
+far_running() {
+	local p
+	for p in $(ip netns pids "$NS_A"); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != "$1" ] || return 0
+	done
+	return 1
+}
+
 @test "rdcp: local to remote, 0, 1, 3 MiB + 1 bytes" {
 	for n in 0 1 $((3 * 1024 * 1024 + 1)); do
 		mkrand "$D/src" "$n"
@@ -241,4 +250,59 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 	run_t --secs 10 "$RDCP" "$D/dir" "h:x"
 	assert_status 2
 	assert_match "$stderr" "is a directory"
+}
+
+@test "rdcp: '-' is standard input or output on this side" {
+	mkrand "$D/src" $((1024 * 1024 + 9))
+	run --separate-stderr timeout 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$RDX_BUILD" --timeout 10 - "rdxhost:$D/dst" <"$D/src"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	xrun ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" \
+		--timeout 10 --json "rdxhost:$D/dst" - >"$D/out" 2>"$D/err" ||
+		fail "rdcp to stdout failed: $(cat "$D/err")"
+	assert_same "$D/src" "$D/out"
+	assert_file_match "$D/err" '^\{"tool":"rdcp","bytes":1048585,'
+	rdcp_b "$D/src" "rdxhost:-"
+	assert_status 2
+	assert_one_line_error "$stderr" rdcp
+}
+
+@test "rdcp: --rdma-addr sends the data to another address of the host" {
+	local ip_c=${IP_A%.1}.3
+	ip -n "$NS_A" addr add "$ip_c/24" dev veth0 || fail "cannot add $ip_c"
+	mkrand "$D/src" 300000
+	rdcp_b -v --rdma-addr "$ip_c" "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	assert_match "$stderr" "^rdcp: rdrecv on rdxhost listens on port [0-9]+; sending to $ip_c$"
+	rdcp_b -v --rdma-addr "$ip_c" "rdxhost:$D/src" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+	assert_match "$stderr" "receiving from $ip_c$"
+	# Nothing answers there: the data connection fails, not SSH, and the
+	# far rdrecv is stopped rather than left waiting for us (--wait 30).
+	rdcp_b --connect-timeout 1 --rdma-addr "${IP_A%.1}.9" "$D/src" "rdxhost:$D/dst2"
+	assert_status 3
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "^rdcp: cannot connect to ${IP_A%.1}\\.9 port [0-9]+"
+	wait_until 10 eval '! far_running rdrecv' || fail "rdrecv still runs on the far side"
+	ip -n "$NS_A" addr del "$ip_c/24" dev veth0
+}
+
+@test "rdcp: SIGINT mid-copy: exit 130, nothing under the final name, the far side gone" {
+	mkfifo "$D/fifo"
+	BG_STDIN=/dev/null bg_start rdcp ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$RDX_BUILD" --timeout 10 "$D/fifo" "rdxhost:$D/dst"
+	rdcp_pid=$BG_PID
+	# A writer that sends a little, then keeps the pipe open.
+	bg_start writer bash -c 'exec 7>"$1"; head -c 1048576 /dev/urandom >&7; sleep 30' _ "$D/fifo"
+	temp_there() { compgen -G "$D/.dst.rdx-*" >/dev/null; }
+	wait_until 20 temp_there || fail "the far side never created its temporary: $(cat "$D/rdcp.err")"
+	kill -INT "$rdcp_pid"
+	wait_exit "$rdcp_pid" 20
+	assert_rc rdcp "$WAIT_RC" 130
+	assert_file_match "$D/rdcp.err" '^rdcp: interrupted$'
+	wait_until 20 eval '! far_running rdrecv' || fail "rdrecv still runs on the far side: $(ps -ef | grep '[r]drecv')"
+	assert_no_output_file "$D/dst"
 }

@@ -190,3 +190,38 @@ server_usage() {
 	server_usage rdsend --server "$D/f"
 	[ ! -e "$D/f" ]
 }
+
+@test "server: --stop-on-eof: the end of stdin after the key stops the server (130), nothing written" {
+	mkfifo "$D/ctl"
+	BG_STDIN=$D/ctl bg_start r "$RDRECV" --server --stop-on-eof --wait 20 "$D/dst"
+	srv=$BG_PID
+	# The controller: the key, then the pipe held open a while.
+	bg_start ctl bash -c 'exec 7>"$1"; echo "$2" >&7; sleep 1; exec 7>&-; sleep 30' _ "$D/ctl" "$KEY"
+	wait_until 10 grep -q '^RDX-PORT [0-9]' "$D/r.out" || fail "no port line: $(cat "$D/r.err")"
+	alive "$srv" || fail "rdrecv --server stopped before stdin ended: $(cat "$D/r.err")"
+	wait_exit "$srv" 10
+	assert_rc r "$WAIT_RC" 130
+	[ "$(cat "$D/r.err")" = "rdrecv: interrupted" ] || fail "stderr: $(cat "$D/r.err")"
+	assert_no_output_file "$D/dst"
+	# Held open, it serves a transfer as usual.
+	mkrand "$D/src" 100000
+	rm -f "$D/ctl"
+	mkfifo "$D/ctl"
+	BG_STDIN=$D/ctl bg_start s "$RDSEND" --server --stop-on-eof "$D/src"
+	srv=$BG_PID
+	bg_start ctl2 bash -c 'exec 7>"$1"; echo "$2" >&7; sleep 30' _ "$D/ctl" "$KEY"
+	wait_until 10 grep -q '^RDX-PORT [0-9]' "$D/s.out" || fail "no port line: $(cat "$D/s.err")"
+	RDX_KEY=$KEY run_t "$RDRECV" --connect 127.0.0.1 "$(sed -n 's/^RDX-PORT //p' "$D/s.out")" "$D/dst"
+	assert_status 0
+	wait_exit "$srv" 10
+	assert_rc s "$WAIT_RC" 0
+	assert_same "$D/src" "$D/dst"
+}
+
+@test "server: --stop-on-eof goes with --server, and with rdsend needs FILE" {
+	echo "$KEY" >"$D/key.in"
+	server_usage rdrecv --stop-on-eof 1234 "$KEY" "$D/f"
+	server_usage rdsend --stop-on-eof 127.0.0.1 1234 "$KEY" "$D/f"
+	server_usage rdsend --server --stop-on-eof
+	[ ! -e "$D/f" ]
+}
