@@ -13,6 +13,7 @@
 
 #define ERR_KEEP (64u << 10) /* stderr kept from the far side */
 #define LINE_MAX_ 128	     /* the port line, with room to spare */
+#define CHATTER_MAX (16u << 10) /* login scripts' stdout before it */
 
 struct cp_remote {
 	ssh_session ss;
@@ -21,9 +22,10 @@ struct cp_remote {
 	char *user;
 	char *err;	/* stderr kept, NUL-terminated */
 	size_t err_len;
-	char line[LINE_MAX_]; /* stdout until the port line */
+	char line[LINE_MAX_]; /* the stdout line being read */
 	size_t line_len;
-	bool port_seen;
+	size_t chatter; /* stdout bytes before the port line */
+	bool port_seen; /* line holds "RDX-PORT ...", or chatter ran over */
 	bool ended; /* EOF on both streams and the channel is done */
 	int status;
 };
@@ -214,19 +216,30 @@ static void keep_err(struct cp_remote *r, const char *buf, size_t n)
 	r->err[r->err_len] = '\0';
 }
 
-/* Collects stdout up to the first newline; the rest is dropped. */
+/* Looks for the port line on stdout.  A login script may print before
+ * it (a banner from .bashrc): whole lines that are not it are skipped,
+ * up to CHATTER_MAX bytes; after it everything is dropped. */
 static void keep_out(struct cp_remote *r, const char *buf, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n && !r->port_seen; i++) {
-		if (buf[i] == '\n' || r->line_len == sizeof(r->line) - 1) {
-			r->port_seen = true; /* complete, or too long to be it */
+		if (++r->chatter > CHATTER_MAX) {
+			r->port_seen = true; /* read_port says it is not one */
 			break;
 		}
-		r->line[r->line_len++] = buf[i];
+		if (buf[i] != '\n') {
+			if (r->line_len < sizeof(r->line) - 1)
+				r->line[r->line_len++] = buf[i];
+			r->line[r->line_len] = '\0';
+			continue;
+		}
+		r->line[r->line_len] = '\0';
+		if (!strncmp(r->line, "RDX-PORT ", 9))
+			r->port_seen = true;
+		else
+			r->line_len = 0;
 	}
-	r->line[r->line_len] = '\0';
 }
 
 int cp_remote_pump(struct cp_remote *r, int wait_ms)

@@ -47,11 +47,12 @@ const char *cp_remote_hostname(struct cp_remote *r);
  * Returns 0, or -RDX_ECONNECT (printed). */
 int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line);
 
-/* Waits up to timeout_ms for the command's "RDX-PORT N" line on stdout,
- * keeping its stderr.  Returns 0 with *port set; -RDX_EREMOTE when the
- * command ended without it (cp_remote_status() says how); -RDX_ETIMEOUT;
- * -RDX_EPROTO for another first line; -RDX_EINTR once *stop is set;
- * -RDX_ECONNECT when SSH failed. */
+/* Waits up to timeout_ms for the command's "RDX-PORT N" line on stdout
+ * (other lines before it, from login scripts, are skipped), keeping its
+ * stderr.  Returns 0 with *port set; -RDX_EREMOTE when the command ended
+ * without it (cp_remote_status() says how); -RDX_ETIMEOUT; -RDX_EPROTO
+ * for a malformed port line or none in the first 16 KiB; -RDX_EINTR once
+ * *stop is set; -RDX_ECONNECT when SSH failed. */
 int cp_remote_read_port(struct cp_remote *r, int timeout_ms,
 			const atomic_int *stop, unsigned *port);
 

@@ -306,3 +306,13 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 	wait_until 20 eval '! far_running rdrecv' || fail "rdrecv still runs on the far side: $(ps -ef | grep '[r]drecv')"
 	assert_no_output_file "$D/dst"
 }
+
+@test "rdcp: a login that prints before the port line is skipped over (-P to the chatty port)" {
+	mkrand "$D/src" 100000
+	rdcp_b -P "$SSHD_PORT2" "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	rdcp_b -P "$SSHD_PORT2" "rdxhost:$D/src" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+}

@@ -6,7 +6,8 @@
 #   SSHD_DIR      host key, client keys, authorized_keys, known_hosts, configs
 #   SSH_CONFIG    a client config: Host rdxhost = $IP_A, user root, the
 #                 test's key and known_hosts (rdcp -F "$SSH_CONFIG")
-#   SSHD_PORT2    a second port sshd listens on (for -P)
+#   SSHD_PORT2    a second port sshd listens on (for -P), where a forced
+#                 command prints a banner on stdout before running ours
 #
 # sshd's SetEnv puts $RDX_BUILD first on the far side's PATH, so rdcp
 # finds the fresh rdsend/rdrecv there without --remote-path.
@@ -45,6 +46,10 @@ sshd_setup() {
 		StrictModes no
 		SetEnv PATH=$RDX_BUILD:/usr/local/bin:/usr/bin:/bin
 		LogLevel VERBOSE
+		# On the second port, a chatty login: lines on stdout before the
+		# command runs, as a .bashrc or a wrapper might print.
+		Match LocalPort $SSHD_PORT2
+		  ForceCommand echo "Welcome to rdxhost"; echo "RDX-PORTAL is down today"; echo >&2 "motd on stderr"; eval "\$SSH_ORIGINAL_COMMAND"
 	EOF
 	SSH_CONFIG=$SSHD_DIR/ssh_config
 	cat >"$SSH_CONFIG" <<-EOF
