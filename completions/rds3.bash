@@ -14,13 +14,17 @@ _rds3()
 		return 0 ;;
 	--retries)
 		return 0 ;;
+	--part-size)
+		return 0 ;;
+	--concurrency)
+		return 0 ;;
 	--connect-timeout)
 		return 0 ;;
 	--timeout)
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --json -r --recursive --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --json -r --recursive --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --part-size --concurrency --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -15,6 +15,7 @@
 #include "../core/units.h"
 #include "../s3/config.h"
 #include "../s3/local.h"
+#include "../s3/multipart.h"
 #include "../s3/s3.h"
 #include "../s3/sigv4.h"
 
@@ -41,6 +42,8 @@ enum s3_key {
 	OPT_RETRIES,
 	OPT_INSECURE,
 	OPT_S3_CONNECT_TIMEOUT,
+	OPT_PART_SIZE,
+	OPT_CONCURRENCY,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -64,6 +67,10 @@ static const struct rdx_opt s3_opts[] = {
 	  "address buckets as http://bucket.host/key", NULL },
 	{ "retries", OPT_RETRIES, RDX_ARG_REQUIRED, "N",
 	  "retries of a failed request, 0..20 (default 4)", NULL },
+	{ "part-size", OPT_PART_SIZE, RDX_ARG_REQUIRED, "SIZE",
+	  "multipart part and download range size, 5M..5G (default 8M; grown to fit 10000 parts)", NULL },
+	{ "concurrency", OPT_CONCURRENCY, RDX_ARG_REQUIRED, "N",
+	  "parts or ranges in flight at once, 1..64 (default 4)", NULL },
 	{ "insecure", OPT_INSECURE, RDX_ARG_NONE, NULL,
 	  "do not verify the server's TLS certificate", NULL },
 	{ "connect-timeout", OPT_S3_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
@@ -96,6 +103,8 @@ struct s3_cmd {
 	struct s3_config_opts co;
 	struct s3_config cfg;
 	struct s3_client *s3;
+	struct s3_client_opts client;
+	struct s3_xfer_opts xfer;
 	unsigned retries;
 	uint64_t connect_timeout_ms;
 	bool recursive;
@@ -147,6 +156,21 @@ static int handle(int key, const char *arg, void *ctx)
 			return -1;
 		}
 		s->retries = (unsigned)v;
+		return 0;
+	case OPT_PART_SIZE:
+		if (rdx_parse_size(arg, &v) || v < S3_PART_MIN || v > S3_PART_MAX) {
+			rdx_error("invalid value '%s' for --part-size: expected a size from 5M to 5G", arg);
+			return -1;
+		}
+		s->xfer.part_size = v;
+		return 0;
+	case OPT_CONCURRENCY:
+		if (rdx_parse_uint(arg, 1, S3_CONCURRENCY_MAX, &v)) {
+			rdx_error("invalid value '%s' for --concurrency: expected a number from 1 to %u",
+				  arg, S3_CONCURRENCY_MAX);
+			return -1;
+		}
+		s->xfer.concurrency = (unsigned)v;
 		return 0;
 	case OPT_S3_CONNECT_TIMEOUT:
 		if (rdx_parse_seconds(arg, &v) || v < 100) {
@@ -238,13 +262,48 @@ static int s3_fail(struct s3_cmd *s, const char *what, int ret)
 
 /* ------------------------------------------------------ local data */
 
+/* A failed upload: the source's fault (exit 4) or S3's. */
+static int put_fail(struct s3_cmd *s, const char *src, const char *what, int ret)
+{
+	if (ret == -EFBIG) {
+		rdx_error("cannot upload '%s': more than %u parts of %llu bytes (use a larger --part-size)",
+			  src, S3_PARTS_MAX, (unsigned long long)s->xfer.part_size);
+		return RDX_EXIT_IO;
+	}
+	if (ret == -ENODATA) {
+		rdx_error("cannot read '%s': the file shrank during the upload", src);
+		return RDX_EXIT_IO;
+	}
+	if (ret < 0 && -ret < RDX_EBASE && ret != -ENOMEM && ret != -EAGAIN) {
+		rdx_error("cannot read '%s': %s", src, strerror(-ret));
+		return RDX_EXIT_IO;
+	}
+	return s3_fail(s, what, ret);
+}
+
+/* One PutObject of a whole file, hashed first. */
+static int put_single(struct s3_cmd *s, const struct s3_url *u,
+		      int fd, struct s3_object_info *info)
+{
+	char hex[65];
+	uint64_t size = 0;
+	int ret;
+
+	ret = s3_local_hash(fd, PUT_MAX, &interrupted, &size, hex);
+	if (ret == -RDX_EINTR)
+		return ret;
+	if (ret) /* -EFBIG: the file grew past one part since fstat */
+		return ret == -EFBIG ? -ENODATA : ret;
+	return s3_put_object(s->s3, u->bucket, u->key, fd, 0, size, hex, info);
+}
+
 static int cmd_put(struct s3_cmd *s, char **args, int n)
 {
 	struct s3_url u;
-	struct s3_object_info info;
+	struct s3_object_info info = { 0 };
 	const char *src = args[0];
-	char hex[65], what[KEY_MAX + 300];
-	uint64_t size = 0;
+	char what[KEY_MAX + 300];
+	uint64_t ps;
 	struct stat st;
 	int fd, ret;
 
@@ -264,57 +323,54 @@ static int cmd_put(struct s3_cmd *s, char **args, int n)
 	}
 	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
 	if (!strcmp(src, "-")) {
-		fd = s3_local_spool();
-		if (fd < 0) {
-			rdx_error("cannot make a temporary file for stdin: %s", strerror(-fd));
-			return RDX_EXIT_IO;
-		}
-		ret = s3_local_hash(fd, STDIN_FILENO, PUT_MAX, &interrupted, &size, hex);
+		fd = STDIN_FILENO;
 	} else {
 		fd = open(src, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			rdx_error("cannot open '%s': %s", src, strerror(errno));
 			return RDX_EXIT_IO;
 		}
-		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-			close(fd);
-			rdx_error("cannot upload '%s': Is a directory", src);
-			return RDX_EXIT_IO;
-		}
-		if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-			/* A FIFO or device: spool it as stdin is. */
-			int spool = s3_local_spool();
+	}
+	if (fstat(fd, &st)) {
+		rdx_error("cannot read '%s': %s", src, strerror(errno));
+		ret = RDX_EXIT_IO;
+		goto out;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rdx_error("cannot upload '%s': Is a directory", src);
+		ret = RDX_EXIT_IO;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* A pipe, FIFO or device: read in parts, memory bounded. */
+		ret = s3_upload_stream(s->s3, &s->xfer, u.bucket, u.key, fd, &info);
+	} else if ((ret = s3_part_size_for((uint64_t)st.st_size, s->xfer.part_size, &ps))) {
+		rdx_error("cannot upload '%s': larger than S3's 5 TiB", src);
+		ret = RDX_EXIT_IO;
+		goto out;
+	} else if ((uint64_t)st.st_size <= ps) {
+		ret = put_single(s, &u, fd, &info);
+	} else {
+		struct s3_xfer_opts xo = s->xfer;
 
-			if (spool < 0) {
-				close(fd);
-				rdx_error("cannot make a temporary file: %s", strerror(-spool));
-				return RDX_EXIT_IO;
-			}
-			ret = s3_local_hash(spool, fd, PUT_MAX, &interrupted, &size, hex);
-			close(fd);
-			fd = spool;
-		} else {
-			ret = s3_local_hash(fd, -1, PUT_MAX, &interrupted, &size, hex);
-		}
+		if (ps != xo.part_size)
+			rdx_info(1, "put %s: part size %llu bytes, not %llu: S3 takes at most %u parts",
+				 src, (unsigned long long)ps,
+				 (unsigned long long)xo.part_size, S3_PARTS_MAX);
+		xo.part_size = ps;
+		ret = s3_upload_file(s->s3, &xo, u.bucket, u.key, fd, (uint64_t)st.st_size,
+				     &info);
 	}
 	if (ret) {
-		close(fd);
-		if (ret == -RDX_EINTR)
-			return RDX_EXIT_INTR;
-		if (ret == -EFBIG)
-			rdx_error("cannot upload '%s': larger than 5 GiB, which needs a multipart upload (not supported yet)",
-				  src);
-		else
-			rdx_error("cannot read '%s': %s", src, strerror(-ret));
-		return RDX_EXIT_IO;
+		ret = put_fail(s, src, what, ret);
+		goto out;
 	}
-	ret = s3_put_object(s->s3, u.bucket, u.key, fd, 0, size, hex, &info);
-	close(fd);
-	if (ret)
-		return s3_fail(s, what, ret);
 	rdx_info(1, "put %s %s: %llu bytes, ETag %s", src, what,
-		 (unsigned long long)size, info.etag);
-	return 0;
+		 (unsigned long long)info.size, info.etag);
+out:
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return ret;
 }
 
 static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
@@ -322,7 +378,6 @@ static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
 	struct s3_url u;
 	struct s3_object_info info;
 	struct s3_out o;
-	struct s3_sink sink = { .write = s3_out_write, .rewind = s3_out_rewind, .ctx = &o };
 	char what[KEY_MAX + 300];
 	const char *dst;
 	int ret;
@@ -342,9 +397,7 @@ static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
 		rdx_error("cannot write '%s': %s", o.final[0] ? o.final : dst, strerror(-ret));
 		return RDX_EXIT_IO;
 	}
-	if (o.is_stdout)
-		sink.rewind = NULL; /* what went out cannot be taken back */
-	ret = s3_get_object(s->s3, u.bucket, u.key, &sink, &info);
+	ret = s3_download(s->s3, &s->xfer, u.bucket, u.key, &o, &info);
 	if (!ret && (ret = s3_out_publish(&o))) {
 		s3_out_abort(&o);
 		rdx_error("cannot write '%s': %s", o.final, strerror(-ret));
@@ -627,7 +680,10 @@ static int run(struct s3_cmd *s, char **args, int n)
 
 int main(int argc, char **argv)
 {
-	struct s3_cmd s = { .c.cli = &s3_cli, .retries = 4, .connect_timeout_ms = 10000 };
+	struct s3_cmd s = {
+		.c.cli = &s3_cli, .retries = 4, .connect_timeout_ms = 10000,
+		.xfer = { .part_size = (uint64_t)8 << 20, .concurrency = 4 },
+	};
 	struct s3_client_opts co = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512];
@@ -672,6 +728,9 @@ int main(int argc, char **argv)
 	co.stall_secs = (long)((s.c.o.timeout_ms + 999) / 1000);
 	co.verbose = s.c.verbose;
 	co.stop = &interrupted;
+	s.client = co;
+	s.xfer.client = &s.client;
+	s.xfer.stop = &interrupted;
 	if (s3_client_new(&s.s3, &co)) {
 		rdx_error("out of memory");
 		s3_config_release(&s.cfg);

@@ -107,6 +107,33 @@ static void header_value(const char *line, size_t n, const char *name,
 	out[e - i] = '\0';
 }
 
+int s3_http_content_range(const char *s, uint64_t *a, uint64_t *b, uint64_t *t)
+{
+	uint64_t *v[3] = { a, b, t };
+	const char sep[3] = { '-', '/', '\0' };
+	int i;
+
+	if (strncmp(s, "bytes ", 6))
+		return -RDX_EPROTO;
+	s += 6;
+	for (i = 0; i < 3; i++) {
+		uint64_t x = 0;
+		int digits = 0;
+
+		for (; *s >= '0' && *s <= '9'; s++, digits++) {
+			if (x > (UINT64_MAX - 9) / 10)
+				return -RDX_EPROTO;
+			x = x * 10 + (uint64_t)(*s - '0');
+		}
+		if (!digits || *s != sep[i])
+			return -RDX_EPROTO;
+		if (sep[i])
+			s++;
+		*v[i] = x;
+	}
+	return *b < *a || *b >= *t ? -RDX_EPROTO : 0;
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
 	struct xfer *x = ctx;
@@ -117,13 +144,26 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	/* A new status line (after a 100 Continue, say) starts over. */
 	if (len > 5 && !strncmp(p, "HTTP/", 5)) {
 		r->etag[0] = r->last_modified[0] = r->content_type[0] = '\0';
-		r->request_id[0] = '\0';
+		r->request_id[0] = r->content_range[0] = '\0';
 		r->has_length = false;
+		return len;
+	}
+	if ((len == 2 && !memcmp(p, "\r\n", 2)) || (len == 1 && *p == '\n')) {
+		uint64_t a, b, t;
+
+		/* The headers are in.  An impossible range ("bytes 0-0/0")
+		 * would have us wait for bytes that never come. */
+		if (r->content_range[0] &&
+		    s3_http_content_range(r->content_range, &a, &b, &t)) {
+			x->err = -RDX_EPROTO;
+			return 0;
+		}
 		return len;
 	}
 	header_value(p, len, "ETag", r->etag, sizeof(r->etag));
 	header_value(p, len, "Last-Modified", r->last_modified, sizeof(r->last_modified));
 	header_value(p, len, "Content-Type", r->content_type, sizeof(r->content_type));
+	header_value(p, len, "Content-Range", r->content_range, sizeof(r->content_range));
 	header_value(p, len, "x-amz-request-id", r->request_id, sizeof(r->request_id));
 	header_value(p, len, "Content-Length", cl, sizeof(cl));
 	if (cl[0]) {
@@ -299,6 +339,9 @@ int s3_http_do(struct s3_http *h, const struct s3_http_req *r,
 	curl_slist_free_all(hl);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+	if (x.err == -RDX_EPROTO) /* after libcurl's own word on it */
+		snprintf(resp->error, sizeof(resp->error), "impossible Content-Range '%s'",
+			 resp->content_range);
 	if (x.err)
 		return x.err;
 	switch (rc) {

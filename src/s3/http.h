@@ -60,9 +60,15 @@ struct s3_http_resp {
 	char etag[128];
 	char last_modified[64];
 	char content_type[128];
+	char content_range[96]; /* "bytes A-B/T" of a 206 */
 	char request_id[128];
 	char error[S3_HTTP_ERRLEN]; /* why no response came */
 };
+
+/* Parses a Content-Range value "bytes A-B/T" (nothing else) into a, b and
+ * t.  Returns 0, or -RDX_EPROTO when it is malformed or impossible (B < A,
+ * B >= T). */
+int s3_http_content_range(const char *s, uint64_t *a, uint64_t *b, uint64_t *t);
 
 /* Makes a handle; returns 0 or -ENOMEM. */
 int s3_http_new(struct s3_http **out, const struct s3_http_opts *o);

@@ -36,10 +36,9 @@ static int write_full(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* Hashes fd from its start (a file, or the spool of a pipe) and gives its
- * size.  When copy_from is set, it first copies that descriptor into fd. */
-int s3_local_hash(int fd, int copy_from, uint64_t max, const atomic_int *stop,
-		  uint64_t *size, char *hex)
+/* Hashes the file fd from its start and gives its size. */
+int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
+		  char *hex)
 {
 	static const char hx[] = "0123456789abcdef";
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -47,7 +46,7 @@ int s3_local_hash(int fd, int copy_from, uint64_t max, const atomic_int *stop,
 	unsigned int dl = 0;
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap);
-	int src = copy_from >= 0 ? copy_from : fd, ret = 0, i;
+	int ret = 0, i;
 	uint64_t off = 0;
 
 	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
@@ -55,8 +54,7 @@ int s3_local_hash(int fd, int copy_from, uint64_t max, const atomic_int *stop,
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = copy_from >= 0 ? read(src, buf, cap) :
-					     pread(src, buf, cap, (off_t)off);
+		ssize_t n = pread(fd, buf, cap, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -70,8 +68,6 @@ int s3_local_hash(int fd, int copy_from, uint64_t max, const atomic_int *stop,
 			ret = -RDX_EINTR;
 			goto out;
 		}
-		if (copy_from >= 0 && (ret = write_full(fd, buf, (size_t)n)))
-			goto out;
 		EVP_DigestUpdate(md, buf, (size_t)n);
 		off += (uint64_t)n;
 		if (off > max) {
@@ -90,27 +86,6 @@ out:
 	EVP_MD_CTX_free(md);
 	free(buf);
 	return ret;
-}
-
-/* An unnamed temporary file for a stream of unknown length: memory stays
- * bounded whatever stdin brings. */
-int s3_local_spool(void)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	int fd;
-
-	if (!dir || !*dir)
-		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	snprintf(path, sizeof(path), "%s/.rds3-spool.XXXXXX", dir);
-	fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	unlink(path);
-	return fd;
 }
 
 /* A download target: a temporary next to the final name, renamed into

@@ -1,6 +1,6 @@
-/* rds3's local side: hashing what goes up (spooling a stream of unknown
- * length to an unnamed temporary file first), and landing what comes down
- * under a temporary name that is renamed into place only when complete. */
+/* rds3's local side: hashing a file that goes up in one PutObject, and
+ * landing what comes down under a temporary name that is renamed into
+ * place only when complete. */
 #ifndef RDS3_LOCAL_H
 #define RDS3_LOCAL_H
 
@@ -9,16 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hashes fd from its start (SHA-256, hex into hex[65]) and gives its
- * size; with copy_from >= 0, first copies that descriptor (a pipe) into fd
- * while hashing.  More than max bytes is -EFBIG; stop set is -RDX_EINTR.
+/* Hashes the file fd from its start (SHA-256, hex into hex[65]) and gives
+ * its size.  More than max bytes is -EFBIG; stop set is -RDX_EINTR.
  * Returns 0 or -errno. */
-int s3_local_hash(int fd, int copy_from, uint64_t max, const atomic_int *stop,
-		  uint64_t *size, char *hex);
-
-/* An unnamed temporary file in $TMPDIR (default /tmp): a descriptor, or
- * -errno. */
-int s3_local_spool(void);
+int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
+		  char *hex);
 
 /* A download target: "-" is stdout; a directory gets the key's last part
  * inside it; a file is written as .NAME.rdx-XXXXXX beside it. */

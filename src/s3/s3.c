@@ -6,6 +6,8 @@
 #include "sigv4.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +86,28 @@ void s3_client_free(struct s3_client *c)
 const struct s3_error *s3_last_error(const struct s3_client *c)
 {
 	return &c->err;
+}
+
+void s3_set_error(struct s3_client *c, const struct s3_error *e)
+{
+	c->err = *e;
+}
+
+/* An error found in a response rds3 accepted at the HTTP level. */
+static int bad_response(struct s3_client *c, int ret, const char *code,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int bad_response(struct s3_client *c, int ret, const char *code,
+			const char *fmt, ...)
+{
+	va_list ap;
+
+	c->err.status = c->resp.status;
+	snprintf(c->err.code, sizeof(c->err.code), "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(c->err.message, sizeof(c->err.message), fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 /* --------------------------------------------------------- addressing */
@@ -212,6 +236,11 @@ static void fill_error(struct s3_client *c, int ret)
 
 	e->code[0] = e->message[0] = '\0';
 	e->status = ret == 0 || ret == -RDX_EPROTO ? p->status : 0;
+	if (ret == -RDX_EPROTO && p->error[0]) {
+		snprintf(e->code, sizeof(e->code), "MalformedResponse");
+		snprintf(e->message, sizeof(e->message), "%s", p->error);
+		return;
+	}
 	if (ret && ret != -RDX_EPROTO) {
 		snprintf(e->message, sizeof(e->message), "%s",
 			 p->error[0] ? p->error : rdx_strerror(ret));
@@ -388,6 +417,212 @@ int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 	if (!ret && info)
 		info->size = len;
 	return ret;
+}
+
+int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
+		  const void *p, uint64_t len, const char *sha256_hex,
+		  struct s3_object_info *info)
+{
+	struct req r = {
+		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
+		.body = p, .body_fd = -1, .body_len = len,
+		.payload_hash = sha256_hex,
+	};
+	int ret = do_request(c, &r);
+
+	if (!ret)
+		take_info(c, info);
+	if (!ret && info)
+		info->size = len;
+	return ret;
+}
+
+/* An ETag goes back into CompleteMultipartUpload's XML as it came: refuse
+ * what would need escaping rather than escape what S3 never sends. */
+static bool etag_ok(const char *e)
+{
+	if (!*e)
+		return false;
+	for (; *e; e++)
+		if (*e < 0x20 || *e > 0x7e || *e == '<' || *e == '>' || *e == '&')
+			return false;
+	return true;
+}
+
+int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
+		  char *upload_id)
+{
+	struct s3_kv q[] = { { "uploads", "" } };
+	struct req r = {
+		.method = "POST", .op = "put", .bucket = bucket, .key = key,
+		.query = q, .nquery = 1, .body = "", .body_fd = -1,
+	};
+	int ret = do_request(c, &r);
+
+	if (ret)
+		return ret;
+	ret = s3_xml_field(c->resp.body.p, c->resp.body.len,
+			   "InitiateMultipartUploadResult", "UploadId", upload_id,
+			   S3_UPLOAD_ID_MAX);
+	if (ret || !upload_id[0])
+		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				    "CreateMultipartUpload's answer has no UploadId");
+	return 0;
+}
+
+int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
+		const char *upload_id, unsigned part, const void *p, uint64_t len,
+		const char *sha256_hex, char *etag)
+{
+	char num[16];
+	struct s3_kv q[] = { { "partNumber", num }, { "uploadId", upload_id } };
+	struct req r = {
+		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
+		.query = q, .nquery = 2, .body = p, .body_fd = -1, .body_len = len,
+		.payload_hash = sha256_hex,
+	};
+	int ret;
+
+	snprintf(num, sizeof(num), "%u", part);
+	ret = do_request(c, &r);
+	if (ret)
+		return ret;
+	if (!etag_ok(c->resp.etag))
+		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				    "part %u came back without a usable ETag", part);
+	snprintf(etag, S3_ETAG_MAX, "%s", c->resp.etag);
+	return 0;
+}
+
+int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
+		    const char *upload_id, const char (*etags)[S3_ETAG_MAX],
+		    unsigned n, char *etag)
+{
+	struct s3_kv q[] = { { "uploadId", upload_id } };
+	char hash[S3_SHA256_HEX_LEN + 1];
+	struct s3_buf body;
+	struct req r = {
+		.method = "POST", .op = "put", .bucket = bucket, .key = key,
+		.query = q, .nquery = 1, .body_fd = -1, .payload_hash = hash,
+	};
+	unsigned i, attempt;
+	int ret;
+
+	s3_buf_init(&body, 0);
+	s3_buf_adds(&body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+	for (i = 0; i < n; i++)
+		s3_buf_printf(&body, "<Part><PartNumber>%u</PartNumber><ETag>%s</ETag></Part>",
+			      i + 1, etags[i]);
+	s3_buf_adds(&body, "</CompleteMultipartUpload>");
+	if ((ret = s3_buf_err(&body)))
+		goto out;
+	s3_sha256_hex(body.p, body.len, hash);
+	r.body = body.p;
+	r.body_len = body.len;
+	for (attempt = 0;; attempt++) {
+		ret = do_request(c, &r);
+		if (ret)
+			goto out;
+		if (!s3_xml_field(c->resp.body.p, c->resp.body.len,
+				  "CompleteMultipartUploadResult", "ETag", etag, S3_ETAG_MAX))
+			break;
+		/* A 200 whose body is an Error: the assembly failed after
+		 * the status went out.  Retried like a 5xx when it says so. */
+		fill_error(c, -RDX_EPROTO);
+		if (c->resp.body.len &&
+		    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
+				  sizeof(c->err.code), c->err.message,
+				  sizeof(c->err.message))) {
+			ret = -RDX_EREMOTE;
+			if (attempt < c->o.retries && retryable_status(500, c->err.code) &&
+			    !(c->o.stop && atomic_load(c->o.stop))) {
+				backoff(c, attempt);
+				continue;
+			}
+		} else {
+			ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+					   "CompleteMultipartUpload's answer has no ETag");
+		}
+		goto out;
+	}
+	if (!etag[0])
+		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				   "CompleteMultipartUpload's answer has an empty ETag");
+out:
+	s3_buf_release(&body);
+	return ret;
+}
+
+int s3_mpu_abort(struct s3_client *c, const char *bucket, const char *key,
+		 const char *upload_id)
+{
+	struct s3_kv q[] = { { "uploadId", upload_id } };
+	struct req r = {
+		.method = "DELETE", .op = "put", .bucket = bucket, .key = key,
+		.query = q, .nquery = 1, .body_fd = -1,
+	};
+
+	return do_request(c, &r);
+}
+
+int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
+		 const struct s3_sink *sink, struct s3_range *rg)
+{
+	char range[64];
+	struct s3_kv h[2];
+	struct req r = {
+		.method = "GET", .op = "get", .bucket = bucket, .key = key,
+		.headers = h, .body_fd = -1, .sink = sink,
+	};
+	const struct s3_http_resp *p = &c->resp;
+	uint64_t a, b, t, want_end;
+	int ret;
+
+	if (!rg->len || rg->start > UINT64_MAX - rg->len)
+		return -EINVAL;
+	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, rg->start,
+		 rg->start + rg->len - 1);
+	h[r.nheaders++] = (struct s3_kv){ "Range", range };
+	if (rg->if_match)
+		h[r.nheaders++] = (struct s3_kv){ "If-Match", rg->if_match };
+	rg->whole = false;
+	rg->got = rg->total = 0;
+	rg->etag[0] = '\0';
+	ret = do_request(c, &r);
+	if (ret)
+		return ret;
+	rg->got = p->bytes;
+	snprintf(rg->etag, sizeof(rg->etag), "%s", p->etag);
+	if (p->has_length && p->bytes != p->content_length)
+		return bad_response(c, -RDX_EINTEGRITY, "", "received %" PRIu64
+				    " bytes of %" PRIu64, p->bytes, p->content_length);
+	if (p->status == 200) {
+		if (rg->start)
+			return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+					    "the server ignored Range: bytes=%" PRIu64 "-",
+					    rg->start);
+		rg->whole = true;
+		rg->total = p->bytes;
+	} else if (p->status == 206) {
+		if (s3_http_content_range(p->content_range, &a, &b, &t))
+			return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+					    "a 206 with Content-Range '%s'", p->content_range);
+		want_end = rg->start + rg->len < t ? rg->start + rg->len - 1 : t - 1;
+		if (a != rg->start || b != want_end || p->bytes != b - a + 1)
+			return bad_response(c, -RDX_EINTEGRITY, "",
+					    "asked for bytes %" PRIu64 "-%" PRIu64
+					    ", got %" PRIu64 " bytes as '%s'",
+					    rg->start, want_end, p->bytes, p->content_range);
+		rg->total = t;
+	} else {
+		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				    "a GET answered %ld", p->status);
+	}
+	if (rg->if_match && strcmp(rg->etag, rg->if_match))
+		return bad_response(c, -RDX_EREMOTE, "PreconditionFailed",
+				    "the object changed during the download (ETag %s, was %s)",
+				    rg->etag[0] ? rg->etag : "none", rg->if_match);
+	return 0;
 }
 
 int s3_get_object(struct s3_client *c, const char *bucket, const char *key,

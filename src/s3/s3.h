@@ -40,9 +40,12 @@ struct s3_error {
 	unsigned attempts; /* tries made */
 };
 
+#define S3_ETAG_MAX 128
+#define S3_UPLOAD_ID_MAX 1024
+
 struct s3_object_info {
 	uint64_t size;
-	char etag[128];
+	char etag[S3_ETAG_MAX];
 	char last_modified[64];
 	char content_type[128];
 };
@@ -61,11 +64,61 @@ void s3_client_free(struct s3_client *c);
 /* The error of the last failed operation. */
 const struct s3_error *s3_last_error(const struct s3_client *c);
 
+/* Makes e (another client's, say a worker's) c's last error. */
+void s3_set_error(struct s3_client *c, const struct s3_error *e);
+
 /* PutObject: len bytes of fd from off, whose SHA-256 is sha256_hex (hex,
  * signed as x-amz-content-sha256).  info (may be NULL) gets the ETag. */
 int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 		  int fd, uint64_t off, uint64_t len, const char *sha256_hex,
 		  struct s3_object_info *info);
+
+/* PutObject of len bytes from memory (see s3_put_object). */
+int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
+		  const void *p, uint64_t len, const char *sha256_hex,
+		  struct s3_object_info *info);
+
+/* CreateMultipartUpload: the new upload's id into upload_id
+ * (S3_UPLOAD_ID_MAX bytes). */
+int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
+		  char *upload_id);
+
+/* UploadPart number part (1..10000) of len bytes at p, whose SHA-256 is
+ * sha256_hex; the part's ETag (as sent, quotes included) into etag
+ * (S3_ETAG_MAX bytes).  No ETag is -RDX_EPROTO. */
+int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
+		const char *upload_id, unsigned part, const void *p, uint64_t len,
+		const char *sha256_hex, char *etag);
+
+/* CompleteMultipartUpload of parts 1..n with these ETags, in order; the
+ * object's ETag into etag.  An Error document in a 200 (S3 sends one when
+ * the assembly fails late) is -RDX_EREMOTE with its Code. */
+int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
+		    const char *upload_id, const char (*etags)[S3_ETAG_MAX],
+		    unsigned n, char *etag);
+
+/* AbortMultipartUpload: the parts are dropped. */
+int s3_mpu_abort(struct s3_client *c, const char *bucket, const char *key,
+		 const char *upload_id);
+
+/* A ranged GetObject's request (start, len, if_match) and what came. */
+struct s3_range {
+	uint64_t start, len;  /* bytes asked for; len > 0 */
+	const char *if_match; /* NULL: any version */
+	uint64_t total;	      /* the object's size */
+	uint64_t got;	      /* bytes received */
+	bool whole;	      /* 200: the server sent the whole object */
+	char etag[S3_ETAG_MAX];
+};
+
+/* GetObject of r->start .. r->start + r->len - 1 (clamped to the object's
+ * end) into sink.  A 206 must carry a Content-Range of exactly those bytes
+ * and exactly that many bytes; a 200 (Range ignored) is accepted only for
+ * start 0, with whole set.  A body or range that disagrees is
+ * -RDX_EINTEGRITY; an ETag other than if_match is -RDX_EREMOTE
+ * (PreconditionFailed). */
+int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
+		 const struct s3_sink *sink, struct s3_range *r);
 
 /* GetObject into sink; info (may be NULL) gets size, ETag, dates.  A body
  * shorter or longer than its Content-Length is -RDX_EINTEGRITY. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum doc { DOC_ERROR, DOC_OBJECTS, DOC_BUCKETS };
+enum doc { DOC_ERROR, DOC_OBJECTS, DOC_BUCKETS, DOC_FIELD };
 
 struct walk {
 	XML_Parser p;
@@ -24,6 +24,10 @@ struct walk {
 	struct s3_list *list;
 	char *code, *msg;
 	size_t codelen, msglen;
+	const char *root, *field; /* DOC_FIELD: ROOT/FIELD's text into out */
+	char *out;
+	size_t outlen;
+	bool found;
 };
 
 static void fail(struct walk *w, int err)
@@ -65,7 +69,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 		return;
 	}
 	if (!w->depth) {
-		if (strcmp(n, roots[w->doc])) {
+		if (strcmp(n, w->doc == DOC_FIELD ? w->root : roots[w->doc])) {
 			fail(w, -RDX_EPROTO);
 			return;
 		}
@@ -186,6 +190,14 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 			w->list->truncated = w->tlen == 4 && !memcmp(w->text, "true", 4);
 		else if (at(w, "ListBucketResult", "NextContinuationToken", NULL))
 			ret = set_str(w, &w->list->next_token);
+	} else if (w->doc == DOC_FIELD) {
+		if (at(w, w->root, w->field, NULL)) {
+			if (w->text_over || w->tlen >= w->outlen)
+				ret = -E2BIG;
+			else
+				copy_text(w, w->out, w->outlen);
+			w->found = true;
+		}
 	} else {
 		if (at(w, "ListAllMyBucketsResult", "Buckets", "Bucket"))
 			ret = push(w);
@@ -258,6 +270,26 @@ int s3_xml_error(const char *xml, size_t n, char *code, size_t codelen,
 	free(w);
 	if (!ret && !code[0])
 		ret = -RDX_EPROTO;
+	return ret;
+}
+
+int s3_xml_field(const char *xml, size_t n, const char *root,
+		 const char *field, char *out, size_t outlen)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	out[0] = '\0';
+	w->root = root;
+	w->field = field;
+	w->out = out;
+	w->outlen = outlen;
+	ret = walk(DOC_FIELD, xml, n, w);
+	if (!ret && !w->found)
+		ret = -RDX_EPROTO;
+	free(w);
 	return ret;
 }
 

@@ -1,5 +1,6 @@
 /* The S3 XML documents rds3 reads, parsed with expat: Error,
- * ListAllMyBucketsResult and ListBucketResult (ListObjectsV2).  Input is
+ * ListAllMyBucketsResult, ListBucketResult (ListObjectsV2) and single
+ * fields of the multipart upload results.  Input is
  * hostile: depth, element text and entry counts are bounded, DTDs and
  * external entities are not loaded, and a document that is not well
  * formed is an error (-RDX_EPROTO), never a partial result. */
@@ -41,6 +42,13 @@ int s3_xml_list_objects(const char *xml, size_t n, struct s3_list *out);
 
 /* Appends the buckets of a ListAllMyBucketsResult document to out. */
 int s3_xml_list_buckets(const char *xml, size_t n, struct s3_list *out);
+
+/* Copies the text of FIELD, a child of the document element ROOT
+ * (InitiateMultipartUploadResult/UploadId, say), into out.  Returns 0,
+ * -RDX_EPROTO (another document, or no such field) or -E2BIG (the text
+ * does not fit outlen). */
+int s3_xml_field(const char *xml, size_t n, const char *root,
+		 const char *field, char *out, size_t outlen);
 
 void s3_list_release(struct s3_list *l);
 

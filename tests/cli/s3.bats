@@ -73,8 +73,38 @@ proxy_stats() {
 	curl -sf "http://127.0.0.1:$PROXY_PORT/__proxy/stats"
 }
 
-proxy_fault() { # proxy_fault STATUS COUNT [CODE]
-	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/fault?status=$1&count=$2&code=${3:-ServiceUnavailable}" >/dev/null
+proxy_fault() { # proxy_fault STATUS COUNT [CODE [OP [SKIP]]]
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/fault?status=$1&count=$2&code=${3:-ServiceUnavailable}&op=${4:-}&skip=${5:-0}" >/dev/null
+}
+
+# stat_delta FIELD: how much the proxy's counter FIELD grew in this test.
+stat_delta() {
+	echo $(($(proxy_stats | jq ".$1") - $(jq ".$1" <<<"$stats0")))
+}
+
+# mp_etag FILE PART_BYTES: S3's ETag for FILE uploaded in parts of
+# PART_BYTES: the MD5 of the parts' MD5s, then -N.
+mp_etag() {
+	local size off=0 n=0 hex=""
+	size=$(stat -c %s "$1")
+	while [ "$off" -lt "$size" ]; do
+		hex+=$(dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$2" status=none |
+			md5sum | cut -c1-32)
+		off=$((off + $2))
+		n=$((n + 1))
+	done
+	printf '"%s-%d"' "$(perl -e 'print pack("H*", $ARGV[0])' "$hex" | md5sum | cut -c1-32)" "$n"
+}
+
+# open_uploads N: aws's ListMultipartUploads of the bucket lists N uploads
+# (aws prints nothing at all for an empty listing).
+open_uploads() {
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 \
+		s3api list-multipart-uploads --bucket "$B"
+	assert_status 0
+	[ -n "$output" ] || output='{}'
+	[ "$(jq '.Uploads // [] | length' <<<"$output")" -eq "$1" ] ||
+		fail "expected $1 open uploads: $output"
 }
 
 rds3() {
@@ -382,4 +412,121 @@ jq_any() {
 	assert_status 0
 	[ "$(jq -r .ETag <<<"$output")" = "$etag" ] || fail "ETag: aws $(jq -r .ETag <<<"$output"), rds3 $etag"
 	[ "$(jq -r .ContentLength <<<"$output")" = 2500000 ]
+}
+
+# --------------------------------------------------------- large objects
+
+@test "multipart: part size - 1, part size, + 1, 16 MiB with a short last part; S3's ETag; ranged get" {
+	ps=$((5 << 20))
+	for size in $((ps - 1)) $ps $((ps + 1)) $((16 << 20)); do
+		mkrand "$D/src.$size" "$size"
+		rds3 -v --part-size 5M put "$D/src.$size" "s3://$B/mp.$size"
+		assert_status 0
+		if [ "$size" -le "$ps" ]; then
+			! grep -q "multipart upload" <<<"$stderr" || fail "$size bytes went multipart: $stderr"
+			want="\"$(md5sum <"$D/src.$size" | cut -c1-32)\""
+		else
+			assert_match "$stderr" "multipart upload .*: parts of $ps bytes"
+			want=$(mp_etag "$D/src.$size" "$ps")
+		fi
+		assert_match "$stderr" "ETag $want$"
+		rds3 stat --json "s3://$B/mp.$size"
+		[ "$(jq -r .etag <<<"$output")" = "$want" ] || fail "$size: ETag $(jq -r .etag <<<"$output"), want $want"
+		[ "$(jq -r .size <<<"$output")" = "$size" ]
+		rds3 -v --part-size 5M get "s3://$B/mp.$size" "$D/dst.$size"
+		assert_status 0
+		assert_same "$D/src.$size" "$D/dst.$size"
+		assert_no_temp "$D/dst.$size"
+	done
+	# 2 + 4 parts; the gets took 2 and 4 ranges, all but the first with If-Match.
+	assert_match "$stderr" "16777216 bytes in 4 ranges"
+	[ "$(stat_delta parts)" -eq 6 ] || fail "parts: $(stat_delta parts)"
+	[ "$(stat_delta completed)" -eq 2 ]
+	[ "$(stat_delta ifMatch)" -eq 4 ] || fail "If-Match GETs: $(stat_delta ifMatch)"
+}
+
+@test "multipart from stdin of unknown length; cat in ranges to stdout, in order" {
+	size=$(((11 << 20) + 12345))
+	mkrand "$D/src" "$size"
+	run_t bash -c 'cat "$1" | "$2" -v --part-size 5M --concurrency 2 put - "$3"' _ "$D/src" "$RDS3" "s3://$B/k"
+	assert_status 0
+	assert_match "$stderr" "put - s3://$B/k: $size bytes, ETag $(mp_etag "$D/src" $((5 << 20)))$"
+	[ "$(stat_delta parts)" -eq 3 ]
+	run_t bash -c '"$1" --part-size 5M --concurrency 3 cat "$2" >"$3"' _ "$RDS3" "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_same "$D/src" "$D/out"
+	[ "$(stat_delta ifMatch)" -eq 2 ]
+}
+
+@test "aws cli reads back a multipart upload byte-identical; rds3 gets aws's in ranges" {
+	[ -x "$AWS" ] || fail "awscli is not installed (scripts/deps.sh test)"
+	mkrand "$D/src" 16M
+	rds3 --part-size 5M put "$D/src" "s3://$B/by-rds3"
+	assert_status 0
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3 cp "s3://$B/by-rds3" "$D/by-aws"
+	assert_status 0
+	assert_same "$D/src" "$D/by-aws"
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3api head-object --bucket "$B" --key by-rds3
+	assert_status 0
+	[ "$(jq -r .ETag <<<"$output")" = "$(mp_etag "$D/src" $((5 << 20)))" ] || fail "aws sees ETag $(jq -r .ETag <<<"$output")"
+	# aws uploads 16 MiB in parts of 8 MiB.
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 s3 cp "$D/src" "s3://$B/by-aws"
+	assert_status 0
+	rds3 -v --part-size 5M get "s3://$B/by-aws" "$D/by-rds3"
+	assert_status 0
+	assert_same "$D/src" "$D/by-rds3"
+	assert_match "$stderr" "ETag $(mp_etag "$D/src" $((8 << 20)))$"
+}
+
+@test "a part failing past its retries, or refused: clear error, the upload aborted" {
+	mkrand "$D/src" 16M
+	proxy_fault 500 100 InternalError UploadPart 1
+	rds3 -v --retries 1 --part-size 5M put "$D/src" "s3://$B/k"
+	proxy_fault 500 0
+	assert_status 5
+	last=$(tail -n 1 <<<"$stderr")
+	assert_match "$last" "^rds3: put s3://$B/k: InternalError: part [1-4]: injected by the test proxy$"
+	assert_match "$stderr" "aborted the multipart upload"
+	proxy_fault 403 1 AccessDenied UploadPart
+	rds3 --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 3
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/k: AccessDenied: part [1-4]: injected"
+	[ "$(stat_delta aborted)" -eq 2 ]
+	[ "$(stat_delta completed)" -eq 0 ]
+	[ "$(proxy_stats | jq .uploads)" -eq 0 ]
+	open_uploads 0
+	rds3 stat "s3://$B/k"
+	assert_status 5
+}
+
+@test "SIGINT during a multipart upload from stdin: exit 130, the upload aborted" {
+	mkfifo "$D/fifo"
+	mkrand "$D/src" 6M
+	BG_STDIN=$D/fifo bg_start put "$RDS3" -v --part-size 5M put - "s3://$B/k"
+	exec 5>"$D/fifo"
+	cat "$D/src" >&5
+	# Part 1 is up, part 2 waits for more input.
+	wait_until 10 eval '[ "$(stat_delta parts)" -ge 1 ]' || fail "no part went up: $(cat "$D/put.err")"
+	open_uploads 1
+	kill -INT "$BG_PID"
+	wait_exit "$BG_PID" 10
+	exec 5>&-
+	assert_rc put "$WAIT_RC" 130
+	assert_file_match "$D/put.err" "aborted the multipart upload"
+	assert_file_match "$D/put.err" "^rds3: put s3://$B/k: interrupted$"
+	[ "$(stat_delta aborted)" -eq 1 ]
+	open_uploads 0
+}
+
+@test "the object changing between ranges (If-Match refused): exit 5, no file" {
+	mkrand "$D/src" 11M
+	xrun "$RDS3" --part-size 5M put "$D/src" "s3://$B/k" || fail "put"
+	proxy_fault 412 1 PreconditionFailed GetObject 1
+	rds3 --part-size 5M get "s3://$B/k" "$D/out"
+	proxy_fault 500 0
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: get s3://$B/k: PreconditionFailed: "
+	assert_no_output_file "$D/out"
 }

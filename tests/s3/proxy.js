@@ -9,10 +9,23 @@
 // s3rver; a body whose SHA-256 is not its x-amz-content-sha256 gets 400
 // XAmzContentSHA256Mismatch.  Good requests are forwarded unchanged.
 //
+// Multipart uploads are what s3rver does least like S3, so the proxy keeps
+// them itself: it records each upload and its parts (size, MD5, ETag),
+// answers AbortMultipartUpload and ListMultipartUploads (s3rver has
+// neither), refuses a CompleteMultipartUpload whose parts are out of order,
+// unknown, or under 5 MiB but the last (InvalidPartOrder, InvalidPart,
+// EntityTooSmall), and gives the object S3's ETag, the MD5 of the parts'
+// MD5s and "-N", in the Complete answer and in GET/HEAD afterwards.  GET
+// honours If-Match (412 PreconditionFailed), which s3rver ignores, and a
+// range of an empty object is 416 InvalidRange as on S3.
+//
 // Control (not forwarded):
-//   POST /__proxy/fault?status=503&count=2[&code=SlowDown]
-//        the next COUNT S3 requests are answered STATUS with an S3 error
-//   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N}
+//   POST /__proxy/fault?status=503&count=2[&code=SlowDown][&op=UploadPart][&skip=1]
+//        the next COUNT S3 requests (of operation OP only, after SKIP of
+//        them went through) are answered STATUS with an S3 error
+//   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
+//                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
+//                          "ifMatch":N (GETs that carried If-Match)}
 //
 // Usage: node proxy.js --port P --upstream PORT --key ID --secret S [--region R]
 // Prints "listening PORT" once it listens; logs one line per request to stderr.
@@ -28,8 +41,75 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { verified: 0, rejected: 0, unsigned: 0, faults: 0 };
-let fault = { status: 0, count: 0, code: "" };
+const stats = { verified: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0 };
+let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
+const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
+const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
+const MIN_PART = 5 << 20;
+
+// "/bucket/key?query" as S3 operation, bucket, key (decoded), query.
+function describe(req) {
+  const qi = req.url.indexOf("?");
+  const q = parseQuery(qi < 0 ? "" : req.url.slice(qi + 1));
+  const path = (qi < 0 ? req.url : req.url.slice(0, qi)).split("/").slice(1);
+  const bucket = decodeURIComponent(path[0] || "");
+  const key = path.length > 1 ? path.slice(1).map(decodeURIComponent).join("/") : "";
+  const m = req.method;
+  let op = `${m} ${key ? "object" : bucket ? "bucket" : "service"}`;
+  if (key && m === "POST" && "uploads" in q) op = "CreateMultipartUpload";
+  else if (key && m === "PUT" && "uploadId" in q) op = "UploadPart";
+  else if (key && m === "POST" && "uploadId" in q) op = "CompleteMultipartUpload";
+  else if (key && m === "DELETE" && "uploadId" in q) op = "AbortMultipartUpload";
+  else if (!key && bucket && m === "GET" && "uploads" in q) op = "ListMultipartUploads";
+  else if (key && m === "GET") op = "GetObject";
+  else if (key && m === "HEAD") op = "HeadObject";
+  else if (key && m === "PUT") op = "PutObject";
+  else if (key && m === "DELETE") op = "DeleteObject";
+  return { op, bucket, key, q };
+}
+
+function xmlEscape(s) {
+  return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function sendXml(res, status, xml) {
+  const body = `<?xml version="1.0" encoding="UTF-8"?>\n${xml}`;
+  res.writeHead(status, { "Content-Type": "application/xml", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function listUploads(res, bucket) {
+  let xml = `<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${xmlEscape(bucket)}</Bucket><IsTruncated>false</IsTruncated>`;
+  for (const [id, u] of uploads) {
+    if (u.bucket !== bucket) continue;
+    xml += `<Upload><Key>${xmlEscape(u.key)}</Key><UploadId>${id}</UploadId><Initiated>${u.initiated}</Initiated><StorageClass>STANDARD</StorageClass></Upload>`;
+  }
+  sendXml(res, 200, xml + "</ListMultipartUploadsResult>");
+}
+
+// Checks a CompleteMultipartUpload body against the parts seen; returns
+// [code, message] of S3's error, or null and the parts in order.
+function checkComplete(u, body) {
+  const parts = [];
+  const re = /<Part>([\s\S]*?)<\/Part>/g;
+  let m;
+  while ((m = re.exec(body.toString()))) {
+    const n = /<PartNumber>(\d+)<\/PartNumber>/.exec(m[1]);
+    const e = /<ETag>([^<]*)<\/ETag>/.exec(m[1]);
+    if (!n || !e) return [["MalformedXML", "a Part without PartNumber or ETag"], null];
+    parts.push({ n: Number(n[1]), etag: e[1].replace(/&quot;/g, '"') });
+  }
+  if (!parts.length) return [["MalformedXML", "no parts"], null];
+  for (let i = 0; i < parts.length; i++) {
+    const seen = u.parts.get(parts[i].n);
+    if (i && parts[i].n <= parts[i - 1].n) return [["InvalidPartOrder", `part ${parts[i].n} after ${parts[i - 1].n}`], null];
+    if (!seen || seen.etag.replace(/"/g, "") !== parts[i].etag.replace(/"/g, ""))
+      return [["InvalidPart", `part ${parts[i].n}: unknown or wrong ETag ${parts[i].etag}`], null];
+    if (i < parts.length - 1 && seen.size < MIN_PART)
+      return [["EntityTooSmall", `part ${parts[i].n} is ${seen.size} bytes`], null];
+  }
+  return [null, parts.map((p) => u.parts.get(p.n))];
+}
 
 function s3error(res, status, code, message) {
   const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message><RequestId>proxy</RequestId></Error>`;
@@ -97,13 +177,111 @@ async function verify(req, body) {
   return null;
 }
 
-function forward(req, res, body) {
+// Forwards to s3rver; after(ur, body) may rewrite a whole answer (status,
+// headers, body), else it is piped.
+function forward(req, res, body, d, after) {
   const up = http.request({ host: "127.0.0.1", port: upstream, method: req.method, path: req.url, headers: req.headers }, (ur) => {
-    res.writeHead(ur.statusCode, ur.headers);
-    ur.pipe(res);
+    const mp = d && etags.get(`${d.bucket}/${d.key}`);
+    if (mp && (d.op === "GetObject" || d.op === "HeadObject") && ur.headers.etag) ur.headers.etag = mp;
+    const ifMatch = req.headers["if-match"];
+    if (ifMatch && d && d.op === "GetObject") stats.ifMatch++;
+    if (ifMatch && d && d.op === "GetObject" && ur.statusCode < 300 && ur.headers.etag !== ifMatch) {
+      ur.resume();
+      s3error(res, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+      return;
+    }
+    if (d && d.op === "GetObject" && ur.statusCode === 206 && /\/0$/.test(ur.headers["content-range"] || "")) {
+      // s3rver answers a range of an empty object "206, bytes 0-0/0,
+      // Content-Length: 1" and sends no byte; S3 answers 416.
+      ur.destroy();
+      s3error(res, 416, "InvalidRange", "The requested range is not satisfiable");
+      return;
+    }
+    if (!after) {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+      return;
+    }
+    const chunks = [];
+    ur.on("data", (c) => chunks.push(c));
+    ur.on("end", () => {
+      const r = after(ur, Buffer.concat(chunks));
+      const h = { ...ur.headers };
+      delete h["transfer-encoding"];
+      h["content-length"] = Buffer.byteLength(r.body);
+      res.writeHead(r.status, h);
+      res.end(r.body);
+    });
   });
   up.on("error", (e) => s3error(res, 502, "BadGateway", String(e.message)));
   up.end(body);
+}
+
+// The multipart bookkeeping around forward() (see the top).
+function multipart(req, res, body, d) {
+  const u = d.q.uploadId !== undefined ? uploads.get(d.q.uploadId) : null;
+  if (["UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"].includes(d.op) &&
+      (!u || u.bucket !== d.bucket || u.key !== d.key)) {
+    s3error(res, 404, "NoSuchUpload", "The specified upload does not exist");
+    return;
+  }
+  switch (d.op) {
+  case "ListMultipartUploads":
+    listUploads(res, d.bucket);
+    return;
+  case "AbortMultipartUpload":
+    uploads.delete(d.q.uploadId);
+    stats.aborted++;
+    res.writeHead(204);
+    res.end();
+    return;
+  case "CreateMultipartUpload":
+    forward(req, res, body, d, (ur, b) => {
+      const m = /<UploadId>([^<]+)<\/UploadId>/.exec(b.toString());
+      if (ur.statusCode === 200 && m)
+        uploads.set(m[1], { bucket: d.bucket, key: d.key, initiated: new Date().toISOString(), parts: new Map() });
+      return { status: ur.statusCode, body: b };
+    });
+    return;
+  case "UploadPart": {
+    const n = Number(d.q.partNumber);
+    if (!(n >= 1 && n <= 10000)) {
+      s3error(res, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+      return;
+    }
+    forward(req, res, body, d, (ur, b) => {
+      if (ur.statusCode === 200) {
+        stats.parts++;
+        u.parts.set(n, { size: body.length, md5: crypto.createHash("md5").update(body).digest(), etag: ur.headers.etag || "" });
+      }
+      return { status: ur.statusCode, body: b };
+    });
+    return;
+  }
+  case "CompleteMultipartUpload": {
+    const [err, parts] = checkComplete(u, body);
+    if (err) {
+      s3error(res, 400, err[0], err[1]);
+      return;
+    }
+    const md5 = crypto.createHash("md5");
+    for (const p of parts) md5.update(p.md5);
+    const etag = `"${md5.digest("hex")}-${parts.length}"`;
+    forward(req, res, body, d, (ur, b) => {
+      if (ur.statusCode !== 200) return { status: ur.statusCode, body: b };
+      uploads.delete(d.q.uploadId);
+      stats.completed++;
+      etags.set(`${d.bucket}/${d.key}`, etag);
+      return { status: 200, body: b.toString().replace(/<ETag>[^<]*<\/ETag>/, `<ETag>${xmlEscape(etag)}</ETag>`) };
+    });
+    return;
+  }
+  case "PutObject":
+  case "DeleteObject":
+    etags.delete(`${d.bucket}/${d.key}`);
+    break;
+  }
+  forward(req, res, body, d);
 }
 
 const server = http.createServer((req, res) => {
@@ -114,15 +292,25 @@ const server = http.createServer((req, res) => {
     const line = `${req.method} ${req.url}`;
     if (req.url.startsWith("/__proxy/fault")) {
       const q = parseQuery(req.url.split("?")[1] || "");
-      fault = { status: Number(q.status || 503), count: Number(q.count || 1), code: q.code || "ServiceUnavailable" };
+      fault = { status: Number(q.status || 503), count: Number(q.count || 1), code: q.code || "ServiceUnavailable",
+        op: q.op || "", skip: Number(q.skip || 0) };
       res.end("ok\n");
       return;
     }
     if (req.url === "/__proxy/stats") {
+      stats.uploads = uploads.size;
       res.end(JSON.stringify(stats) + "\n");
       return;
     }
-    if (fault.count > 0) {
+    let d;
+    try {
+      d = describe(req);
+    } catch (e) {
+      d = { op: "unparsable", bucket: "", key: "", q: {} };
+    }
+    if (fault.count > 0 && (!fault.op || fault.op === d.op) && fault.skip > 0) {
+      fault.skip--;
+    } else if (fault.count > 0 && (!fault.op || fault.op === d.op)) {
       fault.count--;
       stats.faults++;
       console.error(`${line} -> fault ${fault.status}`);
@@ -153,7 +341,7 @@ const server = http.createServer((req, res) => {
     }
     stats.verified++;
     console.error(`${line} -> verified`);
-    forward(req, res, body);
+    multipart(req, res, body, d);
   });
 });
 server.keepAliveTimeout = 30000;

@@ -1,0 +1,865 @@
+#include "multipart.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "sigv4.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define POLL_MS 100 /* how often a waiting main thread looks at stop */
+
+int s3_part_size_for(uint64_t size, uint64_t want, uint64_t *out)
+{
+	uint64_t ps = want;
+
+	if (size > S3_OBJECT_MAX)
+		return -EFBIG;
+	if ((size + ps - 1) / ps > S3_PARTS_MAX) {
+		ps = (size + S3_PARTS_MAX - 1) / S3_PARTS_MAX;
+		ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+	}
+	if (ps > S3_PART_MAX)
+		return -EFBIG;
+	*out = ps;
+	return 0;
+}
+
+/* Blocks SIGINT and SIGTERM in the threads made while it is in force, so
+ * a signal interrupts the main thread's read() and waits, never a worker's
+ * transfer halfway through a callback. */
+static void block_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static void wait_a_little(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += POLL_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cond, lock, &ts);
+}
+
+static int new_worker_client(struct s3_client **c, const struct s3_xfer_opts *o,
+			     const atomic_int *cancel)
+{
+	struct s3_client_opts co = *o->client;
+
+	co.stop = cancel;
+	return s3_client_new(c, &co);
+}
+
+/* Reads up to n bytes; fewer only at end of input.  A signal is
+ * -RDX_EINTR. */
+static ssize_t read_full(int fd, void *p, size_t n, const atomic_int *stop)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = read(fd, (char *)p + got, n - got);
+
+		if (r < 0 && errno == EINTR) {
+			if (stop && atomic_load(stop))
+				return -RDX_EINTR;
+			continue;
+		}
+		if (r < 0)
+			return -errno;
+		if (!r)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+static int pread_full(int fd, void *p, size_t n, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r =
+			pread(fd, (char *)p + got, n - got, (off_t)(off + got));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (!r)
+			return -ENODATA; /* the file shrank under us */
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- upload */
+
+struct job {
+	unsigned part; /* 1-based */
+	char *buf;
+	size_t len;
+};
+
+struct up {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* broadcast on every change below */
+	/* under lock */
+	struct job *ready; /* ring of concurrency jobs */
+	unsigned head, nready, cap;
+	char **free_bufs;
+	unsigned nfree;
+	unsigned running; /* workers not yet finished */
+	uint64_t bytes;	  /* handed out so far */
+	bool done;	  /* the producer has handed out its last part */
+	int err;	  /* the first failure */
+	struct s3_error e;
+	/* slot part-1: written by the worker that has the part, read after
+	 * every worker is joined */
+	char (*etags)[S3_ETAG_MAX];
+	unsigned char (*md5)[16];
+	atomic_int cancel; /* the workers' clients stop on it */
+	const char *bucket, *key;
+	char upload_id[S3_UPLOAD_ID_MAX];
+};
+
+struct up_worker {
+	struct up *u;
+	struct s3_client *c;
+	pthread_t t;
+};
+
+/* Records the first failure (err, and e when S3 explained it) and stops
+ * every transfer in flight.  Called with the lock held. */
+static void up_fail(struct up *u, int err, const struct s3_error *e)
+{
+	if (!u->err) {
+		u->err = err;
+		if (e)
+			u->e = *e;
+	}
+	atomic_store(&u->cancel, 1);
+	pthread_cond_broadcast(&u->cond);
+}
+
+static void *up_work(void *arg)
+{
+	struct up_worker *w = arg;
+	struct up *u = w->u;
+	char hex[S3_SHA256_HEX_LEN + 1];
+	unsigned int mdlen;
+	struct job j;
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&u->lock);
+		while (!u->nready && !u->done && !u->err)
+			pthread_cond_wait(&u->cond, &u->lock);
+		if (u->err || !u->nready) {
+			pthread_mutex_unlock(&u->lock);
+			break;
+		}
+		j = u->ready[u->head];
+		u->head = (u->head + 1) % u->cap;
+		u->nready--;
+		pthread_mutex_unlock(&u->lock);
+
+		s3_sha256_hex(j.buf, j.len, hex);
+		EVP_Digest(j.buf, j.len, u->md5[j.part - 1], &mdlen, EVP_md5(),
+			   NULL);
+		ret = s3_mpu_part(w->c, u->bucket, u->key, u->upload_id, j.part,
+				  j.buf, j.len, hex, u->etags[j.part - 1]);
+		if (!ret)
+			rdx_info(2, "part %u: %zu bytes, ETag %s", j.part,
+				 j.len, u->etags[j.part - 1]);
+		pthread_mutex_lock(&u->lock);
+		if (ret) {
+			struct s3_error e = *s3_last_error(w->c);
+			char msg[sizeof(e.message)];
+
+			/* Which part, for the message. */
+			snprintf(msg, sizeof(msg), "%s", e.message);
+			snprintf(e.message, sizeof(e.message),
+				 "part %u: %.480s", j.part, msg);
+			up_fail(u, ret, &e);
+		}
+		u->free_bufs[u->nfree++] = j.buf;
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		if (ret)
+			break;
+	}
+	pthread_mutex_lock(&u->lock);
+	u->running--;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+/* Where the parts come from: a file at offsets, or a stream in order (with
+ * the byte read to learn that it had more than one part). */
+struct source {
+	int fd;
+	bool stream;
+	uint64_t size; /* file */
+	int carry;     /* stream: a byte read ahead, or -1 */
+	uint64_t part_size;
+	const atomic_int *stop;
+};
+
+/* Fills buf with part number part; *len 0 at the end of a stream. */
+static int read_part(struct source *s, unsigned part, char *buf, size_t *len)
+{
+	uint64_t off = (uint64_t)(part - 1) * s->part_size;
+	size_t n = 0;
+	ssize_t r;
+
+	if (!s->stream) {
+		*len = (size_t)(s->size - off < s->part_size ? s->size - off
+							     : s->part_size);
+		return pread_full(s->fd, buf, *len, off);
+	}
+	if (s->carry >= 0) {
+		buf[n++] = (char)s->carry;
+		s->carry = -1;
+	}
+	r = read_full(s->fd, buf + n, (size_t)s->part_size - n, s->stop);
+	if (r < 0)
+		return (int)r;
+	*len = n + (size_t)r;
+	return 0;
+}
+
+/* Hands parts first.. to the workers until the source ends or something
+ * fails.  Returns the number of parts, or 0 after a failure (in u->err). */
+static unsigned produce(struct up *u, struct source *s, unsigned first,
+			char *first_buf, size_t first_len,
+			const atomic_int *stop)
+{
+	unsigned part = first;
+	char *buf = first_buf;
+	size_t len = first_len;
+	int ret;
+
+	for (;;) {
+		if (!s->stream &&
+		    (uint64_t)(part - 1) * s->part_size >= s->size)
+			return part - 1;
+		if (!buf) {
+			pthread_mutex_lock(&u->lock);
+			while (!u->nfree && !u->err && !atomic_load(stop))
+				wait_a_little(&u->cond, &u->lock);
+			if (!u->err && atomic_load(stop))
+				up_fail(u, -RDX_EINTR, NULL);
+			if (u->err) {
+				pthread_mutex_unlock(&u->lock);
+				return 0;
+			}
+			buf = u->free_bufs[--u->nfree];
+			pthread_mutex_unlock(&u->lock);
+			if ((ret = read_part(s, part, buf, &len)))
+				goto fail;
+			if (len && part > S3_PARTS_MAX) {
+				ret = -EFBIG;
+				goto fail;
+			}
+		}
+		pthread_mutex_lock(&u->lock);
+		if (!len) {
+			u->free_bufs[u->nfree++] = buf;
+			pthread_mutex_unlock(&u->lock);
+			return part - 1;
+		}
+		u->ready[(u->head + u->nready) % u->cap] =
+			(struct job){.part = part, .buf = buf, .len = len};
+		u->nready++;
+		u->bytes += len;
+		pthread_cond_broadcast(&u->cond);
+		pthread_mutex_unlock(&u->lock);
+		part++;
+		buf = NULL;
+	}
+fail:
+	pthread_mutex_lock(&u->lock);
+	u->free_bufs[u->nfree++] = buf;
+	up_fail(u, ret, NULL);
+	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+/* S3's multipart ETag: the MD5 of the parts' MD5s, "-", their count. */
+static int check_etag(struct s3_client *c, const struct up *u, unsigned n,
+		      const char *etag)
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned char d[16];
+	unsigned int dl;
+	char want[48], got[S3_ETAG_MAX];
+	size_t len = strlen(etag);
+	int i;
+
+	EVP_Digest(u->md5, (size_t)n * 16, d, &dl, EVP_md5(), NULL);
+	for (i = 0; i < 16; i++) {
+		want[2 * i] = hx[d[i] >> 4];
+		want[2 * i + 1] = hx[d[i] & 15];
+	}
+	snprintf(want + 32, sizeof(want) - 32, "-%u", n);
+	if (len >= 2 && etag[0] == '"' && etag[len - 1] == '"')
+		snprintf(got, sizeof(got), "%.*s", (int)(len - 2), etag + 1);
+	else
+		snprintf(got, sizeof(got), "%s", etag);
+	if (strlen(got) < 34 || got[32] != '-' || strspn(got, hx) != 32) {
+		rdx_info(1,
+			 "ETag %s is not an MD5 of parts (encrypted?): not "
+			 "checked",
+			 etag);
+		return 0;
+	}
+	if (!strcmp(got, want))
+		return 0;
+	{
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the object's ETag is %s, its parts make \"%s\"", etag,
+			 want);
+		s3_set_error(c, &e);
+	}
+	return -RDX_EINTEGRITY;
+}
+
+static void up_abort(const struct s3_xfer_opts *o, const struct up *u)
+{
+	struct s3_client_opts co = *o->client;
+	struct s3_client *ac;
+	int ret;
+
+	/* Its own client: c's stops when the signal that brought us here
+	 * is set, and the abort must still go out. */
+	co.stop = NULL;
+	if (s3_client_new(&ac, &co)) {
+		rdx_warn("cannot abort the multipart upload %s: out of memory",
+			 u->upload_id);
+		return;
+	}
+	ret = s3_mpu_abort(ac, u->bucket, u->key, u->upload_id);
+	if (ret)
+		rdx_warn("cannot abort the multipart upload %s of s3://%s/%s: "
+			 "%s",
+			 u->upload_id, u->bucket, u->key,
+			 s3_last_error(ac)->code[0]
+				 ? s3_last_error(ac)->code
+				 : s3_last_error(ac)->message);
+	else
+		rdx_info(1, "aborted the multipart upload %s", u->upload_id);
+	s3_client_free(ac);
+}
+
+/* The multipart upload proper; part 1 may already be in first_buf. */
+static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
+		  const char *bucket, const char *key, struct source *s,
+		  char *first_buf, size_t first_len,
+		  struct s3_object_info *info)
+{
+	unsigned nw = o->concurrency, i, started = 0, n;
+	struct up_worker *w = calloc(nw, sizeof(*w));
+	struct up *u = calloc(1, sizeof(*u));
+	char etag[S3_ETAG_MAX], *own_first = first_len ? first_buf : NULL;
+	sigset_t old;
+	int ret;
+
+	if (!w || !u) {
+		free(w);
+		free(u);
+		free(first_buf);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->bucket = bucket;
+	u->key = key;
+	u->cap = nw;
+	u->ready = calloc(nw, sizeof(*u->ready));
+	u->free_bufs = calloc(nw, sizeof(*u->free_bufs));
+	u->etags = calloc(S3_PARTS_MAX, sizeof(*u->etags));
+	u->md5 = calloc(S3_PARTS_MAX, sizeof(*u->md5));
+	ret = -ENOMEM;
+	if (!u->ready || !u->free_bufs || !u->etags || !u->md5)
+		goto out_free;
+	/* nw buffers in all, one of them a stream's part 1. */
+	for (i = first_len ? 1 : 0; i < nw; i++) {
+		if (!(u->free_bufs[u->nfree] = malloc((size_t)s->part_size)))
+			goto out_free;
+		u->nfree++;
+	}
+	for (i = 0; i < nw; i++) {
+		w[i].u = u;
+		if ((ret = new_worker_client(&w[i].c, o, &u->cancel)))
+			goto out_free;
+	}
+	ret = s3_mpu_create(c, bucket, key, u->upload_id);
+	if (ret)
+		goto out_free;
+	rdx_info(1,
+		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a "
+							  "time",
+		 u->upload_id, s->part_size, nw);
+	block_signals(&old);
+	for (i = 0; i < nw; i++) {
+		if (pthread_create(&w[i].t, NULL, up_work, &w[i]))
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	u->running = started;
+	if (!started) {
+		ret = -EAGAIN;
+		goto out_abort;
+	}
+	own_first = NULL; /* produce() hands it on */
+	n = produce(u, s, 1, first_len ? first_buf : NULL, first_len, o->stop);
+	pthread_mutex_lock(&u->lock);
+	u->done = true;
+	pthread_cond_broadcast(&u->cond);
+	/* Wait here, not in pthread_join, so a signal is seen. */
+	while (u->running) {
+		if (!u->err && atomic_load(o->stop))
+			up_fail(u, -RDX_EINTR, NULL);
+		wait_a_little(&u->cond, &u->lock);
+	}
+	pthread_mutex_unlock(&u->lock);
+	for (i = 0; i < started; i++)
+		pthread_join(w[i].t, NULL);
+	ret = u->err;
+	if (!ret && atomic_load(o->stop))
+		ret = -RDX_EINTR;
+	if (ret) {
+		if (ret == -RDX_EINTR) {
+			struct s3_error e = {0};
+
+			s3_set_error(c, &e);
+		} else if (u->e.attempts || u->e.code[0] || u->e.message[0]) {
+			s3_set_error(c, &u->e);
+		}
+		goto out_abort;
+	}
+	ret = s3_mpu_complete(c, bucket, key, u->upload_id,
+			      (const char(*)[S3_ETAG_MAX])u->etags, n, etag);
+	if (ret)
+		goto out_abort;
+	ret = check_etag(c, u, n, etag);
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		snprintf(info->etag, sizeof(info->etag), "%s", etag);
+		info->size = u->bytes;
+	}
+	goto out_free;
+out_abort:
+	up_abort(o, u);
+out_free:
+	for (i = 0; i < nw; i++)
+		s3_client_free(w[i].c);
+	/* Every buffer is free or in a job that no worker took after a
+	 * failure. */
+	for (i = 0; i < u->nfree; i++)
+		free(u->free_bufs[i]);
+	for (i = 0; i < u->nready; i++)
+		free(u->ready[(u->head + i) % u->cap].buf);
+	free(u->free_bufs);
+	free(u->ready);
+	free(u->etags);
+	free(u->md5);
+	free(own_first);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+	free(w);
+	return ret;
+}
+
+int s3_upload_file(struct s3_client *c, const struct s3_xfer_opts *o,
+		   const char *bucket, const char *key, int fd, uint64_t size,
+		   struct s3_object_info *info)
+{
+	struct source s = {
+		.fd = fd,
+		.size = size,
+		.carry = -1,
+		.part_size = o->part_size,
+		.stop = o->stop,
+	};
+
+	return upload(c, o, bucket, key, &s, NULL, 0, info);
+}
+
+int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
+		     const char *bucket, const char *key, int fd,
+		     struct s3_object_info *info)
+{
+	struct source s = {
+		.fd = fd,
+		.stream = true,
+		.carry = -1,
+		.part_size = o->part_size,
+		.stop = o->stop,
+	};
+	char hex[S3_SHA256_HEX_LEN + 1], *buf = malloc((size_t)o->part_size);
+	unsigned char peek;
+	size_t len = 0;
+	ssize_t r;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = read_part(&s, 1, buf, &len);
+	if (ret)
+		goto out;
+	r = 0;
+	if (len == o->part_size) {
+		r = read_full(fd, &peek, 1, o->stop);
+		if (r < 0) {
+			ret = (int)r;
+			goto out;
+		}
+	}
+	if (!r) {
+		/* It all fits one part: a single PutObject from memory. */
+		s3_sha256_hex(buf, len, hex);
+		ret = s3_put_buffer(c, bucket, key, buf, len, hex, info);
+		goto out;
+	}
+	s.carry = peek;
+	/* upload() owns buf from here; the last part's size is added in. */
+	ret = upload(c, o, bucket, key, &s, buf, len, info);
+	return ret;
+out:
+	free(buf);
+	return ret;
+}
+
+/* ----------------------------------------------------------- download */
+
+/* A range's bytes into the file at off (pwrite), at most len of them. */
+struct file_sink {
+	int fd;
+	uint64_t off, len, pos;
+	const atomic_int *stop;
+};
+
+static int file_write(void *ctx, const void *p, size_t n)
+{
+	struct file_sink *f = ctx;
+	size_t done = 0;
+
+	if (f->stop && atomic_load(f->stop))
+		return -RDX_EINTR;
+	if (n > f->len - f->pos)
+		return -RDX_EINTEGRITY; /* more than the range holds */
+	while (done < n) {
+		ssize_t w = pwrite(f->fd, (const char *)p + done, n - done,
+				   (off_t)(f->off + f->pos + done));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		done += (size_t)w;
+	}
+	f->pos += n;
+	return 0;
+}
+
+static int file_rewind(void *ctx)
+{
+	((struct file_sink *)ctx)->pos = 0;
+	return 0;
+}
+
+/* A range's bytes into memory, for stdout, which takes them in order. */
+struct mem_sink {
+	char *buf;
+	uint64_t cap, pos;
+};
+
+static int mem_write(void *ctx, const void *p, size_t n)
+{
+	struct mem_sink *m = ctx;
+
+	if (n > m->cap - m->pos)
+		return -RDX_EINTEGRITY;
+	memcpy(m->buf + m->pos, p, n);
+	m->pos += n;
+	return 0;
+}
+
+static int mem_rewind(void *ctx)
+{
+	((struct mem_sink *)ctx)->pos = 0;
+	return 0;
+}
+
+struct down {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* under lock */
+	uint64_t next;	  /* next range to claim */
+	uint64_t written; /* stdout: ranges written, in order */
+	unsigned running;
+	int err;
+	struct s3_error e;
+	atomic_int cancel;
+	/* read-only while workers run */
+	uint64_t total, part_size, nranges;
+	char etag[S3_ETAG_MAX];
+	struct s3_out *out;
+	const char *bucket, *key;
+};
+
+struct down_worker {
+	struct down *d;
+	struct s3_client *c;
+	char *buf; /* stdout only */
+	pthread_t t;
+};
+
+static void down_fail(struct down *d, int err, const struct s3_error *e)
+{
+	if (!d->err) {
+		d->err = err;
+		if (e)
+			d->e = *e;
+	}
+	atomic_store(&d->cancel, 1);
+	pthread_cond_broadcast(&d->cond);
+}
+
+/* One range into the file or, in its turn, to stdout. */
+static int down_range(struct down_worker *w, uint64_t idx)
+{
+	struct down *d = w->d;
+	struct s3_range rg = {.start = idx * d->part_size, .if_match = d->etag};
+	struct file_sink fs = {.fd = d->out->fd, .stop = &d->cancel};
+	struct mem_sink ms = {.buf = w->buf};
+	struct s3_sink sink;
+	int ret;
+
+	rg.len = d->total - rg.start < d->part_size ? d->total - rg.start
+						    : d->part_size;
+	if (d->out->is_stdout) {
+		ms.cap = rg.len;
+		sink = (struct s3_sink){
+			.write = mem_write, .rewind = mem_rewind, .ctx = &ms};
+	} else {
+		fs.off = rg.start;
+		fs.len = rg.len;
+		sink = (struct s3_sink){
+			.write = file_write, .rewind = file_rewind, .ctx = &fs};
+	}
+	if (!d->etag[0])
+		rg.if_match = NULL;
+	ret = s3_get_range(w->c, d->bucket, d->key, &sink, &rg);
+	if (ret)
+		return ret;
+	if (rg.total != d->total || rg.got != rg.len) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "range at %" PRIu64 ": %" PRIu64 " of %" PRIu64
+			 " bytes, object size %" PRIu64 " (was %" PRIu64 ")",
+			 rg.start, rg.got, rg.len, rg.total, d->total);
+		s3_set_error(w->c, &e);
+		return -RDX_EINTEGRITY;
+	}
+	if (!d->out->is_stdout)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	while (d->written != idx && !d->err)
+		pthread_cond_wait(&d->cond, &d->lock);
+	ret = d->err;
+	pthread_mutex_unlock(&d->lock);
+	if (ret)
+		return ret;
+	/* Only the range whose turn it is writes: no lock needed for it. */
+	ret = s3_out_write(d->out, w->buf, (size_t)rg.len);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&d->lock);
+	d->written++;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void *down_work(void *arg)
+{
+	struct down_worker *w = arg;
+	struct down *d = w->d;
+	uint64_t idx;
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&d->lock);
+		if (d->err || d->next >= d->nranges) {
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+		idx = d->next++;
+		pthread_mutex_unlock(&d->lock);
+		ret = down_range(w, idx);
+		if (ret) {
+			pthread_mutex_lock(&d->lock);
+			down_fail(d, ret, s3_last_error(w->c));
+			pthread_mutex_unlock(&d->lock);
+			break;
+		}
+	}
+	pthread_mutex_lock(&d->lock);
+	d->running--;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* Ranges 1.. of an object whose range 0 is in. */
+static int download_rest(struct s3_client *c, const struct s3_xfer_opts *o,
+			 struct down *d)
+{
+	unsigned nw = o->concurrency, i, started = 0;
+	struct down_worker *w;
+	sigset_t old;
+	int ret = -ENOMEM;
+
+	if (d->nranges - 1 < nw)
+		nw = (unsigned)(d->nranges - 1);
+	w = calloc(nw, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	for (i = 0; i < nw; i++) {
+		w[i].d = d;
+		if (d->out->is_stdout &&
+		    !(w[i].buf = malloc((size_t)d->part_size)))
+			goto out;
+		if ((ret = new_worker_client(&w[i].c, o, &d->cancel)))
+			goto out;
+	}
+	block_signals(&old);
+	for (i = 0; i < nw; i++) {
+		if (pthread_create(&w[i].t, NULL, down_work, &w[i]))
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_lock(&d->lock);
+	d->running = started;
+	if (!started)
+		down_fail(d, -EAGAIN, NULL);
+	while (d->running) {
+		if (!d->err && atomic_load(o->stop))
+			down_fail(d, -RDX_EINTR, NULL);
+		wait_a_little(&d->cond, &d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	for (i = 0; i < started; i++)
+		pthread_join(w[i].t, NULL);
+	ret = d->err;
+	if (!ret && atomic_load(o->stop))
+		ret = -RDX_EINTR;
+	if (ret && ret != -RDX_EINTR && (d->e.code[0] || d->e.message[0]))
+		s3_set_error(c, &d->e);
+out:
+	for (i = 0; i < nw; i++) {
+		s3_client_free(w[i].c);
+		free(w[i].buf);
+	}
+	free(w);
+	return ret;
+}
+
+int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
+		const char *bucket, const char *key, struct s3_out *out,
+		struct s3_object_info *info)
+{
+	struct s3_range rg = {.start = 0, .len = o->part_size};
+	struct file_sink fs = {
+		.fd = out->fd, .len = UINT64_MAX, .stop = o->stop};
+	struct s3_sink sink = {
+		.write = file_write, .rewind = file_rewind, .ctx = &fs};
+	struct down *d;
+	struct stat st;
+	int ret;
+
+	if (out->is_stdout) /* what went out cannot be taken back */
+		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
+	ret = s3_get_range(c, bucket, key, &sink, &rg);
+	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416) {
+		/* No byte 0: an empty object.  A plain GET says so. */
+		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
+		if (!out->is_stdout)
+			sink.rewind = s3_out_rewind;
+		return s3_get_object(c, bucket, key, &sink, info);
+	}
+	if (ret)
+		return ret;
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->size = rg.total;
+		snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
+	}
+	if (rg.whole || rg.total <= o->part_size)
+		return 0;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->total = rg.total;
+	d->part_size = o->part_size;
+	d->nranges = (rg.total + o->part_size - 1) / o->part_size;
+	d->next = d->written = 1;
+	d->out = out;
+	d->bucket = bucket;
+	d->key = key;
+	snprintf(d->etag, sizeof(d->etag), "%s", rg.etag);
+	if (!d->etag[0])
+		rdx_info(1,
+			 "get s3://%s/%s: no ETag: a change between ranges "
+			 "would go unseen",
+			 bucket, key);
+	rdx_info(1,
+		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u "
+								 "at a time",
+		 bucket, key, d->total, d->nranges, o->concurrency);
+	ret = download_rest(c, o, d);
+	if (!ret && !out->is_stdout &&
+	    (fstat(out->fd, &st) || (uint64_t)st.st_size != d->total)) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the file has %lld bytes of %" PRIu64,
+			 (long long)st.st_size, d->total);
+		s3_set_error(c, &e);
+		ret = -RDX_EINTEGRITY;
+	}
+	pthread_cond_destroy(&d->cond);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+	return ret;
+}
