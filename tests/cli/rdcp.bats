@@ -110,6 +110,9 @@ far_running() {
 	names=("a b" "it's" "dq\"x" "\$HOME" "semi;colon" "\$(touch $pw-1)"
 		"\`touch $pw-2\`" "; touch $pw-3 #" "ünïcødé ✓" "-dash" "new
 line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
+	# The sanitizer pass checks memory, not quoting again: a few names
+	# (every login is slow there).
+	[ -z "${RDX_SANITIZED:-}" ] || names=("it's" "\$(touch $pw-1)" "; touch $pw-3 #" "ünïcødé ✓")
 	mkdir "$D/far" "$D/near"
 	for name in "${names[@]}"; do
 		mkrand "$D/src" 4097
