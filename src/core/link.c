@@ -156,12 +156,19 @@ static int connect_either(struct rdx_session *s, uint64_t deadline, int *last,
 	int ret;
 
 	for (;;) {
+		/* One attempt each (a deadline in the past means one), but a
+		 * TCP handshake across a real link needs its round trip. */
+		uint64_t step = rdx_now_ns() + 3000000000ull;
+
+		if (step > deadline)
+			step = deadline;
 		ret = rdx_xport_verbs.connect(&s->net, o->host, o->port, 0,
 					      o->interrupted, last, out);
-		/* Refused, unreachable or unanswered: maybe TCP answers. */
-		if (ret != -RDX_ECONNECT)
+		/* Refused, unreachable, unanswered, or an iWARP route: maybe
+		 * TCP answers. */
+		if (ret != -RDX_ECONNECT && ret != -RDX_ENOTSUP)
 			return ret;
-		ret = rdx_xport_tcp.connect(&s->net, o->host, o->port, 0,
+		ret = rdx_xport_tcp.connect(&s->net, o->host, o->port, step,
 					    o->interrupted, last, out);
 		if (ret == 0) {
 			rdx_info(1, "transport: tcp: the %s does not answer over RDMA",

@@ -419,6 +419,7 @@ static int handshake(struct sender *x)
 {
 	struct rdx_session *s = &x->s;
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	unsigned i;
 	int ret;
 
 	ret = meet_receiver(x, buf);
@@ -426,7 +427,14 @@ static int handshake(struct sender *x)
 		ret = link_join_streams(s);
 	if (ret)
 		return ret;
-	s->streams[0].conn->ops->set_deadline(s->streams[0].conn, 0, NULL);
+	/* Accepted streams came with the handshake's short limits: the data
+	 * phase has --timeout and no deadline, on every stream. */
+	for (i = 0; i < s->nstreams; i++) {
+		struct rdx_conn *c = s->streams[i].conn;
+
+		c->ops->set_timeout(c, s->o->timeout_ms);
+		c->ops->set_deadline(c, 0, NULL);
+	}
 	sess_log_settled(s, s->streams[0].conn->peer);
 	return 0;
 }

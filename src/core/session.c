@@ -249,8 +249,10 @@ static const char *memlock_short(const struct rdx_session *s, bool listening,
 	char have[32], need[32];
 
 	/* A receiver cannot know how many streams will come: it checks for
-	 * one, and registration says so clearly if more do not fit. */
-	if (listening)
+	 * one, and registration says so clearly if more do not fit.  (It may
+	 * dial, with --connect: what counts is the role.) */
+	(void)listening;
+	if (!strcmp(s->peer_role, "sender"))
 		o.streams = 1;
 
 	if (geteuid() == 0 || getrlimit(RLIMIT_MEMLOCK, &rl) ||
@@ -407,6 +409,17 @@ int sess_attach(struct rdx_session *s, bool receiver)
 		struct rdx_conn *c = s->streams[i].conn;
 
 		ret = c->ops->attach(c, s->ring, receiver, deadline);
+		if (ret == -ENOMSG) {
+			uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+			struct rdx_frame_hdr h;
+			struct rdx_errmsg em;
+
+			ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
+			if (ret == -RDX_EREMOTE)
+				return sess_peer_failure(s, &em);
+			if (!ret)
+				ret = -RDX_EPROTO;
+		}
 		if (ret == -RDX_ETIMEOUT || ret == -RDX_ECONNECT || ret == RDX_XPORT_EOF)
 			return sess_fail_conn(s, c, ret, receiver ? "lost the connection to the sender"
 								  : "lost the connection to the receiver");
@@ -538,14 +551,17 @@ static void send_keepalives(struct rdx_session *s, bool all_streams)
 	uint64_t now = rdx_now_ns(), every = keepalive_ns(s);
 	unsigned i, n = all_streams ? s->nstreams : 1;
 
-	if (s->quiet)
-		return;
+
 	for (i = 0; i < n; i++) {
 		struct rdx_stream *st = &s->streams[i];
 		struct rdx_frame_hdr h = { .type = RDX_F_KEEPALIVE,
 					   .stream = (uint16_t)i };
 
 		if (!st->conn || now - atomic_load(&st->last_tx_ns) < every)
+			continue;
+		/* After EOS nobody reads stream 0 on the far side; the extra
+		 * streams' readers still want to hear from us. */
+		if (i == 0 && s->quiet)
 			continue;
 		/* A busy stream needs no keepalive; never wait for it. */
 		if (pthread_mutex_trylock(&st->send_lock))

@@ -440,7 +440,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	struct rdma_cm_id *id;
 	struct vb_conn *c;
 	unsigned peer_rd;
-	bool ours;
+	const char *why = NULL;
 	int ret;
 
 	for (;;) {
@@ -459,16 +459,18 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		rdma_ack_cm_event(ev);
 	}
 	id = ev->id;
-	ours = ev->param.conn.private_data_len >= 4 &&
-	       get32(ev->param.conn.private_data) == PRIV_MAGIC;
+	if (ev->param.conn.private_data_len < 4 ||
+	    get32(ev->param.conn.private_data) != PRIV_MAGIC)
+		why = "not an rdxfer sender";
+	else if (id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
+		why = "iWARP is not supported";
 	peer_rd = ev->param.conn.initiator_depth;
 	rdma_ack_cm_event(ev);
-	if (!ours) {
+	if (why) {
 		char from[96];
 
 		addr_text(rdma_get_peer_addr(id), from, sizeof(from));
-		rdx_info(1, "rejected an RDMA connection request from %s: not an rdxfer sender",
-			 from);
+		rdx_info(1, "rejected an RDMA connection request from %s: %s", from, why);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return -EAGAIN;

@@ -184,7 +184,8 @@ int vb_post_recv(struct vb_conn *c, unsigned i)
 				  .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	return ibv_post_recv(c->qp, &wr, &bad) ? -errno : 0;
+	/* ibv_post_* return an errno value; errno itself is not set. */
+	return -ibv_post_recv(c->qp, &wr, &bad);
 }
 
 struct vb_conn *vb_conn_alloc(void)
@@ -225,7 +226,9 @@ int vb_setup_qp(struct vb_conn *c, unsigned nslots_hint)
 	if ((int)cqe > da.max_cqe) {
 		c->rq_depth = (unsigned)da.max_cqe / 3;
 		c->sq_depth = (unsigned)da.max_cqe - c->rq_depth;
-		cqe = (unsigned)da.max_cqe;
+		if ((int)c->sq_depth > da.max_qp_wr)
+			c->sq_depth = (unsigned)da.max_qp_wr;
+		cqe = c->rq_depth + c->sq_depth;
 	}
 	if (c->rq_depth < NRECV_BASE + 8 || c->sq_depth < NSEND + 8)
 		return -ENOSPC; /* a device this small cannot carry a session */
@@ -406,6 +409,7 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 		  struct pending *done, unsigned *ndone)
 {
 	unsigned kind = WR_KIND(wc->wr_id), idx = WR_IDX(wc->wr_id);
+	int err;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		if (wc->status == IBV_WC_WR_FLUSH_ERR && kind == WR_RECV) {
@@ -448,9 +452,10 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 				return;
 			}
 			queue_arrival(c, true, slot, wc->byte_len);
-			if (vb_post_recv(c, idx))
+			err = vb_post_recv(c, idx);
+			if (err)
 				vb_fail(c, -RDX_ECONNECT, "cannot post a receive: %s",
-					    strerror(errno));
+					strerror(-err));
 			return;
 		}
 		if (wc->opcode != IBV_WC_RECV) {
@@ -467,9 +472,10 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 				on_grant(c, m, wc->byte_len);
 			else
 				vb_fail(c, -RDX_EPROTO, "peer sent an unknown message");
-			if (vb_post_recv(c, idx))
+			err = vb_post_recv(c, idx);
+			if (err)
 				vb_fail(c, -RDX_ECONNECT, "cannot post a receive: %s",
-					    strerror(errno));
+					strerror(-err));
 			return;
 		}
 		queue_arrival(c, false, idx, wc->byte_len);

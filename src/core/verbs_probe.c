@@ -673,7 +673,8 @@ static int pick_gid(const struct rdx_verbs_port *pt, int gid_index, int family,
 				 pt->num, gid_index);
 			return -ENOENT;
 		}
-		if (!gid_ip(pt->gids[i].gid, family, addr, len)) {
+		if (!strcmp(pt->gids[i].type, "IB") ||
+		    !gid_ip(pt->gids[i].gid, family, addr, len)) {
 			snprintf(why, whylen, "GID %d (%s) names no %saddress rdma_cm can bind",
 				 gid_index, pt->gids[i].gid,
 				 family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
@@ -681,12 +682,20 @@ static int pick_gid(const struct rdx_verbs_port *pt, int gid_index, int family,
 		}
 		return 0;
 	}
-	/* RoCE v2 first: it routes; then anything with an address. */
-	for (pass = 0; pass < 2; pass++)
-		for (i = 0; i < pt->ngids; i++)
-			if ((pass || !strcmp(pt->gids[i].type, "RoCE v2")) &&
-			    gid_ip(pt->gids[i].gid, family, addr, len))
+	/* RoCE v2 with IPv4 first (it routes, and most peers are IPv4), then
+	 * RoCE v2 with IPv6, then RoCE v1.  InfiniBand GIDs are no IPs at all,
+	 * whatever their subnet prefix: the IPoIB address serves those. */
+	for (pass = 0; pass < 3; pass++)
+		for (i = 0; i < pt->ngids; i++) {
+			const struct rdx_verbs_gid *g = &pt->gids[i];
+			bool v2 = !strcmp(g->type, "RoCE v2");
+
+			if (!strcmp(g->type, "IB") || (pass < 2 && !v2) ||
+			    (pass == 0 && strncmp(g->gid, "::ffff:", 7)))
+				continue;
+			if (gid_ip(g->gid, family, addr, len))
 				return 0;
+		}
 	return -ENOENT;
 }
 

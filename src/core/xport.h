@@ -78,7 +78,8 @@ struct rdx_xport_ops {
 	 * slot ring: the receiver's becomes the landing area of DATA payloads
 	 * (verbs registers it and tells the sender where it is, with room for
 	 * the chunks below rdx_ring_nslots()); the sender's becomes their
-	 * source.  deadline_ns bounds waiting for the peer's half. */
+	 * source.  deadline_ns bounds waiting for the peer's half; -ENOMSG
+	 * says the peer sent a frame instead (read it: an ERROR, say). */
 	int (*attach)(struct rdx_conn *c, struct rdx_ring *r, bool receiver,
 		      uint64_t deadline_ns);
 	/* Sends a DATA frame whose payload lies in the attached ring and

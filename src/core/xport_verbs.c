@@ -69,10 +69,10 @@ static int post_ctrl(struct vb_conn *c, const void *a, size_t alen,
 	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 	wr.imm_data = htonl(imm);
 	wr.send_flags = IBV_SEND_SIGNALED;
-	if (ibv_post_send(c->qp, &wr, &bad)) {
+	ret = ibv_post_send(c->qp, &wr, &bad);
+	if (ret) {
 		c->sfree[i] = true;
-		ret = vb_fail(c, -RDX_ECONNECT, "cannot post a send: %s",
-				  strerror(errno));
+		ret = vb_fail(c, -RDX_ECONNECT, "cannot post a send: %s", strerror(ret));
 		goto out;
 	}
 	c->sq_used++;
@@ -124,6 +124,7 @@ static int next_arrival(struct vb_conn *c)
 	hdr = c->cur_hdr;
 	if (rdx_hdr_decode(hdr, UINT32_MAX, &h) || h.type != RDX_F_DATA ||
 	    h.len != a.len || h.seq % rdx_ring_nslots(c->ring) != a.idx ||
+	    h.seq >= c->last_grant || /* written before it was granted */
 	    h.len > ((h.flags & (RDX_FL_SEALED | RDX_FL_COMPRESSED))
 			     ? rdx_ring_wire_size(c->ring)
 			     : rdx_ring_slot_size(c->ring)))
@@ -157,10 +158,11 @@ static int verbs_recv(struct rdx_conn *cb, void *buf, size_t len)
 		}
 		if (!c->cur_left) {
 			if (c->cur_buf >= 0) {
-				if (vb_post_recv(c, (unsigned)c->cur_buf)) {
+				ret = vb_post_recv(c, (unsigned)c->cur_buf);
+				if (ret) {
 					ret = vb_fail(c, -RDX_ECONNECT,
-							  "cannot post a receive: %s",
-							  strerror(errno));
+						      "cannot post a receive: %s",
+						      strerror(-ret));
 					break;
 				}
 				c->cur_buf = -1;
@@ -262,6 +264,12 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 	while (!c->have_pool) {
 		uint64_t saved = c->deadline_ns;
 
+		/* A frame instead of the pool: the receiver failed (its ERROR)
+		 * before it could describe its ring.  The caller reads it. */
+		if (c->qcount) {
+			ret = -ENOMSG;
+			break;
+		}
 		c->deadline_ns = deadline_ns;
 		ret = vb_wait_tick(c, rdx_now_ns(), false);
 		c->deadline_ns = saved;
@@ -327,12 +335,13 @@ static int verbs_send_data(struct rdx_conn *cb, const struct rdx_frame_hdr *h,
 	wd.wr.rdma.remote_addr = p->addr + (uint64_t)idx * p->stride + (wire ? p->data_cap : 0);
 	wd.wr.rdma.rkey = p->rkey;
 	c->pend[slot->index] = (struct pending){ .done = done, .arg = arg, .slot = slot };
-	if (ibv_post_send(c->qp, &wh, &bad)) {
+	ret = ibv_post_send(c->qp, &wh, &bad);
+	if (ret) {
 		/* Even if the header write went out, nothing completes it
 		 * (it is unsignaled): the connection is done for. */
 		c->pend[slot->index].done = NULL;
 		ret = vb_fail(c, -RDX_ECONNECT, "cannot post an RDMA write: %s",
-				  strerror(errno));
+			      strerror(ret));
 		goto out;
 	}
 	c->sq_used += 2;
@@ -347,7 +356,7 @@ static void verbs_grant(struct rdx_conn *cb, uint64_t below)
 	struct vb_conn *c = vb_of(cb);
 	unsigned n = rdx_ring_nslots(c->ring), window = c->rq_depth - NRECV_BASE;
 	unsigned step = (n < window ? n : window) / 8;
-	uint64_t g = clamp_grant(c, below);
+	uint64_t g = clamp_grant(c, below), prev;
 	uint8_t m[8];
 
 	/* One grant per eighth of what may be in flight: few messages, and
@@ -358,10 +367,17 @@ static void verbs_grant(struct rdx_conn *cb, uint64_t below)
 		pthread_mutex_unlock(&c->lock);
 		return;
 	}
+	prev = c->last_grant;
 	c->last_grant = g;
 	pthread_mutex_unlock(&c->lock);
 	put64(m, g);
-	post_ctrl(c, m, sizeof(m), NULL, 0, IMM_GRANT);
+	if (post_ctrl(c, m, sizeof(m), NULL, 0, IMM_GRANT)) {
+		/* Not told: the next release tries again. */
+		pthread_mutex_lock(&c->lock);
+		if (c->last_grant == g)
+			c->last_grant = prev;
+		pthread_mutex_unlock(&c->lock);
+	}
 }
 
 static void verbs_set_timeout(struct rdx_conn *cb, uint64_t ms)
@@ -504,9 +520,10 @@ int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 		ret = c->err;
 	if (!ret) {
 		c->onesided_done = false;
-		if (ibv_post_send(c->qp, &wr, &bad))
+		ret = ibv_post_send(c->qp, &wr, &bad);
+		if (ret)
 			ret = vb_fail(c, -RDX_ECONNECT, "cannot post an RDMA %s: %s",
-					  write ? "write" : "read", strerror(errno));
+				      write ? "write" : "read", strerror(ret));
 		else
 			c->sq_used++;
 	}
