@@ -536,6 +536,9 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 			ret = -RDX_EREMOTE;
 			if (attempt < c->o.retries && retryable_status(500, c->err.code) &&
 			    !(c->o.stop && atomic_load(c->o.stop))) {
+				rdx_info(1, "complete s3://%s/%s: %s: %s (in a 200), retrying (attempt %u of %u)",
+					 bucket, key, c->err.code, c->err.message, attempt + 2,
+					 c->o.retries + 1);
 				backoff(c, attempt);
 				continue;
 			}

@@ -458,6 +458,25 @@ jq_any() {
 	[ "$(stat_delta ifMatch)" -eq 2 ]
 }
 
+@test "stdin upload: memory stays at concurrency x part size (40 MiB through 2 x 5 MiB)" {
+	[ -z "${RDX_SANITIZED:-}" ] || skip "ASan's runtime has its own memory use"
+	mkfifo "$D/fifo"
+	mkrand "$D/src" 40M
+	BG_STDIN=$D/fifo bg_start put "$RDS3" --part-size 5M --concurrency 2 put - "s3://$B/k"
+	exec 5>"$D/fifo"
+	cat "$D/src" >&5
+	# All but what the buffers hold has gone up; the peak so far is the
+	# peak of the upload.
+	hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$BG_PID/status")
+	exec 5>&-
+	wait_exit "$BG_PID" 30
+	assert_rc put "$WAIT_RC" 0
+	[ "$hwm" -lt $((28 << 10)) ] || fail "peak RSS ${hwm} KiB for 2 parts of 5 MiB"
+	[ "$(stat_delta parts)" -eq 8 ]
+	rds3 stat --json "s3://$B/k"
+	[ "$(jq -r .etag <<<"$output")" = "$(mp_etag "$D/src" $((5 << 20)))" ]
+}
+
 @test "aws cli reads back a multipart upload byte-identical; rds3 gets aws's in ranges" {
 	[ -x "$AWS" ] || fail "awscli is not installed (scripts/deps.sh test)"
 	mkrand "$D/src" 16M
@@ -498,6 +517,23 @@ jq_any() {
 	open_uploads 0
 	rds3 stat "s3://$B/k"
 	assert_status 5
+}
+
+@test "CompleteMultipartUpload answered 200 with an Error: retried; when it persists, aborted" {
+	mkrand "$D/src" 11M
+	proxy_fault 200 1 InternalError CompleteMultipartUpload
+	rds3 -v --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 0
+	assert_match "$stderr" "InternalError: injected by the test proxy"
+	proxy_fault 200 100 InternalError CompleteMultipartUpload
+	rds3 --retries 1 --part-size 5M put "$D/src" "s3://$B/k2"
+	proxy_fault 500 0
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/k2: InternalError: injected by the test proxy$"
+	[ "$(stat_delta completed)" -eq 1 ]
+	[ "$(stat_delta aborted)" -eq 1 ]
+	open_uploads 0
 }
 
 @test "SIGINT during a multipart upload from stdin: exit 130, the upload aborted" {
