@@ -61,6 +61,8 @@ struct s3_http_resp {
 	char last_modified[64];
 	char content_type[128];
 	char content_range[96]; /* "bytes A-B/T" of a 206 */
+	char sse[32];		/* x-amz-server-side-encryption */
+	bool sse_c;		/* a customer-provided key was used */
 	char request_id[128];
 	char error[S3_HTTP_ERRLEN]; /* why no response came */
 };

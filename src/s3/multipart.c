@@ -328,8 +328,7 @@ static int check_etag(struct s3_client *c, const struct up *u, unsigned n,
 		snprintf(got, sizeof(got), "%s", etag);
 	if (strlen(got) < 34 || got[32] != '-' || strspn(got, hx) != 32) {
 		rdx_info(1,
-			 "ETag %s is not an MD5 of parts (encrypted?): not "
-			 "checked",
+			 "ETag %s is not an MD5 of parts (encrypted?): not checked",
 			 etag);
 		return 0;
 	}
@@ -362,8 +361,7 @@ static void up_abort(const struct s3_xfer_opts *o, const struct up *u)
 	}
 	ret = s3_mpu_abort(ac, u->bucket, u->key, u->upload_id);
 	if (ret)
-		rdx_warn("cannot abort the multipart upload %s of s3://%s/%s: "
-			 "%s",
+		rdx_warn("cannot abort the multipart upload %s of s3://%s/%s: %s",
 			 u->upload_id, u->bucket, u->key,
 			 s3_last_error(ac)->code[0]
 				 ? s3_last_error(ac)->code
@@ -384,6 +382,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	struct up *u = calloc(1, sizeof(*u));
 	char etag[S3_ETAG_MAX], *own_first = first_len ? first_buf : NULL;
 	sigset_t old;
+	bool md5_etag = true;
 	int ret;
 
 	if (!w || !u) {
@@ -419,8 +418,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	if (ret)
 		goto out_free;
 	rdx_info(1,
-		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a "
-							  "time",
+		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a time",
 		 u->upload_id, s->part_size, nw);
 	block_signals(&old);
 	for (i = 0; i < nw; i++) {
@@ -462,10 +460,15 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 		goto out_abort;
 	}
 	ret = s3_mpu_complete(c, bucket, key, u->upload_id,
-			      (const char(*)[S3_ETAG_MAX])u->etags, n, etag);
+			      (const char(*)[S3_ETAG_MAX])u->etags, n, etag,
+			      &md5_etag);
 	if (ret)
 		goto out_abort;
-	ret = check_etag(c, u, n, etag);
+	if (md5_etag)
+		ret = check_etag(c, u, n, etag);
+	else
+		rdx_info(1, "ETag %s of an object encrypted with KMS or a customer key: not checked",
+			 etag);
 	if (info) {
 		memset(info, 0, sizeof(*info));
 		snprintf(info->etag, sizeof(info->etag), "%s", etag);
@@ -840,12 +843,10 @@ int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
 	snprintf(d->etag, sizeof(d->etag), "%s", rg.etag);
 	if (!d->etag[0])
 		rdx_info(1,
-			 "get s3://%s/%s: no ETag: a change between ranges "
-			 "would go unseen",
+			 "get s3://%s/%s: no ETag: a change between ranges would go unseen",
 			 bucket, key);
 	rdx_info(1,
-		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u "
-								 "at a time",
+		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time",
 		 bucket, key, d->total, d->nranges, o->concurrency);
 	ret = download_rest(c, o, d);
 	if (!ret && !out->is_stdout &&

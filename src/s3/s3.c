@@ -496,7 +496,7 @@ int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 
 int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 		    const char *upload_id, const char (*etags)[S3_ETAG_MAX],
-		    unsigned n, char *etag)
+		    unsigned n, char *etag, bool *md5_etag)
 {
 	struct s3_kv q[] = { { "uploadId", upload_id } };
 	char hash[S3_SHA256_HEX_LEN + 1];
@@ -551,6 +551,7 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 	if (!etag[0])
 		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				   "CompleteMultipartUpload's answer has an empty ETag");
+	*md5_etag = strncmp(c->resp.sse, "aws:kms", 7) && !c->resp.sse_c;
 out:
 	s3_buf_release(&body);
 	return ret;

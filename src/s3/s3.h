@@ -91,11 +91,13 @@ int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 		const char *sha256_hex, char *etag);
 
 /* CompleteMultipartUpload of parts 1..n with these ETags, in order; the
- * object's ETag into etag.  An Error document in a 200 (S3 sends one when
- * the assembly fails late) is -RDX_EREMOTE with its Code. */
+ * object's ETag into etag, and md5_etag false when S3 said the object is
+ * encrypted with KMS or a customer key (its ETag is then no MD5).  An
+ * Error document in a 200 (S3 sends one when the assembly fails late) is
+ * -RDX_EREMOTE with its Code. */
 int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 		    const char *upload_id, const char (*etags)[S3_ETAG_MAX],
-		    unsigned n, char *etag);
+		    unsigned n, char *etag, bool *md5_etag);
 
 /* AbortMultipartUpload: the parts are dropped. */
 int s3_mpu_abort(struct s3_client *c, const char *bucket, const char *key,

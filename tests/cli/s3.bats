@@ -519,6 +519,19 @@ jq_any() {
 	assert_status 5
 }
 
+@test "a multipart ETag other than the parts': exit 6; a KMS one is not checked" {
+	mkrand "$D/src" 11M
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/complete?etag=wrong" >/dev/null
+	rds3 --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 6
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/k: .*: the object's ETag is \"[0-9a-f]{32}-3\", its parts make \"[0-9a-f]{32}-3\"$"
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/complete?etag=kms" >/dev/null
+	rds3 -v --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 0
+	assert_match "$stderr" "encrypted with KMS or a customer key: not checked"
+}
+
 @test "CompleteMultipartUpload answered 200 with an Error: retried; when it persists, aborted" {
 	mkrand "$D/src" 11M
 	proxy_fault 200 1 InternalError CompleteMultipartUpload

@@ -23,6 +23,10 @@
 //   POST /__proxy/fault?status=503&count=2[&code=SlowDown][&op=UploadPart][&skip=1]
 //        the next COUNT S3 requests (of operation OP only, after SKIP of
 //        them went through) are answered STATUS with an S3 error
+//   POST /__proxy/complete?etag=wrong|kms
+//        the next CompleteMultipartUpload answers another MD5-N ETag than
+//        the parts make (wrong), or a non-MD5 one with
+//        x-amz-server-side-encryption: aws:kms (kms), as S3 does for SSE-KMS
 //   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
 //                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
 //                          "ifMatch":N (GETs that carried If-Match)}
@@ -43,6 +47,7 @@ const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
 const stats = { verified: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
+let completeMode = "";
 const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
 const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
 const MIN_PART = 5 << 20;
@@ -266,9 +271,14 @@ function multipart(req, res, body, d) {
     }
     const md5 = crypto.createHash("md5");
     for (const p of parts) md5.update(p.md5);
-    const etag = `"${md5.digest("hex")}-${parts.length}"`;
+    let etag = `"${md5.digest("hex")}-${parts.length}"`;
+    const mode = completeMode;
+    completeMode = "";
+    if (mode === "wrong") etag = `"${crypto.createHash("md5").update(etag).digest("hex")}-${parts.length}"`;
+    if (mode === "kms") etag = `"${crypto.randomBytes(16).toString("hex")}-${parts.length}"`;
     forward(req, res, body, d, (ur, b) => {
       if (ur.statusCode !== 200) return { status: ur.statusCode, body: b };
+      if (mode === "kms") ur.headers["x-amz-server-side-encryption"] = "aws:kms";
       uploads.delete(d.q.uploadId);
       stats.completed++;
       etags.set(`${d.bucket}/${d.key}`, etag);
@@ -294,6 +304,11 @@ const server = http.createServer((req, res) => {
       const q = parseQuery(req.url.split("?")[1] || "");
       fault = { status: Number(q.status || 503), count: Number(q.count || 1), code: q.code || "ServiceUnavailable",
         op: q.op || "", skip: Number(q.skip || 0) };
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/complete")) {
+      completeMode = parseQuery(req.url.split("?")[1] || "").etag || "";
       res.end("ok\n");
       return;
     }
