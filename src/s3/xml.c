@@ -289,6 +289,8 @@ int s3_xml_field(const char *xml, size_t n, const char *root,
 	ret = walk(DOC_FIELD, xml, n, w);
 	if (!ret && !w->found)
 		ret = -RDX_EPROTO;
+	if (ret) /* no partial result */
+		out[0] = '\0';
 	free(w);
 	return ret;
 }

@@ -1,8 +1,8 @@
 /* libFuzzer target: every S3 XML document rds3 reads (Error, ListBuckets,
- * ListObjectsV2) comes from the network.  Beyond "no crash, no
- * out-of-bounds, no leak" (ASan), checks the parsers' promises: a failure
- * leaves no partial list, entries always have a name, and the Code fits
- * its buffer with a NUL. */
+ * ListObjectsV2, the multipart results) comes from the network.  Beyond
+ * "no crash, no out-of-bounds, no leak" (ASan), checks the parsers'
+ * promises: a failure leaves no partial list or field, entries always have
+ * a name, and the Code fits its buffer with a NUL. */
 #include "../../src/core/err.h"
 #include "../../src/s3/xml.h"
 
@@ -41,5 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < l.n; i++)
 		CHECK(l.v[i].name != NULL);
 	s3_list_release(&l);
+
+	ret = s3_xml_field(xml, size, "InitiateMultipartUploadResult", "UploadId", msg,
+			   sizeof(msg));
+	CHECK(strlen(msg) < sizeof(msg) && (!ret || !msg[0]));
+	ret = s3_xml_field(xml, size, "CompleteMultipartUploadResult", "ETag", code,
+			   sizeof(code));
+	CHECK(strlen(code) < sizeof(code) && (!ret || !code[0]));
 	return 0;
 }
