@@ -1,4 +1,7 @@
+/* The parallel multipart upload (see multipart.h for the ladder) and what
+ * it shares with the ranged download in ranged.c (multipart_int.h). */
 #include "multipart.h"
+#include "multipart_int.h"
 
 #include "../core/err.h"
 #include "../core/log.h"
@@ -12,11 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#define POLL_MS 100 /* how often a waiting main thread looks at stop */
 
 int s3_part_size_for(uint64_t size, uint64_t want, uint64_t *out)
 {
@@ -34,10 +34,7 @@ int s3_part_size_for(uint64_t size, uint64_t want, uint64_t *out)
 	return 0;
 }
 
-/* Blocks SIGINT and SIGTERM in the threads made while it is in force, so
- * a signal interrupts the main thread's read() and waits, never a worker's
- * transfer halfway through a callback. */
-static void block_signals(sigset_t *old)
+void s3_xfer_block_signals(sigset_t *old)
 {
 	sigset_t set;
 
@@ -47,12 +44,12 @@ static void block_signals(sigset_t *old)
 	pthread_sigmask(SIG_BLOCK, &set, old);
 }
 
-static void wait_a_little(pthread_cond_t *cond, pthread_mutex_t *lock)
+void s3_xfer_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += POLL_MS * 1000000L;
+	ts.tv_nsec += S3_XFER_POLL_MS * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
@@ -60,7 +57,7 @@ static void wait_a_little(pthread_cond_t *cond, pthread_mutex_t *lock)
 	pthread_cond_timedwait(cond, lock, &ts);
 }
 
-static int new_worker_client(struct s3_client **c, const struct s3_xfer_opts *o,
+int s3_xfer_client(struct s3_client **c, const struct s3_xfer_opts *o,
 			     const atomic_int *cancel)
 {
 	struct s3_client_opts co = *o->client;
@@ -266,7 +263,7 @@ static unsigned produce(struct up *u, struct source *s, unsigned first,
 		if (!buf) {
 			pthread_mutex_lock(&u->lock);
 			while (!u->nfree && !u->err && !atomic_load(stop))
-				wait_a_little(&u->cond, &u->lock);
+				s3_xfer_wait(&u->cond, &u->lock);
 			if (!u->err && atomic_load(stop))
 				up_fail(u, -RDX_EINTR, NULL);
 			if (u->err) {
@@ -411,7 +408,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	for (i = 0; i < nw; i++) {
 		w[i].u = u;
-		if ((ret = new_worker_client(&w[i].c, o, &u->cancel)))
+		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
 			goto out_free;
 	}
 	ret = s3_mpu_create(c, bucket, key, u->upload_id);
@@ -420,7 +417,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	rdx_info(1,
 		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a time",
 		 u->upload_id, s->part_size, nw);
-	block_signals(&old);
+	s3_xfer_block_signals(&old);
 	for (i = 0; i < nw; i++) {
 		if (pthread_create(&w[i].t, NULL, up_work, &w[i]))
 			break;
@@ -441,7 +438,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	while (u->running) {
 		if (!u->err && atomic_load(o->stop))
 			up_fail(u, -RDX_EINTR, NULL);
-		wait_a_little(&u->cond, &u->lock);
+		s3_xfer_wait(&u->cond, &u->lock);
 	}
 	pthread_mutex_unlock(&u->lock);
 	for (i = 0; i < started; i++)
@@ -555,312 +552,5 @@ int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
 	return ret;
 out:
 	free(buf);
-	return ret;
-}
-
-/* ----------------------------------------------------------- download */
-
-/* A range's bytes into the file at off (pwrite), at most len of them. */
-struct file_sink {
-	int fd;
-	uint64_t off, len, pos;
-	const atomic_int *stop;
-};
-
-static int file_write(void *ctx, const void *p, size_t n)
-{
-	struct file_sink *f = ctx;
-	size_t done = 0;
-
-	if (f->stop && atomic_load(f->stop))
-		return -RDX_EINTR;
-	if (n > f->len - f->pos)
-		return -RDX_EINTEGRITY; /* more than the range holds */
-	while (done < n) {
-		ssize_t w = pwrite(f->fd, (const char *)p + done, n - done,
-				   (off_t)(f->off + f->pos + done));
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		done += (size_t)w;
-	}
-	f->pos += n;
-	return 0;
-}
-
-static int file_rewind(void *ctx)
-{
-	((struct file_sink *)ctx)->pos = 0;
-	return 0;
-}
-
-/* A range's bytes into memory, for stdout, which takes them in order. */
-struct mem_sink {
-	char *buf;
-	uint64_t cap, pos;
-};
-
-static int mem_write(void *ctx, const void *p, size_t n)
-{
-	struct mem_sink *m = ctx;
-
-	if (n > m->cap - m->pos)
-		return -RDX_EINTEGRITY;
-	memcpy(m->buf + m->pos, p, n);
-	m->pos += n;
-	return 0;
-}
-
-static int mem_rewind(void *ctx)
-{
-	((struct mem_sink *)ctx)->pos = 0;
-	return 0;
-}
-
-struct down {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	/* under lock */
-	uint64_t next;	  /* next range to claim */
-	uint64_t written; /* stdout: ranges written, in order */
-	unsigned running;
-	int err;
-	struct s3_error e;
-	atomic_int cancel;
-	/* read-only while workers run */
-	uint64_t total, part_size, nranges;
-	char etag[S3_ETAG_MAX];
-	struct s3_out *out;
-	const char *bucket, *key;
-};
-
-struct down_worker {
-	struct down *d;
-	struct s3_client *c;
-	char *buf; /* stdout only */
-	pthread_t t;
-};
-
-static void down_fail(struct down *d, int err, const struct s3_error *e)
-{
-	if (!d->err) {
-		d->err = err;
-		if (e)
-			d->e = *e;
-	}
-	atomic_store(&d->cancel, 1);
-	pthread_cond_broadcast(&d->cond);
-}
-
-/* One range into the file or, in its turn, to stdout. */
-static int down_range(struct down_worker *w, uint64_t idx)
-{
-	struct down *d = w->d;
-	struct s3_range rg = {.start = idx * d->part_size, .if_match = d->etag};
-	struct file_sink fs = {.fd = d->out->fd, .stop = &d->cancel};
-	struct mem_sink ms = {.buf = w->buf};
-	struct s3_sink sink;
-	int ret;
-
-	rg.len = d->total - rg.start < d->part_size ? d->total - rg.start
-						    : d->part_size;
-	if (d->out->is_stdout) {
-		ms.cap = rg.len;
-		sink = (struct s3_sink){
-			.write = mem_write, .rewind = mem_rewind, .ctx = &ms};
-	} else {
-		fs.off = rg.start;
-		fs.len = rg.len;
-		sink = (struct s3_sink){
-			.write = file_write, .rewind = file_rewind, .ctx = &fs};
-	}
-	if (!d->etag[0])
-		rg.if_match = NULL;
-	ret = s3_get_range(w->c, d->bucket, d->key, &sink, &rg);
-	if (ret)
-		return ret;
-	if (rg.total != d->total || rg.got != rg.len) {
-		struct s3_error e = {.attempts = 1};
-
-		snprintf(e.message, sizeof(e.message),
-			 "range at %" PRIu64 ": %" PRIu64 " of %" PRIu64
-			 " bytes, object size %" PRIu64 " (was %" PRIu64 ")",
-			 rg.start, rg.got, rg.len, rg.total, d->total);
-		s3_set_error(w->c, &e);
-		return -RDX_EINTEGRITY;
-	}
-	if (!d->out->is_stdout)
-		return 0;
-	pthread_mutex_lock(&d->lock);
-	while (d->written != idx && !d->err)
-		pthread_cond_wait(&d->cond, &d->lock);
-	ret = d->err;
-	pthread_mutex_unlock(&d->lock);
-	if (ret)
-		return ret;
-	/* Only the range whose turn it is writes: no lock needed for it. */
-	ret = s3_out_write(d->out, w->buf, (size_t)rg.len);
-	if (ret)
-		return ret;
-	pthread_mutex_lock(&d->lock);
-	d->written++;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	return 0;
-}
-
-static void *down_work(void *arg)
-{
-	struct down_worker *w = arg;
-	struct down *d = w->d;
-	uint64_t idx;
-	int ret;
-
-	for (;;) {
-		pthread_mutex_lock(&d->lock);
-		if (d->err || d->next >= d->nranges) {
-			pthread_mutex_unlock(&d->lock);
-			break;
-		}
-		idx = d->next++;
-		pthread_mutex_unlock(&d->lock);
-		ret = down_range(w, idx);
-		if (ret) {
-			pthread_mutex_lock(&d->lock);
-			down_fail(d, ret, s3_last_error(w->c));
-			pthread_mutex_unlock(&d->lock);
-			break;
-		}
-	}
-	pthread_mutex_lock(&d->lock);
-	d->running--;
-	pthread_cond_broadcast(&d->cond);
-	pthread_mutex_unlock(&d->lock);
-	return NULL;
-}
-
-/* Ranges 1.. of an object whose range 0 is in. */
-static int download_rest(struct s3_client *c, const struct s3_xfer_opts *o,
-			 struct down *d)
-{
-	unsigned nw = o->concurrency, i, started = 0;
-	struct down_worker *w;
-	sigset_t old;
-	int ret = -ENOMEM;
-
-	if (d->nranges - 1 < nw)
-		nw = (unsigned)(d->nranges - 1);
-	w = calloc(nw, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	for (i = 0; i < nw; i++) {
-		w[i].d = d;
-		if (d->out->is_stdout &&
-		    !(w[i].buf = malloc((size_t)d->part_size)))
-			goto out;
-		if ((ret = new_worker_client(&w[i].c, o, &d->cancel)))
-			goto out;
-	}
-	block_signals(&old);
-	for (i = 0; i < nw; i++) {
-		if (pthread_create(&w[i].t, NULL, down_work, &w[i]))
-			break;
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_mutex_lock(&d->lock);
-	d->running = started;
-	if (!started)
-		down_fail(d, -EAGAIN, NULL);
-	while (d->running) {
-		if (!d->err && atomic_load(o->stop))
-			down_fail(d, -RDX_EINTR, NULL);
-		wait_a_little(&d->cond, &d->lock);
-	}
-	pthread_mutex_unlock(&d->lock);
-	for (i = 0; i < started; i++)
-		pthread_join(w[i].t, NULL);
-	ret = d->err;
-	if (!ret && atomic_load(o->stop))
-		ret = -RDX_EINTR;
-	if (ret && ret != -RDX_EINTR && (d->e.code[0] || d->e.message[0]))
-		s3_set_error(c, &d->e);
-out:
-	for (i = 0; i < nw; i++) {
-		s3_client_free(w[i].c);
-		free(w[i].buf);
-	}
-	free(w);
-	return ret;
-}
-
-int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
-		const char *bucket, const char *key, struct s3_out *out,
-		struct s3_object_info *info)
-{
-	struct s3_range rg = {.start = 0, .len = o->part_size};
-	struct file_sink fs = {
-		.fd = out->fd, .len = UINT64_MAX, .stop = o->stop};
-	struct s3_sink sink = {
-		.write = file_write, .rewind = file_rewind, .ctx = &fs};
-	struct down *d;
-	struct stat st;
-	int ret;
-
-	if (out->is_stdout) /* what went out cannot be taken back */
-		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
-	ret = s3_get_range(c, bucket, key, &sink, &rg);
-	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416) {
-		/* No byte 0: an empty object.  A plain GET says so. */
-		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
-		if (!out->is_stdout)
-			sink.rewind = s3_out_rewind;
-		return s3_get_object(c, bucket, key, &sink, info);
-	}
-	if (ret)
-		return ret;
-	if (info) {
-		memset(info, 0, sizeof(*info));
-		info->size = rg.total;
-		snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
-	}
-	if (rg.whole || rg.total <= o->part_size)
-		return 0;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	pthread_mutex_init(&d->lock, NULL);
-	pthread_cond_init(&d->cond, NULL);
-	d->total = rg.total;
-	d->part_size = o->part_size;
-	d->nranges = (rg.total + o->part_size - 1) / o->part_size;
-	d->next = d->written = 1;
-	d->out = out;
-	d->bucket = bucket;
-	d->key = key;
-	snprintf(d->etag, sizeof(d->etag), "%s", rg.etag);
-	if (!d->etag[0])
-		rdx_info(1,
-			 "get s3://%s/%s: no ETag: a change between ranges would go unseen",
-			 bucket, key);
-	rdx_info(1,
-		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time",
-		 bucket, key, d->total, d->nranges, o->concurrency);
-	ret = download_rest(c, o, d);
-	if (!ret && !out->is_stdout &&
-	    (fstat(out->fd, &st) || (uint64_t)st.st_size != d->total)) {
-		struct s3_error e = {.attempts = 1};
-
-		snprintf(e.message, sizeof(e.message),
-			 "the file has %lld bytes of %" PRIu64,
-			 (long long)st.st_size, d->total);
-		s3_set_error(c, &e);
-		ret = -RDX_EINTEGRITY;
-	}
-	pthread_cond_destroy(&d->cond);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
 	return ret;
 }
