@@ -1,17 +1,20 @@
-/* rdcp: scp-style copy of a file to or from a host, the far end started
- * over SSH, the data moved by the rdxfer core (src/cp). */
+/* rdcp: scp-style copies of files to or from a host, the far end started
+ * over SSH, the data moved by the rdxfer core (src/cp); both ends local, a
+ * local copy (src/cp/local.c). */
 #include "cli.h"
 
 #include "../core/err.h"
 #include "../core/log.h"
 #include "../core/units.h"
 #include "../cp/copy.h"
+#include "../cp/local.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 enum {
 	OPT_REMOTE_PATH = 512,
@@ -57,11 +60,12 @@ static const struct rdx_opt rdcp_opts[] = {
 
 static const struct rdx_cli rdcp_cli = {
 	.tool = "rdcp",
-	.usage = "[OPTIONS] SRC DST",
-	.summary = "Copy a file to or from a remote host: SRC and DST are local paths or\n"
-		   "[user@]host:path ([user@][v6addr]:path), one of them remote; a local '-' is\n"
-		   "standard input or output.  The far end is started over SSH; the data goes\n"
-		   "directly between the two hosts.",
+	.usage = "[OPTIONS] SRC... DST",
+	.summary = "Copy files to or from a remote host: SRC and DST are local paths or\n"
+		   "[user@]host:path ([user@][v6addr]:path); with several SRCs, DST is a\n"
+		   "directory.  A local '-' is standard input or output.  The far end is started\n"
+		   "over SSH; the data goes directly between the two hosts.  Both local: a\n"
+		   "plain local copy.",
 	.opts = rdcp_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
 		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
@@ -209,12 +213,79 @@ static int parse_addr(const char *arg, struct cp_addr *a)
 	return -1;
 }
 
+/* The checks on the whole command line before any copy: every address
+ * well formed, no pair of two remote hosts, and with several sources no
+ * '-' and a DST that is a directory (a local one checked here, a remote
+ * one by the far shell).  Returns 0 or -RDX_EUSAGE, the error printed. */
+static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
+		      struct cp_addr *dst, char **argv)
+{
+	struct stat sb;
+	int i;
+
+	if (parse_addr(argv[nsrc], dst))
+		return -RDX_EUSAGE;
+	for (i = 0; i < nsrc; i++)
+		if (parse_addr(argv[i], &srcs[i]))
+			return -RDX_EUSAGE;
+	for (i = 0; i < nsrc; i++)
+		if (srcs[i].remote && dst->remote) {
+			rdx_error("copies between two remote hosts are not supported yet");
+			return -RDX_EUSAGE;
+		}
+	if (nsrc == 1)
+		return 0;
+	for (i = 0; i <= nsrc; i++)
+		if (!strcmp(i < nsrc ? srcs[i].path : dst->path, "-")) {
+			rdx_error("'-' cannot be one of several sources or their destination");
+			return -RDX_EUSAGE;
+		}
+	if (!dst->remote && (stat(dst->path, &sb) || !S_ISDIR(sb.st_mode))) {
+		rdx_error("target '%s' is not a directory (several sources need one)",
+			  dst->path);
+		return -RDX_EUSAGE;
+	}
+	r->cp.dst_dir = true;
+	return 0;
+}
+
+/* Copies each source in turn; a failed one (its error printed, naming
+ * it) does not stop the others, an interruption does.  Returns the first
+ * failure's error, else 0; *sum adds up what was copied. */
+static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
+		    const struct cp_addr *dst, struct rdx_xfer_stats *sum)
+{
+	int i, ret, first = 0;
+
+	for (i = 0; i < nsrc; i++) {
+		struct rdx_xfer_stats st = { 0 };
+
+		if (!srcs[i].remote && !dst->remote)
+			ret = cp_local_copy(&r->cp, srcs[i].path, dst->path, &st);
+		else
+			ret = cp_copy(&r->cp, &srcs[i], dst, &st);
+		if (!ret) {
+			uint64_t bytes = sum->bytes + st.bytes;
+			double secs = sum->seconds + st.seconds;
+
+			*sum = st;
+			sum->bytes = bytes;
+			sum->seconds = secs;
+		} else if (!first) {
+			first = ret;
+		}
+		if (ret == -RDX_EINTR || (r->cp.xo.interrupted && atomic_load(r->cp.xo.interrupted)))
+			return -RDX_EINTR;
+	}
+	return first;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdcp r = { .c = { .cli = &rdcp_cli } };
-	struct cp_addr src = { 0 }, dst = { 0 };
+	struct cp_addr *srcs = NULL, dst = { 0 };
 	struct rdx_xfer_stats st = { 0 };
-	int optind_, ret;
+	int optind_, nsrc, i, ret;
 
 	rdx_log_init("rdcp", 0);
 	rdx_xfer_opts_init(&r.c.o);
@@ -225,22 +296,19 @@ int main(int argc, char **argv)
 	if (r.c.done)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdcp", r.cp.quiet ? 0 : r.c.verbose);
-	if (argc - optind_ > 2) {
-		rdx_error("several sources are not supported yet: one SRC, one DST (see --help)");
-		return RDX_EXIT_USAGE;
-	}
-	if (argc - optind_ < 2) {
+	nsrc = argc - optind_ - 1;
+	if (nsrc < 1) {
 		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);
 		return RDX_EXIT_USAGE;
 	}
-	if (parse_addr(argv[optind_], &src) || parse_addr(argv[optind_ + 1], &dst)) {
-		ret = RDX_EXIT_USAGE;
-		goto out;
+	srcs = calloc((size_t)nsrc, sizeof(*srcs));
+	if (!srcs) {
+		rdx_error("out of memory");
+		return RDX_EXIT_FAIL;
 	}
-	if (src.remote == dst.remote) {
-		rdx_error(src.remote ? "copies between two remote hosts are not supported yet" :
-				       "both SRC and DST are local: one of them must be host:path");
-		ret = RDX_EXIT_USAGE;
+	ret = check_args(&r, srcs, nsrc, &dst, argv + optind_);
+	if (ret) {
+		ret = rdx_exit_code(ret);
 		goto out;
 	}
 	r.cp.verbose = r.cp.quiet ? 0 : r.c.verbose;
@@ -248,11 +316,13 @@ int main(int argc, char **argv)
 		r.c.o.progress = false;
 	cli_signals(&r.c.o);
 	r.cp.xo = r.c.o;
-	ret = rdx_exit_code(cp_copy(&r.cp, &src, &dst, &st));
+	ret = rdx_exit_code(copy_all(&r, srcs, nsrc, &dst, &st));
 	if (ret == RDX_EXIT_OK)
 		cli_report(&r.c, &st, !dst.remote && !strcmp(dst.path, "-"));
 out:
-	cp_addr_release(&src);
+	for (i = 0; i < nsrc; i++)
+		cp_addr_release(&srcs[i]);
+	free(srcs);
 	cp_addr_release(&dst);
 	return ret;
 }

@@ -110,7 +110,8 @@ static const char *far_path(const char *path)
 
 /* Far side receives: a directory as destination gets the source's name
  * in it, decided there by the shell:
- *   d='PATH'; if [ -d "$d" ]; then d="$d"/'NAME'; fi; exec 'rdrecv' --server ... -- "$d" */
+ *   d='PATH'; if [ -d "$d" ]; then d="$d"/'NAME'; fi; exec 'rdrecv' --server ... -- "$d"
+ * (with o->dst_dir, anything but a directory ends it with status 1). */
 static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		     const char *far, const char *name)
 {
@@ -120,6 +121,9 @@ static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	if (name) {
 		cp_cmd_raw(c, "; if [ -d \"$d\" ]; then d=\"$d\"/");
 		cp_cmd_quoted(c, name);
+		/* Several sources: never a file named after DST. */
+		if (o->dst_dir)
+			cp_cmd_raw(c, "; else printf '%s: not a directory\\n' \"$d\" >&2; exit 1");
 		cp_cmd_raw(c, "; fi");
 	}
 	cp_cmd_raw(c, "; ");

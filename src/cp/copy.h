@@ -16,6 +16,7 @@ struct cp_opts {
 	struct rdx_xfer_opts xo; /* transport, streams, compress, encrypt, ... */
 	int verbose;
 	bool quiet; /* the far side's stderr only when something failed */
+	bool dst_dir; /* several sources: a remote DST must be a directory */
 };
 
 /* Copies src to dst, exactly one of them remote.  A dst that is a

@@ -241,7 +241,7 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 }
 
 @test "rdcp: usage errors: exit 2, one line" {
-	for args in "" "a" "a b" "h1:a h2:b" "a b c" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
+	for args in "" "a" "h1:a h2:b" "a b c" "a h:b h2:c" "a - h:d" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
 		"-o Bogus=1 a h:b" "-o StrictHostKeyChecking=maybe a h:b" "-P 0 a h:b" \
 		"--streams 0 a h:b" "--compress=20 a h:b"; do
 		# shellcheck disable=SC2086 # split on purpose
@@ -318,4 +318,110 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 	rdcp_b -P "$SSHD_PORT2" "rdxhost:$D/src" "$D/back"
 	assert_status 0
 	assert_same "$D/src" "$D/back"
+}
+
+# ------------------------------------------------ both local, several sources
+
+@test "rdcp: both local: a local copy (no SSH), 0, 1, 3 MiB + 1; into a dir; onto a file" {
+	umask 022
+	mkdir "$D/dir"
+	for n in 0 1 $((3 * 1024 * 1024 + 1)); do
+		mkrand "$D/src" "$n"
+		chmod 640 "$D/src"
+		rm -f "$D/dst" "$D/dir/src"
+		# Outside the namespaces and with no SSH config: nothing to dial.
+		run_t --secs 20 "$RDCP" "$D/src" "$D/dst"
+		assert_status 0
+		[ -z "$output$stderr" ] || fail "output: $output$stderr"
+		assert_same "$D/src" "$D/dst"
+		[ "$(stat -c %a "$D/dst")" = 640 ] || fail "mode $(stat -c %a "$D/dst"), not 640"
+		assert_no_temp "$D/dst"
+		run_t --secs 20 "$RDCP" "$D/src" "$D/dir/"
+		assert_status 0
+		assert_same "$D/src" "$D/dir/src"
+		assert_no_temp "$D/dir/src"
+	done
+	# Onto an existing file: replaced whole (a longer one is not left
+	# with a tail), its own mode kept as cp keeps it.
+	mkrand "$D/old" 5000000
+	chmod 600 "$D/old"
+	run_t --secs 20 "$RDCP" --json "$D/src" "$D/old"
+	assert_status 0
+	assert_same "$D/src" "$D/old"
+	[ "$(stat -c %a "$D/old")" = 600 ] || fail "mode $(stat -c %a "$D/old"), not 600"
+	assert_match "$output" '^\{"tool":"rdcp","bytes":3145729,.*"transport":"local"'
+	# The same file twice, a directory as source: errors, file intact.
+	run_t --secs 20 "$RDCP" "$D/old" "$D/old"
+	assert_status 1
+	assert_match "$stderr" "^rdcp: '$D/old' and '$D/old' are the same file$"
+	assert_same "$D/src" "$D/old"
+	run_t --secs 20 "$RDCP" "$D/dir" "$D/x"
+	assert_status 2
+	assert_match "$stderr" "is a directory"
+}
+
+@test "rdcp: both local, destination not writable or full: a clear error, exit 4, no temp, the old file intact" {
+	mkrand "$D/src" $((3 * 1024 * 1024))
+	mkdir -p "$D/ro"
+	mount -t tmpfs -o ro,size=1m rdxro "$D/ro" || fail "cannot mount a read-only tmpfs (needs root)"
+	MOUNTS+=("$D/ro")
+	run_t --secs 20 "$RDCP" "$D/src" "$D/ro/dst"
+	assert_status 4
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "^rdcp: cannot create '$D/ro/dst': Read-only file system$"
+	assert_no_output_file "$D/ro/dst"
+	# Full mid-copy: the old file stays whole under its name.
+	mount_tmpfs "$D/small" 2m
+	echo old >"$D/small/dst"
+	run_t --secs 20 "$RDCP" "$D/src" "$D/small/dst"
+	assert_status 4
+	assert_match "$stderr" "^rdcp: cannot write '$D/small/dst': No space left on device$"
+	[ "$(cat "$D/small/dst")" = old ] || fail "the old file changed"
+	assert_no_temp "$D/small/dst"
+	run_t --secs 20 "$RDCP" "$D/src" "$D/no/such/dir/dst"
+	assert_status 4
+	assert_match "$stderr" "cannot create '$D/no/such/dir/dst': No such file or directory"
+}
+
+@test "rdcp: several sources into a directory, each way; a missing one named, the rest copied" {
+	mkrand "$D/s1" 100000
+	mkrand "$D/s 2" 0
+	mkdir "$D/far" "$D/near" "$D/loc"
+	rdcp_b "$D/s1" "$D/nope" "$D/s 2" "rdxhost:$D/far"
+	assert_status 4
+	assert_match "$stderr" "cannot open '$D/nope': No such file or directory"
+	assert_same "$D/s1" "$D/far/s1"
+	assert_same "$D/s 2" "$D/far/s 2"
+	rdcp_b "rdxhost:$D/s1" "rdxhost:$D/nope" "rdxhost:$D/s 2" "$D/near"
+	assert_status 5
+	assert_match "$stderr" "cannot open '$D/nope': No such file or directory"
+	assert_same "$D/s1" "$D/near/s1"
+	assert_same "$D/s 2" "$D/near/s 2"
+	[ ! -e "$D/near/nope" ] || fail "a file for the missing source"
+	run_t --secs 20 "$RDCP" "$D/s1" "$D/nope" "$D/s 2" "$D/loc"
+	assert_status 4
+	assert_match "$stderr" "^rdcp: cannot open '$D/nope': No such file or directory$"
+	assert_same "$D/s1" "$D/loc/s1"
+	assert_same "$D/s 2" "$D/loc/s 2"
+	# A remote DST that is no directory: refused there, the file intact.
+	echo keep >"$D/file"
+	rdcp_b "$D/s1" "$D/s 2" "rdxhost:$D/file"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdxhost: $D/file: not a directory$"
+	[ "$(cat "$D/file")" = keep ] || fail "the remote file was overwritten"
+}
+
+@test "rdcp: several sources, DST not a directory: usage error (exit 2), nothing copied" {
+	echo a >"$D/a"
+	echo b >"$D/b"
+	echo keep >"$D/file"
+	for dst in "$D/file" "$D/none"; do
+		run_t --secs 10 "$RDCP" "$D/a" "$D/b" "$dst"
+		assert_status 2
+		assert_one_line_error "$stderr" rdcp
+		assert_match "$stderr" "^rdcp: target '$dst' is not a directory \\(several sources need one\\)$"
+	done
+	[ "$(cat "$D/file")" = keep ] && [ ! -e "$D/none" ] || fail "something was copied"
+	run_t --secs 10 "$RDCP" "$D/a" "rdxhost:$D/b" "$D/file"
+	assert_status 2
 }

@@ -1,0 +1,296 @@
+#include "local.h"
+
+#include "../core/err.h"
+#include "../core/io.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Per copy_file_range call: small enough that Ctrl-C is noticed soon. */
+#define CFR_CHUNK (64u << 20)
+#define RW_BUF	  (1u << 20)
+
+static bool interrupted(const struct cp_opts *o)
+{
+	return o->xo.interrupted && atomic_load(o->xo.interrupted);
+}
+
+/* The read/write loop for what copy_file_range refuses (pipes, devices,
+ * some file systems).  Returns 0, -RDX_EINTR, or -errno with *rd_err
+ * telling whether reading failed. */
+static int copy_rw(const struct cp_opts *o, int in, int out, uint64_t *done,
+		   bool *rd_err)
+{
+	char *buf = malloc(RW_BUF);
+	ssize_t n, w;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (interrupted(o)) {
+			ret = -RDX_EINTR;
+			break;
+		}
+		n = rdx_read_full(in, buf, RW_BUF, NULL);
+		if (n < 0) {
+			*rd_err = true;
+			ret = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		w = rdx_write_full(out, buf, (size_t)n, NULL);
+		if (w < 0) {
+			ret = (int)w;
+			break;
+		}
+		*done += (uint64_t)n;
+	}
+	free(buf);
+	return ret;
+}
+
+/* All of in into out from their current offsets.  Returns as copy_rw. */
+static int copy_fd(const struct cp_opts *o, int in, int out, uint64_t *done,
+		   bool *rd_err)
+{
+	*done = 0;
+	*rd_err = false;
+	for (;;) {
+		ssize_t n;
+
+		if (interrupted(o))
+			return -RDX_EINTR;
+		n = copy_file_range(in, NULL, out, NULL, CFR_CHUNK, 0);
+		if (n > 0) {
+			*done += (uint64_t)n;
+			continue;
+		}
+		if (n == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		/* Not supported here (cross-device on old kernels, pipes,
+		 * procfs...): nothing was copied yet, so fall back. */
+		if (*done == 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+		     errno == EOPNOTSUPP || errno == EBADF))
+			return copy_rw(o, in, out, done, rd_err);
+		/* Which side failed is not told; EIO and the like are the
+		 * reader's far more often than ENOSPC is. */
+		*rd_err = errno != ENOSPC && errno != EDQUOT && errno != EFBIG;
+		return -errno;
+	}
+}
+
+/* The error line of a failed copy; returns ret. */
+static int copy_failed(int ret, bool rd_err, const char *src, const char *dst)
+{
+	if (ret == -RDX_EINTR)
+		rdx_error("interrupted");
+	else
+		rdx_error("cannot %s '%s': %s", rd_err ? "read" : "write",
+			  rd_err ? src : dst, strerror(-ret));
+	return ret == -RDX_EINTR ? ret : rd_err ? -RDX_ELOCAL : ret;
+}
+
+/* An existing destination that is no regular file (/dev/null, a fifo):
+ * written into, as cp does; no temporary, nothing to rename. */
+static int copy_into(const struct cp_opts *o, int in, const char *src,
+		     const char *final, uint64_t *done)
+{
+	int out = open(final, O_WRONLY | O_CLOEXEC), ret;
+	bool rd_err;
+
+	if (out < 0) {
+		ret = -errno;
+		rdx_error("cannot open '%s': %s", final, strerror(-ret));
+		return ret;
+	}
+	ret = copy_fd(o, in, out, done, &rd_err);
+	if (close(out) && !ret) {
+		ret = -errno;
+		rd_err = false;
+	}
+	return ret ? copy_failed(ret, rd_err, src, final) : 0;
+}
+
+/* The temporary next to final: DIR/.NAME.rdx-XXXXXX, created with mode.
+ * Returns the fd or -errno; *tmp is malloc'd (NULL on failure). */
+static int open_temp(const char *final, mode_t mode, char **tmp, char **dir)
+{
+	char *d = strdup(final), *b = strdup(final);
+	int fd = -ENOMEM;
+
+	*tmp = NULL;
+	*dir = NULL;
+	if (!d || !b)
+		goto out;
+	*dir = strdup(dirname(d));
+	if (!*dir ||
+	    asprintf(tmp, "%s/.%s.rdx-XXXXXX", *dir, basename(b)) < 0) {
+		*tmp = NULL;
+		goto out;
+	}
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		free(*tmp);
+		*tmp = NULL;
+	} else if (fchmod(fd, mode)) {
+		fd = -errno;
+	}
+out:
+	free(d);
+	free(b);
+	return fd;
+}
+
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) && errno != EINVAL)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* Where the copy goes: dst, or dst/NAME when dst is a directory. */
+static int final_path(const char *src, const char *dst, char **final)
+{
+	struct stat sb;
+	size_t len = strlen(dst);
+	int ret;
+
+	if (stat(dst, &sb) == 0 && S_ISDIR(sb.st_mode))
+		ret = asprintf(final, "%s%s%s", dst,
+			       dst[len - 1] == '/' ? "" : "/",
+			       cp_basename(src));
+	else if (dst[len - 1] == '/')
+		return -ENOTDIR; /* "x/" that is no directory */
+	else
+		ret = (* final = strdup(dst)) ? 0 : -1;
+	if (ret < 0) {
+		*final = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
+		  struct rdx_xfer_stats *st)
+{
+	char *final = NULL, *tmp = NULL, *dir = NULL;
+	struct stat ss, ds;
+	uint64_t t0 = rdx_now_ns(), done = 0;
+	bool rd_err = false;
+	mode_t mode, mask;
+	int in, out = -1, ret;
+
+	if (!strcmp(src, "-") || !strcmp(dst, "-")) {
+		rdx_error("'-' needs a remote address on the other side (both "
+			  "are local here)");
+		return -RDX_EUSAGE;
+	}
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0 || fstat(in, &ss)) {
+		rdx_error("cannot open '%s': %s", src, strerror(errno));
+		ret = -RDX_ELOCAL;
+		goto out;
+	}
+	if (S_ISDIR(ss.st_mode)) {
+		rdx_error("'%s' is a directory (copying trees is not supported "
+			  "yet)",
+			  src);
+		ret = -RDX_EUSAGE;
+		goto out;
+	}
+	ret = final_path(src, dst, &final);
+	if (ret) {
+		rdx_error("cannot create '%s': %s", dst, strerror(-ret));
+		goto out;
+	}
+	if (stat(final, &ds) == 0) {
+		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino) {
+			rdx_error("'%s' and '%s' are the same file", src,
+				  final);
+			ret = -EINVAL;
+			goto out;
+		}
+		if (S_ISDIR(ds.st_mode)) {
+			rdx_error("cannot overwrite directory '%s' with a file",
+				  final);
+			ret = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(ds.st_mode)) {
+			ret = copy_into(o, in, src, final, &done);
+			goto out;
+		}
+		mode = ds.st_mode & 07777;
+	} else {
+		mask = umask(0);
+		umask(mask);
+		mode = ss.st_mode & 0777 & ~mask;
+	}
+	out = open_temp(final, mode, &tmp, &dir);
+	if (out < 0) {
+		ret = out;
+		rdx_error("cannot create '%s': %s", final, strerror(-ret));
+		goto out;
+	}
+	ret = copy_fd(o, in, out, &done, &rd_err);
+	if (!ret && o->xo.fsync && fsync(out))
+		ret = -errno;
+	if (close(out) && !ret)
+		ret = -errno;
+	out = -1;
+	if (ret) {
+		ret = copy_failed(ret, rd_err, src, final);
+		goto out;
+	}
+	if (rename(tmp, final)) {
+		ret = -errno;
+		rdx_error("cannot rename '%s' to '%s': %s", tmp, final,
+			  strerror(-ret));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL; /* published: nothing to remove */
+	if (o->xo.fsync) {
+		ret = sync_dir(dir);
+		if (ret)
+			rdx_error("cannot sync '%s': %s", dir, strerror(-ret));
+	}
+out:
+	if (out >= 0)
+		close(out);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	if (in >= 0)
+		close(in);
+	if (!ret && st) {
+		double secs = (double)(rdx_now_ns() - t0) / 1e9;
+
+		*st = (struct rdx_xfer_stats){
+			.bytes = done, .seconds = secs, .transport = "local"};
+		rdx_info(1, "copied %llu bytes locally to '%s'",
+			 (unsigned long long)done, final);
+	}
+	free(final);
+	free(dir);
+	return ret;
+}
