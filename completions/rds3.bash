@@ -6,6 +6,8 @@ _rds3()
 	cur="${COMP_WORDS[COMP_CWORD]}"
 	prev="${COMP_WORDS[COMP_CWORD-1]}"
 	case "$prev" in
+	--expires)
+		return 0 ;;
 	--profile)
 		return 0 ;;
 	--endpoint)
@@ -24,7 +26,7 @@ _rds3()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --json -r --recursive --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --part-size --concurrency --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --json -r --recursive --expires --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --part-size --concurrency --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

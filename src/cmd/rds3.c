@@ -4,6 +4,7 @@
  *   rds3 cat s3://BUCKET/KEY            rds3 ls [s3://BUCKET[/PREFIX]]
  *   rds3 rm s3://BUCKET/KEY...          rds3 stat|head s3://BUCKET/KEY
  *   rds3 mb s3://BUCKET                 rds3 rb s3://BUCKET
+ *   rds3 cp SRC DST (either may be s3://) rds3 presign s3://BUCKET/KEY
  *
  * Data goes to stdout only for cat and get -, listings and stat for the
  * rest; everything human goes to stderr.  Files are written under a
@@ -44,6 +45,7 @@ enum s3_key {
 	OPT_S3_CONNECT_TIMEOUT,
 	OPT_PART_SIZE,
 	OPT_CONCURRENCY,
+	OPT_EXPIRES,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -52,7 +54,9 @@ static const struct rdx_opt s3_opts[] = {
 	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
 	  "ls and stat print JSON, one object per line", NULL },
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
-	  "ls: every key under the prefix; rm: delete every key under it", NULL },
+	  "ls: every key under the prefix; rm: delete every key under it (1000 per request)", NULL },
+	{ "expires", OPT_EXPIRES, RDX_ARG_REQUIRED, "SECS",
+	  "presign: the URL's lifetime, 1..604800 (default 3600)", NULL },
 	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
 	  "use this profile of ~/.aws/credentials and ~/.aws/config", NULL },
 	{ "endpoint", OPT_ENDPOINT, RDX_ARG_REQUIRED, "URL",
@@ -89,7 +93,10 @@ static const struct rdx_cli s3_cli = {
 		"  get s3://BUCKET/KEY [FILE|-]   download (default: the key's last part)\n"
 		"  cat s3://BUCKET/KEY            write an object to stdout\n"
 		"  ls [s3://BUCKET[/PREFIX]]      list buckets, or keys and prefixes\n"
-		"  rm s3://BUCKET/KEY...          delete objects\n"
+		"  rm s3://BUCKET/KEY...          delete objects (-r: every key under a prefix)\n"
+		"  cp SRC DST                     copy one object: FILE to s3://, s3:// to FILE,\n"
+		"                                 s3:// to s3:// (server side, up to 5 GiB)\n"
+		"  presign s3://BUCKET/KEY        print a presigned GET URL (--expires)\n"
 		"  stat|head s3://BUCKET/KEY      show an object's size, ETag and date\n"
 		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket",
 	.opts = s3_opts,
@@ -109,6 +116,7 @@ struct s3_cmd {
 	uint64_t connect_timeout_ms;
 	bool recursive;
 	bool insecure;
+	unsigned expires;
 	const char *cmd;
 };
 
@@ -128,6 +136,13 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case OPT_RECURSIVE:
 		s->recursive = true;
+		return 0;
+	case OPT_EXPIRES:
+		if (rdx_parse_uint(arg, 1, 604800, &v)) {
+			rdx_error("invalid value '%s' for --expires: expected seconds from 1 to 604800", arg);
+			return -1;
+		}
+		s->expires = (unsigned)v;
 		return 0;
 	case OPT_PROFILE:
 		s->co.profile = arg;
@@ -550,13 +565,60 @@ static int rm_one(struct s3_cmd *s, const char *bucket, const char *key)
 	return 0;
 }
 
+/* One listed page (up to 1000 keys) in DeleteObjects requests; keys XML
+ * cannot carry go one by one.  Each key S3 refused is reported; *failed
+ * counts them.  Returns 0 or the exit status of a request that failed. */
+static int rm_page(struct s3_cmd *s, const char *bucket, const struct s3_list *l,
+		   size_t *failed)
+{
+	const char **keys = NULL;
+	struct s3_list errs = { 0 };
+	char what[KEY_MAX + 300];
+	size_t i, j, nk = 0;
+	int rc = 0, ret;
+
+	if (!l->n)
+		return 0;
+	keys = calloc(l->n, sizeof(*keys));
+	if (!keys) {
+		rdx_error("out of memory");
+		return RDX_EXIT_FAIL;
+	}
+	for (i = 0; i < l->n && !rc; i++) {
+		if (s3_delete_key_ok(l->v[i].name))
+			keys[nk++] = l->v[i].name;
+		else
+			rc = rm_one(s, bucket, l->v[i].name);
+	}
+	for (i = 0; i < nk && !rc; i += S3_DELETE_MAX) {
+		size_t n = nk - i < S3_DELETE_MAX ? nk - i : S3_DELETE_MAX;
+
+		ret = s3_delete_objects(s->s3, bucket, keys + i, n, &errs);
+		if (ret) {
+			snprintf(what, sizeof(what), "s3://%s/%s", bucket, keys[i]);
+			rc = s3_fail(s, what, ret);
+			break;
+		}
+		rdx_info(1, "deleted %zu keys of s3://%s in one request", n - errs.n, bucket);
+		for (j = 0; j < errs.n; j++)
+			rdx_error("rm s3://%s/%s: %s: %s", bucket, errs.v[j].name,
+				  errs.v[j].etag ? errs.v[j].etag : "(no code)",
+				  errs.v[j].mtime ? errs.v[j].mtime : "(no message)");
+		*failed += errs.n;
+		s3_list_release(&errs);
+	}
+	s3_list_release(&errs);
+	free(keys);
+	return rc;
+}
+
 static int cmd_rm(struct s3_cmd *s, char **args, int n)
 {
 	struct s3_list l = { 0 };
 	struct s3_url u;
 	char *token = NULL;
+	size_t failed = 0;
 	int i, rc = 0, ret;
-	size_t j;
 
 	if (n < 1) {
 		rdx_error("usage: rds3 rm [--recursive] s3://BUCKET/KEY...");
@@ -584,15 +646,111 @@ static int cmd_rm(struct s3_cmd *s, char **args, int n)
 				rc = s3_fail(s, what, ret);
 				break;
 			}
-			for (j = 0; j < l.n && !rc; j++)
-				rc = rm_one(s, u.bucket, l.v[j].name);
+			rc = rm_page(s, u.bucket, &l, &failed);
 			token = l.truncated && l.next_token ? strdup(l.next_token) : NULL;
+			if (!rc && l.truncated && !token) {
+				rdx_error("rm s3://%s/%s: the listing is truncated but gives no continuation token",
+					  u.bucket, u.key);
+				rc = RDX_EXIT_CONN;
+			}
 			s3_list_release(&l);
 		} while (!rc && token);
 		free(token);
 		token = NULL;
 	}
+	if (!rc && failed) {
+		rdx_error("rm: %zu key%s not deleted", failed, failed == 1 ? "" : "s");
+		rc = RDX_EXIT_REMOTE;
+	}
 	return rc;
+}
+
+/* cp between two S3 URLs: CopyObject, after a HEAD that says whether the
+ * source fits one (5 GiB; more needs UploadPartCopy). */
+static int cp_s3(struct s3_cmd *s, const char *src, const char *dst)
+{
+	struct s3_url a, b;
+	struct s3_object_info info;
+	char what[2 * KEY_MAX + 600];
+	const char *last;
+	int ret;
+
+	if (parse_url(src, &a) || need_key(src, &a) || parse_url(dst, &b))
+		return RDX_EXIT_USAGE;
+	if (!b.key[0] || b.key[strlen(b.key) - 1] == '/') {
+		last = s3_last_part(a.key);
+		if (strlen(b.key) + strlen(last) > KEY_MAX) {
+			rdx_error("'%s%s': keys are at most %d bytes", dst, last, KEY_MAX);
+			return RDX_EXIT_USAGE;
+		}
+		strcat(b.key, last);
+	}
+	snprintf(what, sizeof(what), "s3://%s/%s", a.bucket, a.key);
+	ret = s3_head_object(s->s3, a.bucket, a.key, &info);
+	if (ret)
+		return s3_fail(s, what, ret);
+	if (info.size > PUT_MAX) {
+		rdx_error("cp %s: %llu bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet",
+			  what, (unsigned long long)info.size);
+		return RDX_EXIT_FAIL;
+	}
+	snprintf(what, sizeof(what), "s3://%s/%s to s3://%s/%s", a.bucket, a.key,
+		 b.bucket, b.key);
+	ret = s3_copy_object(s->s3, a.bucket, a.key, b.bucket, b.key, &info);
+	if (ret)
+		return s3_fail(s, what, ret);
+	rdx_info(1, "copied %s, ETag %s", what, info.etag);
+	return 0;
+}
+
+static int cmd_cp(struct s3_cmd *s, char **args, int n)
+{
+	bool from, to;
+
+	if (n != 2) {
+		rdx_error("usage: rds3 cp SRC DST (FILE|- or s3://BUCKET/KEY on either side)");
+		return RDX_EXIT_USAGE;
+	}
+	from = !strncmp(args[0], "s3://", 5);
+	to = !strncmp(args[1], "s3://", 5);
+	if (from && to)
+		return cp_s3(s, args[0], args[1]);
+	if (to)
+		return cmd_put(s, args, 2);
+	if (from)
+		return cmd_get(s, args, 2, false);
+	rdx_error("cp: neither '%s' nor '%s' is an S3 URL (use cp(1) for local files)",
+		  args[0], args[1]);
+	return RDX_EXIT_USAGE;
+}
+
+static int cmd_presign(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_url u;
+	struct s3_buf url;
+	int ret;
+
+	if (n != 1) {
+		rdx_error("usage: rds3 presign [--expires SECS] s3://BUCKET/KEY");
+		return RDX_EXIT_USAGE;
+	}
+	if (parse_url(args[0], &u) || need_key(args[0], &u))
+		return RDX_EXIT_USAGE;
+	if (s->cfg.no_sign) {
+		rdx_error("presign: a presigned URL needs credentials, not --no-sign-request");
+		return RDX_EXIT_USAGE;
+	}
+	s3_buf_init(&url, 0);
+	ret = s3_presign(s->s3, u.bucket, u.key, s->expires, &url);
+	if (ret) {
+		rdx_error("presign %s: %s", args[0], ret == -EINVAL ? "no credentials to sign with" :
+								     strerror(-ret));
+		s3_buf_release(&url);
+		return ret == -EINVAL ? RDX_EXIT_USAGE : RDX_EXIT_FAIL;
+	}
+	puts(url.p);
+	s3_buf_release(&url);
+	return fflush(stdout) ? RDX_EXIT_IO : 0;
 }
 
 static int cmd_stat(struct s3_cmd *s, char **args, int n)
@@ -657,7 +815,8 @@ static int cmd_bucket(struct s3_cmd *s, char **args, int n, bool make)
 /* --------------------------------------------------------------- main */
 
 static const char *const commands[] = { "put", "get", "cat", "ls", "rm",
-					"stat", "head", "mb", "rb", NULL };
+					"stat", "head", "mb", "rb", "cp",
+					"presign", NULL };
 
 static int run(struct s3_cmd *s, char **args, int n)
 {
@@ -673,6 +832,10 @@ static int run(struct s3_cmd *s, char **args, int n)
 		return cmd_ls(s, args, n);
 	if (!strcmp(c, "rm"))
 		return cmd_rm(s, args, n);
+	if (!strcmp(c, "cp"))
+		return cmd_cp(s, args, n);
+	if (!strcmp(c, "presign"))
+		return cmd_presign(s, args, n);
 	if (!strcmp(c, "stat") || !strcmp(c, "head"))
 		return cmd_stat(s, args, n);
 	return cmd_bucket(s, args, n, !strcmp(c, "mb"));
@@ -682,6 +845,7 @@ int main(int argc, char **argv)
 {
 	struct s3_cmd s = {
 		.c.cli = &s3_cli, .retries = 4, .connect_timeout_ms = 10000,
+		.expires = 3600,
 		.xfer = { .part_size = (uint64_t)8 << 20, .concurrency = 4 },
 	};
 	struct s3_client_opts co = { 0 };
@@ -698,7 +862,7 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rds3", s.c.verbose);
 	if (first >= argc) {
-		rdx_error("no command: rds3 put|get|cat|ls|rm|stat|mb|rb ... (see --help)");
+		rdx_error("no command: rds3 put|get|cat|ls|rm|cp|stat|mb|rb|presign ... (see --help)");
 		return RDX_EXIT_USAGE;
 	}
 	s.cmd = argv[first];

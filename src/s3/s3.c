@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,4 +759,198 @@ int s3_delete_bucket(struct s3_client *c, const char *bucket)
 	};
 
 	return do_request(c, &r);
+}
+
+/* ------------------------------------------- presign, copy, batch delete */
+
+int s3_presign(struct s3_client *c, const char *bucket, const char *key,
+	       unsigned expires, struct s3_buf *out)
+{
+	const struct s3_config *cfg = c->cfg;
+	struct req r = { .method = "GET", .bucket = bucket, .key = key, .body_fd = -1 };
+	struct s3_creds creds = {
+		.access_key = cfg->access_key,
+		.secret_key = cfg->secret_key,
+		.session_token = cfg->session_token,
+	};
+	struct s3_buf path, host;
+	struct s3_kv h[1];
+	char date[17];
+	int ret;
+
+	if (cfg->no_sign || !cfg->access_key || !cfg->secret_key)
+		return -EINVAL;
+	s3_buf_init(&path, 0);
+	s3_buf_init(&host, 0);
+	ret = address(c, &r, &path, &host, out);
+	if (ret)
+		goto out;
+	amz_now(date);
+	h[0] = (struct s3_kv){ "Host", host.p };
+	{
+		struct s3_sign sg = {
+			.method = "GET", .path = path.p, .headers = h, .nheaders = 1,
+			.payload_hash = S3_UNSIGNED_PAYLOAD, .region = cfg->region,
+			.service = "s3", .amz_date = date,
+		};
+
+		s3_buf_addc(out, '?');
+		ret = s3_sigv4_presign(&creds, &sg, expires, &c->sig, out);
+	}
+out:
+	s3_buf_release(&path);
+	s3_buf_release(&host);
+	return ret;
+}
+
+int s3_copy_object(struct s3_client *c, const char *src_bucket,
+		   const char *src_key, const char *bucket, const char *key,
+		   struct s3_object_info *info)
+{
+	struct s3_buf src;
+	struct s3_kv h[1];
+	struct req r = {
+		.method = "PUT", .op = "cp", .bucket = bucket, .key = key,
+		.headers = h, .nheaders = 1, .body = "", .body_fd = -1,
+	};
+	char etag[S3_ETAG_MAX];
+	int ret;
+
+	/* The source is one header: "/bucket/key", the key URI-encoded
+	 * (slashes kept) as S3 decodes it. */
+	s3_buf_init(&src, 0);
+	s3_buf_printf(&src, "/%s/", src_bucket);
+	ret = s3_uri_encode(&src, src_key, strlen(src_key), true);
+	if (!ret)
+		ret = s3_buf_err(&src);
+	if (ret)
+		goto out;
+	h[0] = (struct s3_kv){ "x-amz-copy-source", src.p };
+	ret = do_request(c, &r);
+	if (ret)
+		goto out;
+	/* S3 may answer 200 and fail later: the body says which. */
+	if (!s3_xml_field(c->resp.body.p, c->resp.body.len, "CopyObjectResult",
+			  "ETag", etag, sizeof(etag))) {
+		if (info) {
+			memset(info, 0, sizeof(*info));
+			snprintf(info->etag, sizeof(info->etag), "%s", etag);
+		}
+		goto out;
+	}
+	fill_error(c, -RDX_EPROTO);
+	if (c->resp.body.len &&
+	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
+			  sizeof(c->err.code), c->err.message, sizeof(c->err.message)))
+		ret = -RDX_EREMOTE;
+	else
+		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				   "CopyObject's answer has no CopyObjectResult ETag");
+out:
+	s3_buf_release(&src);
+	return ret;
+}
+
+/* XML 1.0 cannot carry most control characters, even as references. */
+bool s3_delete_key_ok(const char *key)
+{
+	const unsigned char *p = (const unsigned char *)key;
+
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+			return false;
+	return true;
+}
+
+int s3_delete_xml(struct s3_buf *b, const char *const *keys, size_t n)
+{
+	size_t i;
+	const char *k;
+
+	if (!n || n > S3_DELETE_MAX)
+		return -EINVAL;
+	s3_buf_adds(b, "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>");
+	for (i = 0; i < n; i++) {
+		if (!s3_delete_key_ok(keys[i]))
+			return -EINVAL;
+		s3_buf_adds(b, "<Object><Key>");
+		for (k = keys[i]; *k; k++) {
+			switch (*k) {
+			case '&':
+				s3_buf_adds(b, "&amp;");
+				break;
+			case '<':
+				s3_buf_adds(b, "&lt;");
+				break;
+			case '>':
+				s3_buf_adds(b, "&gt;");
+				break;
+			case '\r': /* a parser would fold a raw CR into LF */
+				s3_buf_adds(b, "&#13;");
+				break;
+			case '\n':
+				s3_buf_adds(b, "&#10;");
+				break;
+			case '\t':
+				s3_buf_adds(b, "&#9;");
+				break;
+			default:
+				s3_buf_addc(b, *k);
+			}
+		}
+		s3_buf_adds(b, "</Key></Object>");
+	}
+	s3_buf_adds(b, "</Delete>");
+	return s3_buf_err(b);
+}
+
+int s3_delete_objects(struct s3_client *c, const char *bucket,
+		      const char *const *keys, size_t n, struct s3_list *errors)
+{
+	struct s3_kv q[] = { { "delete", "" } };
+	struct s3_kv h[1];
+	char hash[S3_SHA256_HEX_LEN + 1], md5b64[32];
+	unsigned char md5[16];
+	unsigned mdlen = 0;
+	struct s3_buf body;
+	struct req r = {
+		.method = "POST", .op = "rm", .bucket = bucket, .query = q,
+		.nquery = 1, .headers = h, .nheaders = 1, .body_fd = -1,
+		.payload_hash = hash,
+	};
+	size_t deleted = 0;
+	int ret;
+
+	s3_buf_init(&body, 0);
+	ret = s3_delete_xml(&body, keys, n);
+	if (ret)
+		goto out;
+	s3_sha256_hex(body.p, body.len, hash);
+	/* S3 requires Content-MD5 (or a checksum header) on DeleteObjects. */
+	if (!EVP_Digest(body.p, body.len, md5, &mdlen, EVP_md5(), NULL) || mdlen != 16) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	EVP_EncodeBlock((unsigned char *)md5b64, md5, 16);
+	h[0] = (struct s3_kv){ "Content-MD5", md5b64 };
+	r.body = body.p;
+	r.body_len = body.len;
+	ret = do_request(c, &r);
+	if (ret)
+		goto out;
+	ret = s3_xml_delete_result(c->resp.body.p, c->resp.body.len, errors, &deleted);
+	if (ret == -RDX_EPROTO && c->resp.body.len &&
+	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
+			  sizeof(c->err.code), c->err.message, sizeof(c->err.message))) {
+		c->err.status = c->resp.status;
+		ret = -RDX_EREMOTE; /* an Error document in a 200 */
+	} else if (ret == -RDX_EPROTO || ret == -E2BIG) {
+		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				   "DeleteObjects' answer is no DeleteResult");
+	}
+out:
+	s3_buf_release(&body);
+	return ret;
 }

@@ -12,6 +12,7 @@
 #ifndef RDS3_S3_H
 #define RDS3_S3_H
 
+#include "buf.h"
 #include "config.h"
 #include "xml.h"
 
@@ -146,5 +147,37 @@ int s3_list_buckets(struct s3_client *c, struct s3_list *out);
  * DeleteBucket. */
 int s3_create_bucket(struct s3_client *c, const char *bucket);
 int s3_delete_bucket(struct s3_client *c, const char *bucket);
+
+/* A presigned GetObject URL of bucket/key, valid expires seconds
+ * (1..604800) from now, appended to out.  Returns 0, -EINVAL (no
+ * credentials, or expires out of range), or the buffer's error. */
+int s3_presign(struct s3_client *c, const char *bucket, const char *key,
+	       unsigned expires, struct s3_buf *out);
+
+/* CopyObject (server side, up to 5 GiB): src_bucket/src_key to
+ * bucket/key; info (may be NULL) gets the new ETag.  A 200 whose body is
+ * an Error (S3 sends one when the copy fails late) is -RDX_EREMOTE with
+ * its Code; a body that is neither is -RDX_EPROTO. */
+int s3_copy_object(struct s3_client *c, const char *src_bucket,
+		   const char *src_key, const char *bucket, const char *key,
+		   struct s3_object_info *info);
+
+#define S3_DELETE_MAX 1000 /* keys per DeleteObjects request */
+
+/* Whether key can go into DeleteObjects' XML: not empty, and no control
+ * character XML 1.0 cannot carry (tab, LF and CR can). */
+bool s3_delete_key_ok(const char *key);
+
+/* Appends DeleteObjects' quiet request body for keys[0..n): 1..1000 keys,
+ * each s3_delete_key_ok.  Returns 0, -EINVAL, or the buffer's error. */
+int s3_delete_xml(struct s3_buf *b, const char *const *keys, size_t n);
+
+/* DeleteObjects (POST ?delete, with Content-MD5) of keys[0..n) in bucket;
+ * keys S3 could not delete are appended to errors (name: key, etag: Code,
+ * mtime: Message).  Returns 0 when the request succeeded, whatever errors
+ * holds; -EINVAL for keys s3_delete_xml refuses; or as the other
+ * operations. */
+int s3_delete_objects(struct s3_client *c, const char *bucket,
+		      const char *const *keys, size_t n, struct s3_list *errors);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum doc { DOC_ERROR, DOC_OBJECTS, DOC_BUCKETS, DOC_FIELD };
+enum doc { DOC_ERROR, DOC_OBJECTS, DOC_BUCKETS, DOC_FIELD, DOC_DELETE };
 
 struct walk {
 	XML_Parser p;
@@ -28,6 +28,7 @@ struct walk {
 	char *out;
 	size_t outlen;
 	bool found;
+	size_t *count; /* DOC_DELETE: Deleted elements seen */
 };
 
 static void fail(struct walk *w, int err)
@@ -61,7 +62,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	struct walk *w = ud;
 	const char *n = local(name);
 	static const char *const roots[] = { "Error", "ListBucketResult",
-					     "ListAllMyBucketsResult" };
+					     "ListAllMyBucketsResult", NULL,
+					     "DeleteResult" };
 
 	(void)attrs;
 	if (w->depth >= S3_XML_MAX_DEPTH || strlen(n) >= sizeof(w->names[0])) {
@@ -80,7 +82,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	w->text_over = false;
 	if (at(w, "ListBucketResult", "Contents", NULL) ||
 	    at(w, "ListBucketResult", "CommonPrefixes", NULL) ||
-	    at(w, "ListAllMyBucketsResult", "Buckets", "Bucket")) {
+	    at(w, "ListAllMyBucketsResult", "Buckets", "Bucket") ||
+	    at(w, "DeleteResult", "Error", NULL)) {
 		free(w->cur.name);
 		free(w->cur.mtime);
 		free(w->cur.etag);
@@ -190,6 +193,17 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 			w->list->truncated = w->tlen == 4 && !memcmp(w->text, "true", 4);
 		else if (at(w, "ListBucketResult", "NextContinuationToken", NULL))
 			ret = set_str(w, &w->list->next_token);
+	} else if (w->doc == DOC_DELETE) {
+		if (at(w, "DeleteResult", "Error", "Key"))
+			ret = set_str(w, &w->cur.name);
+		else if (at(w, "DeleteResult", "Error", "Code"))
+			ret = set_str(w, &w->cur.etag);
+		else if (at(w, "DeleteResult", "Error", "Message"))
+			ret = set_str(w, &w->cur.mtime);
+		else if (at(w, "DeleteResult", "Error", NULL))
+			ret = push(w);
+		else if (at(w, "DeleteResult", "Deleted", NULL))
+			++*w->count;
 	} else if (w->doc == DOC_FIELD) {
 		if (at(w, w->root, w->field, NULL)) {
 			if (w->text_over || w->tlen >= w->outlen)
@@ -332,6 +346,33 @@ int s3_xml_list_objects(const char *xml, size_t n, struct s3_list *out)
 int s3_xml_list_buckets(const char *xml, size_t n, struct s3_list *out)
 {
 	return list_doc(DOC_BUCKETS, xml, n, out);
+}
+
+int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
+			 size_t *deleted)
+{
+	struct walk *w = calloc(1, sizeof(*w));
+	size_t n0 = errors->n;
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	w->list = errors;
+	w->count = deleted;
+	*deleted = 0;
+	ret = walk(DOC_DELETE, xml, n, w);
+	free(w);
+	errors->truncated = false;
+	while (ret && errors->n > n0) {
+		struct s3_entry *e = &errors->v[--errors->n];
+
+		free(e->name);
+		free(e->mtime);
+		free(e->etag);
+	}
+	if (ret)
+		*deleted = 0;
+	return ret;
 }
 
 void s3_list_release(struct s3_list *l)

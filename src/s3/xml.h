@@ -50,6 +50,14 @@ int s3_xml_list_buckets(const char *xml, size_t n, struct s3_list *out);
 int s3_xml_field(const char *xml, size_t n, const char *root,
 		 const char *field, char *out, size_t outlen);
 
+/* Reads a DeleteObjects answer (DeleteResult): each Error is appended to
+ * errors with name = its Key, etag = its Code, mtime = its Message; the
+ * number of Deleted elements goes to *deleted.  Returns 0, -RDX_EPROTO
+ * (another document, an Error without a Key), -E2BIG or -ENOMEM, with no
+ * partial result. */
+int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
+			 size_t *deleted);
+
 void s3_list_release(struct s3_list *l);
 
 #endif

@@ -17,7 +17,12 @@ setup_file() {
 		return 1
 	}
 	p=$(free_port)
-	node "$BATS_TEST_DIRNAME/../s3/node_modules/s3rver/bin/s3rver.js" \
+	# s3rver's ListObjectsV2 continuation token is DES, which OpenSSL 3
+	# keeps in its legacy provider: without it a listing past 1000 keys
+	# is a 500.
+	local legacy=()
+	node --openssl-legacy-provider -e '' 2>/dev/null && legacy=(--openssl-legacy-provider)
+	node "${legacy[@]}" "$BATS_TEST_DIRNAME/../s3/node_modules/s3rver/bin/s3rver.js" \
 		-d "$dir/data" -a 127.0.0.1 -p "$p" --silent >"$dir/s3rver.log" 2>&1 3>&- &
 	echo $! >"$dir/s3rver.pid"
 	export S3RVER_PORT=$p
@@ -578,4 +583,121 @@ jq_any() {
 	assert_one_line_error "$stderr" rds3
 	assert_match "$stderr" "^rds3: get s3://$B/k: PreconditionFailed: "
 	assert_no_output_file "$D/out"
+}
+
+# ------------------------------------------------- presign, cp, batch rm
+
+@test "presign: curl fetches the object through the verifying proxy; a tampered URL is refused" {
+	mkrand "$D/f" 3000
+	xrun "$RDS3" put "$D/f" "s3://$B/dir/a b+c"
+	rds3 presign "s3://$B/dir/a b+c"
+	assert_status 0
+	url=$output
+	assert_match "$url" "^http://127\.0\.0\.1:$PROXY_PORT/$B/dir/a%20b%2Bc\?X-Amz-Algorithm=AWS4-HMAC-SHA256&"
+	assert_match "$url" "X-Amz-Expires=3600&"
+	curl -sf -o "$D/out" "$url" || fail "curl failed on $url"
+	cmp "$D/f" "$D/out"
+	[ "$(stat_delta presigned)" -eq 1 ] || fail "the proxy verified no presigned request"
+	# Each part of the URL is signed: another expiry, key or signature fails.
+	EXPECT_REJECTED=1
+	for bad in "${url/X-Amz-Expires=3600/X-Amz-Expires=7200}" "${url/a%20b/a%20B}" \
+		"${url%?}$([ "${url: -1}" = 0 ] && echo 1 || echo 0)"; do
+		code=$(curl -s -o "$D/err" -w '%{http_code}' "$bad")
+		[ "$code" = 403 ] || fail "a tampered URL got $code: $bad"
+		grep -q SignatureDoesNotMatch "$D/err" || fail "$(cat "$D/err")"
+	done
+	[ "$(stat_delta rejected)" -eq 3 ] || fail "rejected $(stat_delta rejected)"
+	rds3 presign --expires 1 "s3://$B/dir/a b+c"
+	assert_status 0
+	assert_match "$output" "X-Amz-Expires=1&"
+	sleep 2.1
+	code=$(curl -s -o "$D/err" -w '%{http_code}' "$output")
+	[ "$code" = 403 ] && grep -q AccessDenied "$D/err" || fail "an expired URL got $code"
+	for e in 0 604801 x; do
+		rds3 presign --expires "$e" "s3://$B/dir/a b+c"
+		assert_status 2
+		assert_one_line_error "$stderr" rds3
+	done
+	rds3 presign "s3://$B/dir/"
+	assert_status 2
+	rds3 presign --no-sign-request "s3://$B/k"
+	assert_status 2
+}
+
+@test "cp: file to S3, S3 to file, S3 to S3 server side (CopyObject), byte-identical" {
+	mkrand "$D/f" 70000
+	rds3 cp "$D/f" "s3://$B/src/x y+z"
+	assert_status 0
+	rds3 cp "s3://$B/src/x y+z" "$D/back"
+	assert_status 0
+	cmp "$D/f" "$D/back"
+	rds3 cp "s3://$B/src/x y+z" "s3://$B/dst/copy"
+	assert_status 0
+	rds3 cp "s3://$B/src/x y+z" "s3://$B/dst/"
+	assert_status 0
+	[ "$(stat_delta copies)" -eq 2 ] || fail "copies: $(stat_delta copies)"
+	rds3 get "s3://$B/dst/copy" "$D/c1"
+	cmp "$D/f" "$D/c1"
+	rds3 get "s3://$B/dst/x y+z" "$D/c2"
+	cmp "$D/f" "$D/c2"
+	# Another bucket, and aws reads the copy back.
+	xrun "$RDS3" mb "s3://$B-2"
+	rds3 cp "s3://$B/dst/copy" "s3://$B-2/k"
+	assert_status 0
+	xrun "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 \
+		s3 cp "s3://$B-2/k" "$D/c3" >/dev/null
+	cmp "$D/f" "$D/c3"
+	xrun "$RDS3" rm -r "s3://$B-2" && xrun "$RDS3" rb "s3://$B-2"
+}
+
+@test "cp: a missing source, a 200 with an Error body, usage errors: clear and non-zero" {
+	mkrand "$D/f" 10
+	xrun "$RDS3" put "$D/f" "s3://$B/a"
+	rds3 cp "s3://$B/nope" "s3://$B/b"
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: cp s3://$B/nope: NotFound: "
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/copyerror?code=InternalError" >/dev/null
+	rds3 --retries 0 cp "s3://$B/a" "s3://$B/b"
+	assert_status 5
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: cp s3://$B/a to s3://$B/b: InternalError: injected by the test proxy"
+	rds3 stat "s3://$B/b"
+	assert_status 5
+	rds3 cp "$D/f" "$D/g"
+	assert_status 2
+	assert_one_line_error "$stderr" rds3
+	rds3 cp "s3://$B/a"
+	assert_status 2
+	rds3 cp "s3://$B/" "s3://$B/b"
+	assert_status 2
+}
+
+@test "rm --recursive: 1000 keys per DeleteObjects with Content-MD5; a refused key is reported, exit 5" {
+	local n=1050 i
+	mkdir -p "$D/tree/p"
+	for i in $(seq 1 $n); do printf '%s' "$i" >"$D/tree/p/$i"; done
+	printf x >"$D/tree/p/a&b c"
+	t0=$SECONDS
+	xrun "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 \
+		s3 cp --recursive --quiet "$D/tree/p" "s3://$B/p/"
+	echo "# uploaded $((n + 1)) objects in $((SECONDS - t0)) s" >&3
+	mkrand "$D/f" 10
+	xrun "$RDS3" put "$D/f" "s3://$B/keep"
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/deletefail?key=p/7&code=AccessDenied" >/dev/null
+	rds3 -v rm --recursive "s3://$B/p/"
+	assert_status 5
+	[ "$(grep -c '' <<<"$stderr")" -ge 2 ] || fail "$stderr"
+	grep -qx "rds3: rm s3://$B/p/7: AccessDenied: injected by the test proxy" <<<"$stderr" || fail "$stderr"
+	grep -qx "rds3: rm: 1 key not deleted" <<<"$stderr" || fail "$stderr"
+	[ "$(stat_delta deletes)" -eq 2 ] || fail "DeleteObjects requests: $(stat_delta deletes)"
+	rds3 ls -r "s3://$B"
+	assert_status 0
+	[ "$(grep -c '' <<<"$output")" -eq 2 ] || fail "left: $output"
+	assert_match "$output" " p/7$"
+	assert_match "$output" " keep$"
+	rds3 rm -r "s3://$B/p/"
+	assert_status 0
+	rds3 ls -r "s3://$B/p/"
+	[ -z "$output" ] || fail "left: $output"
 }

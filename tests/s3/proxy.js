@@ -19,6 +19,18 @@
 // honours If-Match (412 PreconditionFailed), which s3rver ignores, and a
 // range of an empty object is 416 InvalidRange as on S3.
 //
+// A presigned request (X-Amz-Signature in the query, no Authorization) is
+// verified the same way with the signer's presign(): the scope, an expiry
+// in 1..604800 s that has not passed, and the signature over the query
+// without X-Amz-Signature; a failure is 403 (AccessDenied when expired).
+//
+// S3 wants Content-MD5 on DeleteObjects (POST ?delete) and at most 1000
+// keys: the proxy refuses a request without it (InvalidRequest), with a
+// wrong one (BadDigest), or with more keys (MalformedXML).  s3rver never
+// reports a key it could not delete, so the proxy can (see deletefail).
+// CopyObject's x-amz-copy-source is decoded and re-encoded with encodeURI
+// for s3rver, which reads it with decodeURI (that leaves %2B encoded).
+//
 // Control (not forwarded):
 //   POST /__proxy/fault?status=503&count=2[&code=SlowDown][&op=UploadPart][&skip=1]
 //        the next COUNT S3 requests (of operation OP only, after SKIP of
@@ -27,6 +39,12 @@
 //        the next CompleteMultipartUpload answers another MD5-N ETag than
 //        the parts make (wrong), or a non-MD5 one with
 //        x-amz-server-side-encryption: aws:kms (kms), as S3 does for SSE-KMS
+//   POST /__proxy/deletefail?key=K[&code=AccessDenied]
+//        the next DeleteObjects that names K reports K as not deleted
+//        (an Error entry in its DeleteResult) and does not delete it
+//   POST /__proxy/copyerror?code=InternalError
+//        the next CopyObject is answered 200 with an Error body, as S3
+//        does when a copy fails after the status went out
 //   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
 //                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
 //                          "ifMatch":N (GETs that carried If-Match)}
@@ -45,9 +63,11 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { verified: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0 };
+const stats = { verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 let completeMode = "";
+let deleteFail = null; // { key, code }
+let copyError = "";
 const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
 const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
 const MIN_PART = 5 << 20;
@@ -63,6 +83,8 @@ function describe(req) {
   let op = `${m} ${key ? "object" : bucket ? "bucket" : "service"}`;
   if (key && m === "POST" && "uploads" in q) op = "CreateMultipartUpload";
   else if (key && m === "PUT" && "uploadId" in q) op = "UploadPart";
+  else if (key && m === "PUT" && req.headers["x-amz-copy-source"] !== undefined) op = "CopyObject";
+  else if (!key && bucket && m === "POST" && "delete" in q) op = "DeleteObjects";
   else if (key && m === "POST" && "uploadId" in q) op = "CompleteMultipartUpload";
   else if (key && m === "DELETE" && "uploadId" in q) op = "AbortMultipartUpload";
   else if (!key && bucket && m === "GET" && "uploads" in q) op = "ListMultipartUploads";
@@ -182,6 +204,91 @@ async function verify(req, body) {
   return null;
 }
 
+// Verifies a presigned URL; returns null or why not (as verify()).
+async function verifyPresigned(req) {
+  const url = req.url;
+  const qi = url.indexOf("?");
+  const q = parseQuery(url.slice(qi + 1));
+  for (const k of Object.keys(q)) if (Array.isArray(q[k])) return `repeated ${k}`;
+  if (q["X-Amz-Algorithm"] !== "AWS4-HMAC-SHA256") return "X-Amz-Algorithm";
+  const cm = /^([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request$/.exec(q["X-Amz-Credential"] || "");
+  if (!cm) return "the X-Amz-Credential is malformed";
+  if (cm[1] !== args.key) return "unknown access key id";
+  if (cm[3] !== region || cm[4] !== "s3") return `scope ${cm[3]}/${cm[4]}`;
+  const d = q["X-Amz-Date"] || "";
+  if (!/^\d{8}T\d{6}Z$/.test(d) || d.slice(0, 8) !== cm[2]) return "X-Amz-Date";
+  const expires = q["X-Amz-Expires"] || "";
+  if (!/^\d{1,6}$/.test(expires) || +expires < 1 || +expires > 604800) return "X-Amz-Expires";
+  const signature = q["X-Amz-Signature"] || "";
+  if (!/^[0-9a-f]{64}$/.test(signature)) return "X-Amz-Signature";
+  const signingDate = new Date(Date.UTC(+d.slice(0, 4), +d.slice(4, 6) - 1, +d.slice(6, 8), +d.slice(9, 11), +d.slice(11, 13), +d.slice(13, 15)));
+  if (Date.now() > signingDate.getTime() + 1000 * +expires) return "expired";
+  const names = (q["X-Amz-SignedHeaders"] || "").split(";");
+  if (!names.includes("host")) return "host is not signed";
+  const headers = { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" };
+  for (const n of names) {
+    if (req.headers[n] === undefined) return `signed header ${n} is missing`;
+    headers[n] = req.headers[n];
+  }
+  delete q["X-Amz-Signature"];
+  const signer = new SignatureV4({
+    credentials: { accessKeyId: args.key, secretAccessKey: args.secret, sessionToken: q["X-Amz-Security-Token"] },
+    region, service: "s3", sha256: Hash.bind(null, "sha256"), uriEscapePath: false, applyChecksum: false,
+  });
+  const keep = new Set(["x-amz-content-sha256"]);
+  const signed = await signer.presign({
+    method: req.method, protocol: "http:", hostname: "h", path: canonicalPath(url.slice(0, qi)), query: q, headers,
+  }, { signingDate, expiresIn: +expires, signableHeaders: new Set(names), unsignableHeaders: keep, unhoistableHeaders: keep });
+  if (signed.query["X-Amz-SignedHeaders"] !== names.join(";") || signed.query["X-Amz-Signature"] !== signature)
+    return "SignatureDoesNotMatch";
+  return null;
+}
+
+// DeleteObjects as S3 checks it (see the top); returns [code, message] or
+// null, and the keys.
+function checkDelete(req, body) {
+  const md5 = req.headers["content-md5"];
+  if (!md5) return [["InvalidRequest", "Missing required header for this request: Content-MD5"], null];
+  if (crypto.createHash("md5").update(body).digest("base64") !== md5)
+    return [["BadDigest", "The Content-MD5 you specified did not match what we received"], null];
+  const keys = [];
+  const re = /<Key>([\s\S]*?)<\/Key>/g;
+  let m;
+  while ((m = re.exec(body.toString())))
+    keys.push(m[1].replace(/&#(\d+);/g, (_, c) => String.fromCharCode(+c)).replace(/&lt;/g, "<").replace(/&gt;/g, ">")
+      .replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, "&"));
+  if (!keys.length || keys.length > 1000) return [["MalformedXML", `${keys.length} keys`], null];
+  return [null, keys];
+}
+
+function deleteObjects(req, res, body, d) {
+  const [err, keys] = checkDelete(req, body);
+  if (err) {
+    s3error(res, 400, err[0], err[1]);
+    return;
+  }
+  stats.deletes++;
+  for (const k of keys) etags.delete(`${d.bucket}/${k}`);
+  const f = deleteFail && keys.includes(deleteFail.key) ? deleteFail : null;
+  if (f) deleteFail = null;
+  let fwd = body;
+  if (f) {
+    const kept = keys.filter((k) => k !== f.key);
+    if (!kept.length) {
+      sendXml(res, 200, `<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Error><Key>${xmlEscape(f.key)}</Key><Code>${f.code}</Code><Message>injected by the test proxy</Message></Error></DeleteResult>`);
+      return;
+    }
+    fwd = Buffer.from(`<Delete>${kept.map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`).join("")}</Delete>`);
+    req.headers["content-length"] = String(fwd.length);
+    req.headers["content-md5"] = crypto.createHash("md5").update(fwd).digest("base64");
+  }
+  forward(req, res, fwd, d, (ur, b) => {
+    if (ur.statusCode !== 200 || !f) return { status: ur.statusCode, body: b };
+    const err = `<Error><Key>${xmlEscape(f.key)}</Key><Code>${f.code}</Code><Message>injected by the test proxy</Message></Error>`;
+    return { status: 200, body: b.toString().replace("</DeleteResult>", `${err}</DeleteResult>`) };
+  });
+}
+
 // Forwards to s3rver; after(ur, body) may rewrite a whole answer (status,
 // headers, body), else it is piped.
 function forward(req, res, body, d, after) {
@@ -286,6 +393,21 @@ function multipart(req, res, body, d) {
     });
     return;
   }
+  case "DeleteObjects":
+    deleteObjects(req, res, body, d);
+    return;
+  case "CopyObject":
+    stats.copies++;
+    if (copyError) {
+      const code = copyError;
+      copyError = "";
+      sendXml(res, 200, `<Error><Code>${code}</Code><Message>injected by the test proxy</Message><RequestId>proxy</RequestId></Error>`);
+      return;
+    }
+    // S3 decodes the source; s3rver applies decodeURI, which a re-encoding with encodeURI survives.
+    req.headers["x-amz-copy-source"] = encodeURI(decodeURIComponent(req.headers["x-amz-copy-source"]));
+    etags.delete(`${d.bucket}/${d.key}`);
+    break;
   case "PutObject":
   case "DeleteObject":
     etags.delete(`${d.bucket}/${d.key}`);
@@ -312,6 +434,17 @@ const server = http.createServer((req, res) => {
       res.end("ok\n");
       return;
     }
+    if (req.url.startsWith("/__proxy/deletefail")) {
+      const q = parseQuery(req.url.split("?")[1] || "");
+      deleteFail = { key: q.key || "", code: q.code || "AccessDenied" };
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/copyerror")) {
+      copyError = parseQuery(req.url.split("?")[1] || "").code || "InternalError";
+      res.end("ok\n");
+      return;
+    }
     if (req.url === "/__proxy/stats") {
       stats.uploads = uploads.size;
       res.end(JSON.stringify(stats) + "\n");
@@ -330,6 +463,25 @@ const server = http.createServer((req, res) => {
       stats.faults++;
       console.error(`${line} -> fault ${fault.status}`);
       s3error(res, fault.status, fault.code, "injected by the test proxy");
+      return;
+    }
+    if (!req.headers.authorization && /[?&]X-Amz-Signature=/.test(req.url)) {
+      let why;
+      try {
+        why = await verifyPresigned(req);
+      } catch (e) {
+        why = `verifier error: ${e.message}`;
+      }
+      if (why) {
+        stats.rejected++;
+        console.error(`${line} -> presigned rejected: ${why}`);
+        if (why === "expired") s3error(res, 403, "AccessDenied", "Request has expired");
+        else s3error(res, 403, "SignatureDoesNotMatch", `The request signature we calculated does not match the signature you provided. (${why})`);
+        return;
+      }
+      stats.presigned++;
+      console.error(`${line} -> presigned, verified`);
+      multipart(req, res, body, d);
       return;
     }
     if (!req.headers.authorization) {

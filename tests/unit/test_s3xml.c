@@ -2,6 +2,7 @@
  * formed, DTDs and entity bombs, deep nesting, oversized text, bad
  * numbers, wrong roots.  A failure leaves no partial result. */
 #include "../../src/core/err.h"
+#include "../../src/s3/s3.h"
 #include "../../src/s3/xml.h"
 #include "tap.h"
 
@@ -142,8 +143,67 @@ static void test_hostile(void)
 	s3_list_release(&l);
 }
 
+/* DeleteObjects: the request body rds3 builds (keys escaped, CR/LF/tab
+ * as references so a parser cannot fold them, what XML cannot carry
+ * refused, 1..1000 keys) and the DeleteResult it reads. */
+static void test_delete(void)
+{
+	const char *keys[] = { "a&b<c>\"d'", "t\tl\nc\r", "\xc3\xbc/x" };
+	const char *bad[] = { "ok", "ctl\x01" }, *empty[] = { "" };
+	const char **many;
+	struct s3_list l = { 0 };
+	struct s3_buf b;
+	size_t deleted = 7, i;
+	const char *doc;
+
+	s3_buf_init(&b, 0);
+	CHECK(s3_delete_xml(&b, keys, 3) == 0 &&
+		      !strcmp(s3_buf_str(&b),
+			      "<Delete " NS "><Quiet>true</Quiet>"
+			      "<Object><Key>a&amp;b&lt;c&gt;\"d'</Key></Object>"
+			      "<Object><Key>t&#9;l&#10;c&#13;</Key></Object>"
+			      "<Object><Key>\xc3\xbc/x</Key></Object></Delete>"),
+	      "Delete: keys escaped, tab/LF/CR as references");
+	s3_buf_reset(&b);
+	CHECK(s3_delete_xml(&b, bad, 2) == -EINVAL && !s3_delete_key_ok(bad[1]),
+	      "a key with a control character XML cannot carry is refused");
+	CHECK(s3_delete_xml(&b, empty, 1) == -EINVAL, "an empty key is refused");
+	CHECK(s3_delete_xml(&b, keys, 0) == -EINVAL, "no keys is refused");
+	many = calloc(S3_DELETE_MAX + 1, sizeof(*many));
+	for (i = 0; many && i <= S3_DELETE_MAX; i++)
+		many[i] = "k";
+	s3_buf_reset(&b);
+	CHECK(many && s3_delete_xml(&b, many, S3_DELETE_MAX + 1) == -EINVAL,
+	      "more than %d keys is refused", S3_DELETE_MAX);
+	s3_buf_reset(&b);
+	CHECK(many && s3_delete_xml(&b, many, S3_DELETE_MAX) == 0, "%d keys are one request",
+	      S3_DELETE_MAX);
+	free(many);
+	s3_buf_release(&b);
+
+	doc = "<DeleteResult " NS "><Deleted><Key>a</Key></Deleted>"
+	      "<Error><Key>b &amp; c</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+	      "<Deleted><Key>d</Key></Deleted></DeleteResult>";
+	CHECK(s3_xml_delete_result(doc, strlen(doc), &l, &deleted) == 0 && deleted == 2 &&
+		      l.n == 1 && !strcmp(l.v[0].name, "b & c") &&
+		      !strcmp(l.v[0].etag, "AccessDenied") && !strcmp(l.v[0].mtime, "Access Denied"),
+	      "DeleteResult: two deleted, one error with Key, Code, Message");
+	doc = "<DeleteResult " NS "><Error><Key>x</Key></Error><Error><Code>C</Code></Error></DeleteResult>";
+	CHECK(s3_xml_delete_result(doc, strlen(doc), &l, &deleted) == -RDX_EPROTO && l.n == 1 &&
+		      deleted == 0,
+	      "an Error without a Key is refused, no partial result");
+	doc = "<Error><Code>InternalError</Code></Error>";
+	CHECK(s3_xml_delete_result(doc, strlen(doc), &l, &deleted) == -RDX_EPROTO && l.n == 1,
+	      "an Error document is not a DeleteResult");
+	doc = "<DeleteResult " NS "/>";
+	CHECK(s3_xml_delete_result(doc, strlen(doc), &l, &deleted) == 0 && deleted == 0 && l.n == 1,
+	      "an empty (quiet) DeleteResult");
+	s3_list_release(&l);
+}
+
 int main(void)
 {
+	test_delete();
 	test_error();
 	test_list();
 	test_hostile();
