@@ -664,6 +664,13 @@ jq_any() {
 	assert_match "$stderr" "^rds3: cp s3://$B/a to s3://$B/b: InternalError: injected by the test proxy"
 	rds3 stat "s3://$B/b"
 	assert_status 5
+	# Past 5 GiB CopyObject cannot do it: said plainly, nothing copied.
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/headsize?bytes=5368709121" >/dev/null
+	rds3 cp "s3://$B/a" "s3://$B/b"
+	assert_status 1
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: cp s3://$B/a: 5368709121 bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet$"
+	[ "$(stat_delta copies)" -eq 1 ] || fail "copies: $(stat_delta copies)"
 	rds3 cp "$D/f" "$D/g"
 	assert_status 2
 	assert_one_line_error "$stderr" rds3

@@ -1,5 +1,5 @@
 /* libFuzzer target: every S3 XML document rds3 reads (Error, ListBuckets,
- * ListObjectsV2, the multipart results) comes from the network.  Beyond
+ * ListObjectsV2, the multipart results, DeleteResult) comes from the network.  Beyond
  * "no crash, no out-of-bounds, no leak" (ASan), checks the parsers'
  * promises: a failure leaves no partial list or field, entries always have
  * a name, and the Code fits its buffer with a NUL. */
@@ -41,6 +41,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < l.n; i++)
 		CHECK(l.v[i].name != NULL);
 	s3_list_release(&l);
+
+	{
+		size_t deleted = 0;
+
+		ret = s3_xml_delete_result(xml, size, &l, &deleted);
+		CHECK(!ret || (l.n == 0 && deleted == 0));
+		for (i = 0; i < l.n; i++)
+			CHECK(l.v[i].name != NULL);
+		s3_list_release(&l);
+	}
 
 	ret = s3_xml_field(xml, size, "InitiateMultipartUploadResult", "UploadId", msg,
 			   sizeof(msg));

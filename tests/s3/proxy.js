@@ -45,6 +45,9 @@
 //   POST /__proxy/copyerror?code=InternalError
 //        the next CopyObject is answered 200 with an Error body, as S3
 //        does when a copy fails after the status went out
+//   POST /__proxy/headsize?bytes=N
+//        the next HeadObject answers Content-Length N (a huge object
+//        without storing one)
 //   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
 //                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
 //                          "ifMatch":N (GETs that carried If-Match)}
@@ -68,6 +71,7 @@ let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 let completeMode = "";
 let deleteFail = null; // { key, code }
 let copyError = "";
+let headSize = "";
 const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
 const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
 const MIN_PART = 5 << 20;
@@ -309,6 +313,10 @@ function forward(req, res, body, d, after) {
       s3error(res, 416, "InvalidRange", "The requested range is not satisfiable");
       return;
     }
+    if (d && d.op === "HeadObject" && headSize && ur.statusCode === 200) {
+      ur.headers["content-length"] = headSize;
+      headSize = "";
+    }
     if (!after) {
       res.writeHead(ur.statusCode, ur.headers);
       ur.pipe(res);
@@ -437,6 +445,11 @@ const server = http.createServer((req, res) => {
     if (req.url.startsWith("/__proxy/deletefail")) {
       const q = parseQuery(req.url.split("?")[1] || "");
       deleteFail = { key: q.key || "", code: q.code || "AccessDenied" };
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/headsize")) {
+      headSize = String(Number(parseQuery(req.url.split("?")[1] || "").bytes || 0));
       res.end("ok\n");
       return;
     }
