@@ -3,11 +3,11 @@
 #include "../core/err.h"
 #include "../core/log.h"
 #include "http.h"
+#include "s3_int.h"
 #include "sigv4.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,32 +16,6 @@
 #include <time.h>
 
 #define LIST_BODY_MAX ((size_t)32 << 20)
-
-struct s3_client {
-	struct s3_client_opts o;
-	const struct s3_config *cfg;
-	struct s3_http *http;
-	struct s3_http_resp resp;
-	struct s3_sigv4 sig;
-	struct s3_error err;
-};
-
-/* One S3 request, before addressing and signing. */
-struct req {
-	const char *method;
-	const char *op;	    /* for -v: "PUT", "GET", ... */
-	const char *bucket; /* NULL: the service (ListBuckets) */
-	const char *key;    /* NULL: the bucket itself */
-	const struct s3_kv *query;
-	size_t nquery;
-	const struct s3_kv *headers; /* extra headers, signed */
-	size_t nheaders;
-	const void *body; /* or body_fd; NULL and -1: none */
-	int body_fd;
-	uint64_t body_off, body_len;
-	const char *payload_hash; /* NULL: of the empty body */
-	const struct s3_sink *sink;
-};
 
 int s3_client_new(struct s3_client **out, const struct s3_client_opts *o)
 {
@@ -94,12 +68,8 @@ void s3_set_error(struct s3_client *c, const struct s3_error *e)
 	c->err = *e;
 }
 
-/* An error found in a response rds3 accepted at the HTTP level. */
-static int bad_response(struct s3_client *c, int ret, const char *code,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int bad_response(struct s3_client *c, int ret, const char *code,
-			const char *fmt, ...)
+int s3_bad_response(struct s3_client *c, int ret, const char *code,
+		    const char *fmt, ...)
 {
 	va_list ap;
 
@@ -128,7 +98,7 @@ static bool virtual_host(const struct s3_client *c, const char *bucket)
 }
 
 /* Builds the decoded path, the Host value and the URL of r. */
-static int address(const struct s3_client *c, const struct req *r,
+static int address(const struct s3_client *c, const struct s3_req *r,
 		   struct s3_buf *path, struct s3_buf *host, struct s3_buf *url)
 {
 	const struct s3_config *cfg = c->cfg;
@@ -230,7 +200,7 @@ static const char *status_code_name(long status)
 	}
 }
 
-static void fill_error(struct s3_client *c, int ret)
+void s3_fill_error(struct s3_client *c, int ret)
 {
 	struct s3_error *e = &c->err;
 	const struct s3_http_resp *p = &c->resp;
@@ -270,7 +240,7 @@ static int guarded_write(void *ctx, const void *p, size_t n)
 	return g->sink->write(g->sink->ctx, p, n);
 }
 
-static int do_request(struct s3_client *c, const struct req *r)
+int s3_do_request(struct s3_client *c, const struct s3_req *r)
 {
 	const struct s3_config *cfg = c->cfg;
 	struct s3_buf path, host, url;
@@ -352,7 +322,7 @@ static int do_request(struct s3_client *c, const struct req *r)
 		if (ret == -RDX_ECONNECT || ret == -RDX_ETIMEOUT) {
 			again = true;
 		} else if (ret == 0) {
-			fill_error(c, 0);
+			s3_fill_error(c, 0);
 			again = retryable_status(c->resp.status, c->err.code);
 		} else {
 			break; /* the sink, memory, a stop: final */
@@ -377,7 +347,7 @@ static int do_request(struct s3_client *c, const struct req *r)
 		}
 	}
 	if (ret && ret != -RDX_EAUTH && ret != -RDX_EREMOTE)
-		fill_error(c, ret);
+		s3_fill_error(c, ret);
 	if (c->o.stop && atomic_load(c->o.stop) && ret)
 		ret = -RDX_EINTR;
 out:
@@ -406,12 +376,12 @@ int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 		  int fd, uint64_t off, uint64_t len, const char *sha256_hex,
 		  struct s3_object_info *info)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
 		.body_fd = fd, .body_off = off, .body_len = len,
 		.payload_hash = sha256_hex,
 	};
-	int ret = do_request(c, &r);
+	int ret = s3_do_request(c, &r);
 
 	if (!ret)
 		take_info(c, info);
@@ -424,12 +394,12 @@ int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
 		  const void *p, uint64_t len, const char *sha256_hex,
 		  struct s3_object_info *info)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
 		.body = p, .body_fd = -1, .body_len = len,
 		.payload_hash = sha256_hex,
 	};
-	int ret = do_request(c, &r);
+	int ret = s3_do_request(c, &r);
 
 	if (!ret)
 		take_info(c, info);
@@ -454,11 +424,11 @@ int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
 		  char *upload_id)
 {
 	struct s3_kv q[] = { { "uploads", "" } };
-	struct req r = {
+	struct s3_req r = {
 		.method = "POST", .op = "put", .bucket = bucket, .key = key,
 		.query = q, .nquery = 1, .body = "", .body_fd = -1,
 	};
-	int ret = do_request(c, &r);
+	int ret = s3_do_request(c, &r);
 
 	if (ret)
 		return ret;
@@ -466,7 +436,7 @@ int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
 			   "InitiateMultipartUploadResult", "UploadId", upload_id,
 			   S3_UPLOAD_ID_MAX);
 	if (ret || !upload_id[0])
-		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				    "CreateMultipartUpload's answer has no UploadId");
 	return 0;
 }
@@ -477,7 +447,7 @@ int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 {
 	char num[16];
 	struct s3_kv q[] = { { "partNumber", num }, { "uploadId", upload_id } };
-	struct req r = {
+	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
 		.query = q, .nquery = 2, .body = p, .body_fd = -1, .body_len = len,
 		.payload_hash = sha256_hex,
@@ -485,11 +455,11 @@ int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 	int ret;
 
 	snprintf(num, sizeof(num), "%u", part);
-	ret = do_request(c, &r);
+	ret = s3_do_request(c, &r);
 	if (ret)
 		return ret;
 	if (!etag_ok(c->resp.etag))
-		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				    "part %u came back without a usable ETag", part);
 	snprintf(etag, S3_ETAG_MAX, "%s", c->resp.etag);
 	return 0;
@@ -502,7 +472,7 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 	struct s3_kv q[] = { { "uploadId", upload_id } };
 	char hash[S3_SHA256_HEX_LEN + 1];
 	struct s3_buf body;
-	struct req r = {
+	struct s3_req r = {
 		.method = "POST", .op = "put", .bucket = bucket, .key = key,
 		.query = q, .nquery = 1, .body_fd = -1, .payload_hash = hash,
 	};
@@ -521,7 +491,7 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 	r.body = body.p;
 	r.body_len = body.len;
 	for (attempt = 0;; attempt++) {
-		ret = do_request(c, &r);
+		ret = s3_do_request(c, &r);
 		if (ret)
 			goto out;
 		if (!s3_xml_field(c->resp.body.p, c->resp.body.len,
@@ -529,7 +499,7 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 			break;
 		/* A 200 whose body is an Error: the assembly failed after
 		 * the status went out.  Retried like a 5xx when it says so. */
-		fill_error(c, -RDX_EPROTO);
+		s3_fill_error(c, -RDX_EPROTO);
 		if (c->resp.body.len &&
 		    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
 				  sizeof(c->err.code), c->err.message,
@@ -544,13 +514,13 @@ int s3_mpu_complete(struct s3_client *c, const char *bucket, const char *key,
 				continue;
 			}
 		} else {
-			ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+			ret = s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 					   "CompleteMultipartUpload's answer has no ETag");
 		}
 		goto out;
 	}
 	if (!etag[0])
-		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+		ret = s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				   "CompleteMultipartUpload's answer has an empty ETag");
 	*md5_etag = strncmp(c->resp.sse, "aws:kms", 7) && !c->resp.sse_c;
 out:
@@ -562,12 +532,12 @@ int s3_mpu_abort(struct s3_client *c, const char *bucket, const char *key,
 		 const char *upload_id)
 {
 	struct s3_kv q[] = { { "uploadId", upload_id } };
-	struct req r = {
+	struct s3_req r = {
 		.method = "DELETE", .op = "put", .bucket = bucket, .key = key,
 		.query = q, .nquery = 1, .body_fd = -1,
 	};
 
-	return do_request(c, &r);
+	return s3_do_request(c, &r);
 }
 
 int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
@@ -575,7 +545,7 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 {
 	char range[64];
 	struct s3_kv h[2];
-	struct req r = {
+	struct s3_req r = {
 		.method = "GET", .op = "get", .bucket = bucket, .key = key,
 		.headers = h, .body_fd = -1, .sink = sink,
 	};
@@ -593,38 +563,38 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 	rg->whole = false;
 	rg->got = rg->total = 0;
 	rg->etag[0] = '\0';
-	ret = do_request(c, &r);
+	ret = s3_do_request(c, &r);
 	if (ret)
 		return ret;
 	rg->got = p->bytes;
 	snprintf(rg->etag, sizeof(rg->etag), "%s", p->etag);
 	if (p->has_length && p->bytes != p->content_length)
-		return bad_response(c, -RDX_EINTEGRITY, "", "received %" PRIu64
+		return s3_bad_response(c, -RDX_EINTEGRITY, "", "received %" PRIu64
 				    " bytes of %" PRIu64, p->bytes, p->content_length);
 	if (p->status == 200) {
 		if (rg->start)
-			return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+			return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 					    "the server ignored Range: bytes=%" PRIu64 "-",
 					    rg->start);
 		rg->whole = true;
 		rg->total = p->bytes;
 	} else if (p->status == 206) {
 		if (s3_http_content_range(p->content_range, &a, &b, &t))
-			return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+			return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 					    "a 206 with Content-Range '%s'", p->content_range);
 		want_end = rg->start + rg->len < t ? rg->start + rg->len - 1 : t - 1;
 		if (a != rg->start || b != want_end || p->bytes != b - a + 1)
-			return bad_response(c, -RDX_EINTEGRITY, "",
+			return s3_bad_response(c, -RDX_EINTEGRITY, "",
 					    "asked for bytes %" PRIu64 "-%" PRIu64
 					    ", got %" PRIu64 " bytes as '%s'",
 					    rg->start, want_end, p->bytes, p->content_range);
 		rg->total = t;
 	} else {
-		return bad_response(c, -RDX_EPROTO, "MalformedResponse",
+		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				    "a GET answered %ld", p->status);
 	}
 	if (rg->if_match && strcmp(rg->etag, rg->if_match))
-		return bad_response(c, -RDX_EREMOTE, "PreconditionFailed",
+		return s3_bad_response(c, -RDX_EREMOTE, "PreconditionFailed",
 				    "the object changed during the download (ETag %s, was %s)",
 				    rg->etag[0] ? rg->etag : "none", rg->if_match);
 	return 0;
@@ -633,11 +603,11 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 int s3_get_object(struct s3_client *c, const char *bucket, const char *key,
 		  const struct s3_sink *sink, struct s3_object_info *info)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "GET", .op = "get", .bucket = bucket, .key = key,
 		.body_fd = -1, .sink = sink,
 	};
-	int ret = do_request(c, &r);
+	int ret = s3_do_request(c, &r);
 
 	if (ret)
 		return ret;
@@ -655,11 +625,11 @@ int s3_get_object(struct s3_client *c, const char *bucket, const char *key,
 int s3_head_object(struct s3_client *c, const char *bucket, const char *key,
 		   struct s3_object_info *info)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "HEAD", .op = "head", .bucket = bucket, .key = key,
 		.body_fd = -1,
 	};
-	int ret = do_request(c, &r);
+	int ret = s3_do_request(c, &r);
 
 	if (!ret)
 		take_info(c, info);
@@ -668,12 +638,12 @@ int s3_head_object(struct s3_client *c, const char *bucket, const char *key,
 
 int s3_delete_object(struct s3_client *c, const char *bucket, const char *key)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "DELETE", .op = "rm", .bucket = bucket, .key = key,
 		.body_fd = -1,
 	};
 
-	return do_request(c, &r);
+	return s3_do_request(c, &r);
 }
 
 static int parsed(struct s3_client *c, int ret)
@@ -694,7 +664,7 @@ int s3_list_objects(struct s3_client *c, const char *bucket, const char *prefix,
 {
 	struct s3_kv q[5];
 	size_t n = 0;
-	struct req r = {
+	struct s3_req r = {
 		.method = "GET", .op = "ls", .bucket = bucket, .body_fd = -1,
 	};
 	int ret;
@@ -708,7 +678,7 @@ int s3_list_objects(struct s3_client *c, const char *bucket, const char *prefix,
 		q[n++] = (struct s3_kv){ "continuation-token", token };
 	r.query = q;
 	r.nquery = n;
-	ret = do_request(c, &r);
+	ret = s3_do_request(c, &r);
 	if (ret)
 		return ret;
 	return parsed(c, s3_xml_list_objects(c->resp.body.p, c->resp.body.len, out));
@@ -716,8 +686,8 @@ int s3_list_objects(struct s3_client *c, const char *bucket, const char *prefix,
 
 int s3_list_buckets(struct s3_client *c, struct s3_list *out)
 {
-	struct req r = { .method = "GET", .op = "ls", .body_fd = -1 };
-	int ret = do_request(c, &r);
+	struct s3_req r = { .method = "GET", .op = "ls", .body_fd = -1 };
+	int ret = s3_do_request(c, &r);
 
 	if (ret)
 		return ret;
@@ -728,7 +698,7 @@ int s3_create_bucket(struct s3_client *c, const char *bucket)
 {
 	struct s3_buf body;
 	char hash[S3_SHA256_HEX_LEN + 1];
-	struct req r = {
+	struct s3_req r = {
 		.method = "PUT", .op = "mb", .bucket = bucket, .body_fd = -1,
 	};
 	int ret;
@@ -746,7 +716,7 @@ int s3_create_bucket(struct s3_client *c, const char *bucket)
 	r.body = s3_buf_str(&body);
 	r.body_len = body.len;
 	r.payload_hash = hash;
-	ret = do_request(c, &r);
+	ret = s3_do_request(c, &r);
 out:
 	s3_buf_release(&body);
 	return ret;
@@ -754,20 +724,20 @@ out:
 
 int s3_delete_bucket(struct s3_client *c, const char *bucket)
 {
-	struct req r = {
+	struct s3_req r = {
 		.method = "DELETE", .op = "rb", .bucket = bucket, .body_fd = -1,
 	};
 
-	return do_request(c, &r);
+	return s3_do_request(c, &r);
 }
 
-/* ------------------------------------------- presign, copy, batch delete */
+/* ----------------------------------------------------- presign, copy */
 
 int s3_presign(struct s3_client *c, const char *bucket, const char *key,
 	       unsigned expires, struct s3_buf *out)
 {
 	const struct s3_config *cfg = c->cfg;
-	struct req r = { .method = "GET", .bucket = bucket, .key = key, .body_fd = -1 };
+	struct s3_req r = { .method = "GET", .bucket = bucket, .key = key, .body_fd = -1 };
 	struct s3_creds creds = {
 		.access_key = cfg->access_key,
 		.secret_key = cfg->secret_key,
@@ -809,7 +779,7 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 {
 	struct s3_buf src;
 	struct s3_kv h[1];
-	struct req r = {
+	struct s3_req r = {
 		.method = "PUT", .op = "cp", .bucket = bucket, .key = key,
 		.headers = h, .nheaders = 1, .body = "", .body_fd = -1,
 	};
@@ -826,7 +796,7 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 	if (ret)
 		goto out;
 	h[0] = (struct s3_kv){ "x-amz-copy-source", src.p };
-	ret = do_request(c, &r);
+	ret = s3_do_request(c, &r);
 	if (ret)
 		goto out;
 	/* S3 may answer 200 and fail later: the body says which. */
@@ -838,119 +808,15 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		}
 		goto out;
 	}
-	fill_error(c, -RDX_EPROTO);
+	s3_fill_error(c, -RDX_EPROTO);
 	if (c->resp.body.len &&
 	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
 			  sizeof(c->err.code), c->err.message, sizeof(c->err.message)))
 		ret = -RDX_EREMOTE;
 	else
-		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
+		ret = s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 				   "CopyObject's answer has no CopyObjectResult ETag");
 out:
 	s3_buf_release(&src);
-	return ret;
-}
-
-/* XML 1.0 cannot carry most control characters, even as references. */
-bool s3_delete_key_ok(const char *key)
-{
-	const unsigned char *p = (const unsigned char *)key;
-
-	if (!*p)
-		return false;
-	for (; *p; p++)
-		if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-			return false;
-	return true;
-}
-
-int s3_delete_xml(struct s3_buf *b, const char *const *keys, size_t n)
-{
-	size_t i;
-	const char *k;
-
-	if (!n || n > S3_DELETE_MAX)
-		return -EINVAL;
-	s3_buf_adds(b, "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>true</Quiet>");
-	for (i = 0; i < n; i++) {
-		if (!s3_delete_key_ok(keys[i]))
-			return -EINVAL;
-		s3_buf_adds(b, "<Object><Key>");
-		for (k = keys[i]; *k; k++) {
-			switch (*k) {
-			case '&':
-				s3_buf_adds(b, "&amp;");
-				break;
-			case '<':
-				s3_buf_adds(b, "&lt;");
-				break;
-			case '>':
-				s3_buf_adds(b, "&gt;");
-				break;
-			case '\r': /* a parser would fold a raw CR into LF */
-				s3_buf_adds(b, "&#13;");
-				break;
-			case '\n':
-				s3_buf_adds(b, "&#10;");
-				break;
-			case '\t':
-				s3_buf_adds(b, "&#9;");
-				break;
-			default:
-				s3_buf_addc(b, *k);
-			}
-		}
-		s3_buf_adds(b, "</Key></Object>");
-	}
-	s3_buf_adds(b, "</Delete>");
-	return s3_buf_err(b);
-}
-
-int s3_delete_objects(struct s3_client *c, const char *bucket,
-		      const char *const *keys, size_t n, struct s3_list *errors)
-{
-	struct s3_kv q[] = { { "delete", "" } };
-	struct s3_kv h[1];
-	char hash[S3_SHA256_HEX_LEN + 1], md5b64[32];
-	unsigned char md5[16];
-	unsigned mdlen = 0;
-	struct s3_buf body;
-	struct req r = {
-		.method = "POST", .op = "rm", .bucket = bucket, .query = q,
-		.nquery = 1, .headers = h, .nheaders = 1, .body_fd = -1,
-		.payload_hash = hash,
-	};
-	size_t deleted = 0;
-	int ret;
-
-	s3_buf_init(&body, 0);
-	ret = s3_delete_xml(&body, keys, n);
-	if (ret)
-		goto out;
-	s3_sha256_hex(body.p, body.len, hash);
-	/* S3 requires Content-MD5 (or a checksum header) on DeleteObjects. */
-	if (!EVP_Digest(body.p, body.len, md5, &mdlen, EVP_md5(), NULL) || mdlen != 16) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	EVP_EncodeBlock((unsigned char *)md5b64, md5, 16);
-	h[0] = (struct s3_kv){ "Content-MD5", md5b64 };
-	r.body = body.p;
-	r.body_len = body.len;
-	ret = do_request(c, &r);
-	if (ret)
-		goto out;
-	ret = s3_xml_delete_result(c->resp.body.p, c->resp.body.len, errors, &deleted);
-	if (ret == -RDX_EPROTO && c->resp.body.len &&
-	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
-			  sizeof(c->err.code), c->err.message, sizeof(c->err.message))) {
-		c->err.status = c->resp.status;
-		ret = -RDX_EREMOTE; /* an Error document in a 200 */
-	} else if (ret == -RDX_EPROTO || ret == -E2BIG) {
-		ret = bad_response(c, -RDX_EPROTO, "MalformedResponse",
-				   "DeleteObjects' answer is no DeleteResult");
-	}
-out:
-	s3_buf_release(&body);
 	return ret;
 }
