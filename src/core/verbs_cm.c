@@ -3,6 +3,8 @@
  * ladder).  Every CM event a step can get is handled with a message. */
 #include "verbs_int.h"
 
+#include "addr.h"
+
 #include "err.h"
 #include "log.h"
 #include "units.h"
@@ -36,32 +38,6 @@ const char *rdx_verbs_unavailable(void)
 	if (!usable)
 		return "only iWARP devices, which the verbs transport does not support";
 	return NULL;
-}
-
-static void addr_text(const struct sockaddr *sa, char *out, size_t len)
-{
-	char host[64] = "?";
-	unsigned port = 0;
-
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-
-		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
-		port = ntohs(s4->sin_port);
-		snprintf(out, len, "%s:%u", host, port);
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-
-		if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
-			inet_ntop(AF_INET, &s6->sin6_addr.s6_addr[12], host, sizeof(host));
-		else
-			inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		port = ntohs(s6->sin6_port);
-		snprintf(out, len, IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr) ? "%s:%u" : "[%s]:%u",
-			 host, port);
-	} else {
-		snprintf(out, len, "?");
-	}
 }
 
 /* ---- CM events ---------------------------------------------------------- */
@@ -116,29 +92,6 @@ static void fill_conn_param(struct rdma_conn_param *p, uint32_t *priv,
 	p->initiator_depth = (uint8_t)rd;
 	p->retry_count = RETRY_COUNT;
 	p->rnr_retry_count = RNR_RETRY;
-}
-
-static int resolve_host(const char *host, const char *port, int family,
-			int flags, struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = flags };
-	char buf[256];
-	size_t n;
-	int ret;
-
-	if (host && host[0] == '[') {
-		n = strlen(host);
-		if (n < 3 || host[n - 1] != ']' || n - 2 >= sizeof(buf))
-			return -EINVAL;
-		memcpy(buf, host + 1, n - 2);
-		buf[n - 2] = 0;
-		host = buf;
-	}
-	ret = getaddrinfo(host, port, &hints, res);
-	if (ret == EAI_NONAME || ret == EAI_NODATA || ret == EAI_FAMILY)
-		return -ENOENT;
-	return ret ? -EINVAL : 0;
 }
 
 /* One attempt: resolve, build the queue pair, connect.  Returns 0, a
@@ -223,36 +176,6 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	}
 }
 
-static void conn_reset(struct vb_conn *c)
-{
-	if (c->qp)
-		rdma_destroy_qp(c->id);
-	if (c->cq)
-		ibv_destroy_cq(c->cq);
-	if (c->cc)
-		ibv_destroy_comp_channel(c->cc);
-	if (c->rmr)
-		ibv_dereg_mr(c->rmr);
-	if (c->smr)
-		ibv_dereg_mr(c->smr);
-	vb_dev_put(c->dev);
-	if (c->id)
-		rdma_destroy_id(c->id);
-	if (c->ch)
-		rdma_destroy_event_channel(c->ch);
-	free(c->rbuf);
-	free(c->sbuf);
-	c->qp = NULL;
-	c->cq = NULL;
-	c->cc = NULL;
-	c->rmr = c->smr = NULL;
-	c->dev = NULL;
-	c->id = NULL;
-	c->ch = NULL;
-	c->rbuf = c->sbuf = NULL;
-	c->base.why[0] = 0;
-}
-
 int vb_connect(const struct rdx_net_opts *o, const char *host,
 			 const char *port, uint64_t deadline_ns,
 			 const atomic_int *stop, int *last_err,
@@ -267,11 +190,11 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 		*last_err = ENODEV;
 		return -RDX_ENOTSUP;
 	}
-	ret = resolve_host(host, port, o->family, 0, &dst);
+	ret = rdx_resolve(host, port, o->family, 0, &dst);
 	if (ret)
 		return ret;
 	if (o->bind) {
-		ret = resolve_host(o->bind, NULL, dst->ai_family, AI_PASSIVE, &src);
+		ret = rdx_resolve(o->bind, NULL, dst->ai_family, AI_PASSIVE, &src);
 		if (ret) {
 			freeaddrinfo(dst);
 			*last_err = ENOENT;
@@ -290,7 +213,9 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 		if (ret <= 0)
 			break;
 		*last_err = ret;
-		conn_reset(c);
+		/* Nothing of a failed attempt carries over to the next. */
+		vb_conn_teardown(c);
+		c->base.why[0] = 0;
 		if (stop && atomic_load(stop)) {
 			ret = -RDX_EINTR;
 			break;
@@ -304,7 +229,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 	if (ret == -RDX_ENOTSUP)
 		*last_err = ENODEV;
 	if (ret == 0) {
-		addr_text(rdma_get_peer_addr(c->id), c->base.peer, sizeof(c->base.peer));
+		rdx_addr_text(rdma_get_peer_addr(c->id), c->base.peer, sizeof(c->base.peer));
 		ret = vb_start_progress(c);
 	}
 	if (ret == 0) {
@@ -342,7 +267,7 @@ int vb_listen(const struct rdx_net_opts *o, const char *port,
 		return -ENOMEM;
 	l->base.ops = &rdx_xport_verbs;
 	if (o->bind) {
-		ret = resolve_host(o->bind, port, o->family, AI_PASSIVE, &ai);
+		ret = rdx_resolve(o->bind, port, o->family, AI_PASSIVE, &ai);
 		if (ret)
 			goto fail;
 		sa = ai->ai_addr;
@@ -427,7 +352,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	rdma_ack_cm_event(ev);
 	if (type != RDMA_CM_EVENT_ESTABLISHED)
 		return -RDX_ECONNECT;
-	addr_text(rdma_get_peer_addr(id), c->base.peer, sizeof(c->base.peer));
+	rdx_addr_text(rdma_get_peer_addr(id), c->base.peer, sizeof(c->base.peer));
 	return vb_start_progress(c);
 }
 
@@ -469,7 +394,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	if (why) {
 		char from[96];
 
-		addr_text(rdma_get_peer_addr(id), from, sizeof(from));
+		rdx_addr_text(rdma_get_peer_addr(id), from, sizeof(from));
 		rdx_info(1, "rejected an RDMA connection request from %s: %s", from, why);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
@@ -489,7 +414,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		 * rejected our reply, vanished), the listener lives on. */
 		char from[96];
 
-		addr_text(rdma_get_peer_addr(id), from, sizeof(from));
+		rdx_addr_text(rdma_get_peer_addr(id), from, sizeof(from));
 		rdx_info(1, "dropped an RDMA connection request from %s: %s", from,
 			 rdx_strerror(ret));
 		if (!c->qp)

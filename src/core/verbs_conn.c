@@ -276,16 +276,8 @@ int vb_setup_qp(struct vb_conn *c, unsigned nslots_hint)
 	return err ? err : vb_set_nonblock(c->ch->fd);
 }
 
-void vb_conn_destroy(struct vb_conn *c)
+void vb_conn_teardown(struct vb_conn *c)
 {
-	if (!c)
-		return;
-	if (c->progress_started) {
-		pthread_mutex_lock(&c->lock);
-		c->quit = true;
-		pthread_mutex_unlock(&c->lock);
-		pthread_join(c->progress, NULL);
-	}
 	if (c->qp)
 		rdma_destroy_qp(c->id);
 	if (c->cq)
@@ -304,12 +296,34 @@ void vb_conn_destroy(struct vb_conn *c)
 		rdma_destroy_id(c->id);
 	if (c->ch)
 		rdma_destroy_event_channel(c->ch);
+	free(c->rbuf);
+	free(c->sbuf);
+	c->qp = NULL;
+	c->cq = NULL;
+	c->cc = NULL;
+	c->rmr = c->smr = c->hdr_mr = NULL;
+	c->ring_mr = NULL;
+	c->dev = NULL;
+	c->id = NULL;
+	c->ch = NULL;
+	c->rbuf = c->sbuf = NULL;
+}
+
+void vb_conn_destroy(struct vb_conn *c)
+{
+	if (!c)
+		return;
+	if (c->progress_started) {
+		pthread_mutex_lock(&c->lock);
+		c->quit = true;
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->progress, NULL);
+	}
+	vb_conn_teardown(c);
 	/* Writes that never completed are forgotten: their slots belong to a
 	 * ring its owner is tearing down. */
 	free(c->pend);
 	free(c->hdrs);
-	free(c->rbuf);
-	free(c->sbuf);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

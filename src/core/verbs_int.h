@@ -194,6 +194,9 @@ struct vb_conn *vb_conn_alloc(void);
 /* Creates the PD (shared), CQ, QP and buffers on c->id and posts every
  * receive; nslots_hint sizes the queues. */
 int vb_setup_qp(struct vb_conn *c, unsigned nslots_hint);
+/* Frees what vb_setup_qp (and attach) built, and the CM id and channel;
+ * c itself stays, ready for another attempt.  No progress thread runs. */
+void vb_conn_teardown(struct vb_conn *c);
 void vb_conn_destroy(struct vb_conn *c);
 int vb_start_progress(struct vb_conn *c);
 int vb_post_recv(struct vb_conn *c, unsigned i);

@@ -8,6 +8,8 @@
  * so a silent neighbour or a wedged kernel cannot hang us. */
 #include "verbs_probe.h"
 
+#include "addr.h"
+
 #include "units.h"
 
 #include <arpa/inet.h>
@@ -350,21 +352,6 @@ static void addr_text(const struct sockaddr *sa, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
-/* Strips scp-style brackets ("[::1]") into buf.  Returns the name to
- * resolve, or NULL when the brackets are malformed. */
-static const char *unbracket(const char *host, char *buf, size_t len)
-{
-	size_t n = strlen(host);
-
-	if (host[0] != '[')
-		return host;
-	if (n < 3 || host[n - 1] != ']' || n - 2 >= len)
-		return NULL;
-	memcpy(buf, host + 1, n - 2);
-	buf[n - 2] = '\0';
-	return buf;
-}
-
 static int resolve(const char *what, const char *name, int family,
 		   struct addrinfo **res, char *why, size_t whylen)
 {
@@ -524,11 +511,11 @@ int rdx_verbs_route(const char *host, const char *bind, int family,
 		snprintf(why, whylen, "unknown address family %d", family);
 		return -EINVAL;
 	}
-	if (!host || !host[0] || !(name = unbracket(host, hbuf, sizeof(hbuf)))) {
+	if (!host || !host[0] || !(name = rdx_unbracket(host, hbuf, sizeof(hbuf)))) {
 		snprintf(why, whylen, "invalid host '%s'", host ? host : "");
 		return -EINVAL;
 	}
-	if (bind && !(bname = unbracket(bind, bbuf, sizeof(bbuf)))) {
+	if (bind && !(bname = rdx_unbracket(bind, bbuf, sizeof(bbuf)))) {
 		snprintf(why, whylen, "invalid local address '%s'", bind);
 		return -EINVAL;
 	}

@@ -4,6 +4,8 @@
  * dead peer or a pulled cable surfaces as -RDX_ETIMEOUT, never a hang. */
 #include "xport.h"
 
+#include "addr.h"
+
 #include "err.h"
 #include "units.h"
 
@@ -38,34 +40,6 @@ static struct tcp_conn *tcp_of(struct rdx_conn *c)
 	return (struct tcp_conn *)c;
 }
 
-static void addr_name(const struct sockaddr *sa, socklen_t len, char *out,
-		      size_t outlen)
-{
-	char host[64], serv[16];
-
-	struct sockaddr_in v4;
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-
-	/* Dual-stack listeners see IPv4 peers as ::ffff:a.b.c.d; show a.b.c.d. */
-	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
-		memset(&v4, 0, sizeof(v4));
-		v4.sin_family = AF_INET;
-		v4.sin_port = s6->sin6_port;
-		memcpy(&v4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
-		sa = (const struct sockaddr *)&v4;
-		len = sizeof(v4);
-	}
-	if (getnameinfo(sa, len, host, sizeof(host), serv, sizeof(serv),
-			NI_NUMERICHOST | NI_NUMERICSERV)) {
-		snprintf(out, outlen, "?");
-		return;
-	}
-	if (sa->sa_family == AF_INET6)
-		snprintf(out, outlen, "[%s]:%s", host, serv);
-	else
-		snprintf(out, outlen, "%s:%s", host, serv);
-}
-
 static void set_timeouts(int fd, uint64_t ms)
 {
 	struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
@@ -95,36 +69,10 @@ static int conn_new(int fd, const struct rdx_net_opts *o,
 	c->base.ops = &rdx_xport_tcp;
 	c->fd = fd;
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) == 0)
-		addr_name((struct sockaddr *)&ss, len, c->base.peer,
-			  sizeof(c->base.peer));
+		rdx_addr_text((struct sockaddr *)&ss, c->base.peer, sizeof(c->base.peer));
 	set_timeouts(fd, o->timeout_ms);
 	*out = &c->base;
 	return 0;
-}
-
-static int resolve(const char *host, const char *port, int family, int flags,
-		   struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_family = family,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = flags };
-	char buf[256];
-	size_t n;
-	int ret;
-
-	/* Accept scp-style "[v6addr]". */
-	if (host && host[0] == '[') {
-		n = strlen(host);
-		if (n < 3 || host[n - 1] != ']' || n - 2 >= sizeof(buf))
-			return -EINVAL;
-		memcpy(buf, host + 1, n - 2);
-		buf[n - 2] = '\0';
-		host = buf;
-	}
-	ret = getaddrinfo(host, port, &hints, res);
-	if (ret == EAI_SYSTEM)
-		return -errno;
-	return ret ? -ENOENT : 0;
 }
 
 /* One non-blocking connect bounded by the deadline.  Returns fd or -errno;
@@ -143,7 +91,7 @@ static int try_connect(const struct addrinfo *ai, const struct rdx_net_opts *o,
 		return -errno;
 	if (o->bind) {
 		struct addrinfo *b;
-		int ret = resolve(o->bind, NULL, ai->ai_family, AI_PASSIVE, &b);
+		int ret = rdx_resolve(o->bind, NULL, ai->ai_family, AI_PASSIVE, &b);
 
 		if (ret) {
 			*fatal = true;
@@ -190,7 +138,7 @@ static int tcp_connect(const struct rdx_net_opts *o, const char *host,
 	int ret, fd = -ECONNREFUSED;
 	bool fatal = false;
 
-	ret = resolve(host, port, o->family, AI_ADDRCONFIG, &res);
+	ret = rdx_resolve(host, port, o->family, AI_ADDRCONFIG, &res);
 	if (ret)
 		return ret;
 	for (;;) {
@@ -243,7 +191,7 @@ static int tcp_listen(const struct rdx_net_opts *o, const char *port,
 	socklen_t slen = sizeof(ss);
 	int ret, fd = -EADDRNOTAVAIL;
 
-	ret = resolve(o->bind, port, o->family, AI_PASSIVE, &res);
+	ret = rdx_resolve(o->bind, port, o->family, AI_PASSIVE, &res);
 	if (ret)
 		return ret;
 	/* With no address given, prefer one dual-stack IPv6 socket. */
