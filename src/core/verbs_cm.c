@@ -97,6 +97,19 @@ static void fill_conn_param(struct rdma_conn_param *p, uint32_t *priv,
 /* One attempt: resolve, build the queue pair, connect.  Returns 0, a
  * positive errno worth retrying (refused, unreachable), or a negative
  * error that ends connecting. */
+/* How long one step of an attempt may wait: its own bound, but not much
+ * past the caller's deadline when that is still ahead (a deadline already
+ * passed, 0 included, asks for one whole attempt). */
+static uint64_t step_bound(unsigned ms, uint64_t deadline)
+{
+	uint64_t now = rdx_now_ns(), step = now + (uint64_t)ms * 1000000;
+	uint64_t floor = now + 1000000000ull; /* a step always gets 1 s */
+
+	if (deadline > now && deadline < step)
+		step = deadline > floor ? deadline : floor;
+	return step;
+}
+
 static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		       const struct sockaddr *dst, uint64_t deadline,
 		       const atomic_int *stop)
@@ -106,11 +119,8 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	uint32_t priv;
 	enum rdma_cm_event_type type;
 	int status, ret;
-	/* Each step of one attempt gets its own bound; the caller's deadline
-	 * only decides whether to try again. */
-	uint64_t step = rdx_now_ns() + (uint64_t)CM_TIMEOUT_MS * 1000000;
+	uint64_t step = step_bound(CM_TIMEOUT_MS, deadline);
 
-	(void)deadline;
 	c->ch = rdma_create_event_channel();
 	if (!c->ch)
 		return errno == ENODEV || errno == ENOENT ? -RDX_ENOTSUP : -errno;
@@ -153,7 +163,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	fill_conn_param(&param, &priv, c->remote_rd);
 	if (rdma_connect(c->id, &param))
 		return -errno;
-	step = rdx_now_ns() + (uint64_t)ESTABLISH_MS * 1000000;
+	step = step_bound(ESTABLISH_MS, deadline);
 	ret = cm_wait(c->ch, step, stop, &ev);
 	if (ret)
 		return ret == -RDX_ETIMEOUT ? ETIMEDOUT : ret;
