@@ -8,24 +8,6 @@ load ../lib/common
 # Phrases that say "the connection went away", whatever the exact wording.
 LOST='(connection|closed|reset|eof|end of (stream|file)|disconnect|broken pipe|timed out|timeout|no response)'
 
-# slow_source: a background writer into $D/fifo that never ends by itself
-# (about 2-3 MB/s of random data); sets SEND_IN for start_send.
-slow_source() {
-	mkfifo "$D/fifo"
-	BG_STDOUT=$D/fifo bg_start src bash -c \
-		'while :; do head -c 65536 /dev/urandom || exit 0; sleep 0.02; done'
-	SEND_IN=$D/fifo
-}
-
-# wait_temp DST: until rdrecv's .DST.rdx-* temporary exists and holds data.
-wait_temp() {
-	local dir=${1%/*} base=${1##*/}
-	has_temp() {
-		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
-	}
-	wait_until 15 has_temp || fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
-}
-
 # last_line FILE: the last line of FILE.
 last_line() {
 	tail -n 1 "$1"

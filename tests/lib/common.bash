@@ -286,6 +286,29 @@ wait_until() {
 	done
 }
 
+# slow_source [BYTES [PAUSE [FROM]]]: a background writer into $D/fifo that
+# never ends by itself (BYTES of FROM every PAUSE seconds; default 64 KiB
+# of /dev/urandom every 0.02 s, about 2-3 MB/s), so a transfer is still
+# running when a test kills one end; sets SEND_IN for start_send.
+slow_source() {
+	mkfifo "$D/fifo"
+	BG_STDOUT=$D/fifo bg_start src bash -c \
+		"while :; do head -c ${1:-65536} ${3:-/dev/urandom} || exit 0; sleep ${2:-0.02}; done"
+	SEND_IN=$D/fifo
+}
+
+# wait_temp DST [SECS]: until rdrecv's .DST.rdx-* temporary exists and
+# holds data (default 15 s).
+wait_temp() {
+	local dir=${1%/*} base=${1##*/}
+	has_temp() {
+		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
+	}
+	wait_until "${2:-15}" has_temp ||
+		fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
+}
+
+
 # ------------------------------------------------------------- network
 
 # free_port: prints a TCP port in 20000..60000 that nothing uses.

@@ -133,9 +133,9 @@ kill_mid_stream() {
 	port=$(free_port)
 	start_recv --transport "$XPORT" --timeout 5 "$port" "$KEY" "$D/dst"
 	wait_listen "$port" $T
-	slow_source
+	rxe_slow_source
 	start_send --transport "$XPORT" --timeout 5 "$RXE_ADDR" "$port" "$KEY"
-	wait_temp "$D/dst"
+	wait_temp "$D/dst" 30
 	if [ "$victim" = recv ]; then
 		victim_pid=$RECV_PID other=send
 	else

@@ -64,25 +64,9 @@ mkdet() {
 	[ "$(fsize "$1")" -eq "$2" ] || fail "mkdet $1 $2"
 }
 
-# slow_source: a background writer into $D/fifo that never ends by itself
-# (256 KiB every 0.1 s: 2.5 MB/s at most, much less under TCG
-# where each head and sleep costs a process start), so a transfer is still
-# running when a test kills one end; sets SEND_IN for start_send.
-slow_source() {
-	mkfifo "$D/fifo"
-	BG_STDOUT=$D/fifo bg_start src bash -c \
-		'while :; do head -c 262144 /dev/zero || exit 0; sleep 0.1; done'
-	SEND_IN=$D/fifo
-}
-
-# wait_temp DST: until rdrecv's .DST.rdx-* temporary exists and holds data.
-wait_temp() {
-	local dir=${1%/*} base=${1##*/}
-	has_temp() {
-		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
-	}
-	wait_until 30 has_temp || fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
-}
+# Under TCG each head and sleep costs a process start: feed slowly, so a
+# transfer is still running when a test kills one end.
+rxe_slow_source() { slow_source 262144 0.1 /dev/zero; }
 
 # assert_err_file FILE TOOL ERE: FILE holds exactly one line, a TOOL error
 # matching ERE (case-insensitive).

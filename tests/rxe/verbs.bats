@@ -46,9 +46,9 @@ PEER=$RDX_BUILD/tests/verbspeer
 	port=$(free_port)
 	start_recv --transport rdma --timeout 20 "$port" "$KEY" "$D/out"
 	wait_listen "$port" 20
-	slow_source
+	rxe_slow_source
 	start_send --transport rdma --timeout 20 "$RXE_ADDR" "$port" "$KEY"
-	wait_temp "$D/out"
+	wait_temp "$D/out" 30
 	kill -KILL "$RECV_PID"
 	wait_send 40
 	cat "$D/send.err"
