@@ -6,7 +6,9 @@ set -euo pipefail
 
 build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev libssh-dev ibverbs-providers iproute2 coreutils)
 test_pkgs=(bats valgrind openssh-server openssh-client openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs awscli curl)
-bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time)
+# bench/stream.sh: iperf3 socat nc mbuffer; bench/s3.sh: rclone s3cmd
+# (awscli is in test); bench/rdcp.sh: rsync (scp, ssh: openssh-client)
+bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time rclone s3cmd rsync)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
@@ -16,7 +18,9 @@ test)
 	# npm installs the S3 tests' server (tests/s3/setup.sh); some nodejs
 	# builds bundle it, and Debian's npm would conflict with those.
 	command -v npm >/dev/null 2>&1 || want+=(npm) ;;
-bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+bench)
+	want+=("${test_pkgs[@]}" "${bench_pkgs[@]}")
+	command -v npm >/dev/null 2>&1 || want+=(npm) ;;
 *) echo "usage: $0 [build|test|bench]" >&2; exit 2 ;;
 esac
 
