@@ -300,16 +300,16 @@ static int put_fail(struct s3_cmd *s, const char *src, const char *what, int ret
 static int put_single(struct s3_cmd *s, const struct s3_url *u,
 		      int fd, struct s3_object_info *info)
 {
-	char hex[65];
+	struct s3_body_sum sum;
 	uint64_t size = 0;
 	int ret;
 
-	ret = s3_local_hash(fd, PUT_MAX, &interrupted, &size, hex);
+	ret = s3_local_hash(fd, PUT_MAX, &interrupted, &size, &sum);
 	if (ret == -RDX_EINTR)
 		return ret;
 	if (ret) /* -EFBIG: the file grew past one part since fstat */
 		return ret == -EFBIG ? -ENODATA : ret;
-	return s3_put_object(s->s3, u->bucket, u->key, fd, 0, size, hex, info);
+	return s3_put_object(s->s3, u->bucket, u->key, fd, 0, size, &sum, info);
 }
 
 static int cmd_put(struct s3_cmd *s, char **args, int n)

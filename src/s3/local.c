@@ -1,4 +1,5 @@
 #include "local.h"
+#include "s3.h"
 
 #include "../core/err.h"
 
@@ -38,10 +39,11 @@ static int write_full(int fd, const void *p, size_t n)
 
 /* Hashes the file fd from its start and gives its size. */
 int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
-		  char *hex)
+		  struct s3_body_sum *sum)
 {
 	static const char hx[] = "0123456789abcdef";
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_MD_CTX *md = EVP_MD_CTX_new(), *m5 = EVP_MD_CTX_new();
+	char *hex = sum->sha256_hex;
 	unsigned char d[32];
 	unsigned int dl = 0;
 	size_t cap = 1 << 20;
@@ -49,7 +51,8 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 	int ret = 0, i;
 	uint64_t off = 0;
 
-	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+	if (!md || !m5 || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL) ||
+	    !EVP_DigestInit_ex(m5, EVP_md5(), NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -69,6 +72,7 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 			goto out;
 		}
 		EVP_DigestUpdate(md, buf, (size_t)n);
+		EVP_DigestUpdate(m5, buf, (size_t)n);
 		off += (uint64_t)n;
 		if (off > max) {
 			ret = -EFBIG;
@@ -76,6 +80,7 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 		}
 	}
 	EVP_DigestFinal_ex(md, d, &dl);
+	EVP_DigestFinal_ex(m5, sum->md5, &dl);
 	for (i = 0; i < 32; i++) {
 		hex[2 * i] = hx[d[i] >> 4];
 		hex[2 * i + 1] = hx[d[i] & 15];
@@ -84,6 +89,7 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 	*size = off;
 out:
 	EVP_MD_CTX_free(md);
+	EVP_MD_CTX_free(m5);
 	free(buf);
 	return ret;
 }

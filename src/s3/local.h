@@ -9,11 +9,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hashes the file fd from its start (SHA-256, hex into hex[65]) and gives
+struct s3_body_sum;
+
+/* Hashes the file fd from its start (SHA-256 and MD5 into sum) and gives
  * its size.  More than max bytes is -EFBIG; stop set is -RDX_EINTR.
  * Returns 0 or -errno. */
 int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
-		  char *hex);
+		  struct s3_body_sum *sum);
 
 /* A download target: "-" is stdout; a directory gets the key's last part
  * inside it; a file is written as .NAME.rdx-XXXXXX beside it. */

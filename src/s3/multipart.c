@@ -161,8 +161,7 @@ static void *up_work(void *arg)
 {
 	struct up_worker *w = arg;
 	struct up *u = w->u;
-	char hex[S3_SHA256_HEX_LEN + 1];
-	unsigned int mdlen;
+	struct s3_body_sum sum;
 	struct job j;
 	int ret;
 
@@ -179,11 +178,12 @@ static void *up_work(void *arg)
 		u->nready--;
 		pthread_mutex_unlock(&u->lock);
 
-		s3_sha256_hex(j.buf, j.len, hex);
-		EVP_Digest(j.buf, j.len, u->md5[j.part - 1], &mdlen, EVP_md5(),
-			   NULL);
+		/* Both digests while the part is in memory: SHA-256 for the
+		 * signature, MD5 for Content-MD5 and the final ETag. */
+		s3_body_sum(j.buf, j.len, &sum);
+		memcpy(u->md5[j.part - 1], sum.md5, 16);
 		ret = s3_mpu_part(w->c, u->bucket, u->key, u->upload_id, j.part,
-				  j.buf, j.len, hex, u->etags[j.part - 1]);
+				  j.buf, j.len, &sum, u->etags[j.part - 1]);
 		if (!ret)
 			rdx_info(2, "part %u: %zu bytes, ETag %s", j.part,
 				 j.len, u->etags[j.part - 1]);
@@ -411,7 +411,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
 			goto out_free;
 	}
-	ret = s3_mpu_create(c, bucket, key, u->upload_id);
+	ret = s3_mpu_create(c, bucket, key, o->headers, o->nheaders, u->upload_id);
 	if (ret)
 		goto out_free;
 	rdx_info(1,
@@ -521,7 +521,8 @@ int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
 		.part_size = o->part_size,
 		.stop = o->stop,
 	};
-	char hex[S3_SHA256_HEX_LEN + 1], *buf = malloc((size_t)o->part_size);
+	struct s3_body_sum sum;
+	char *buf = malloc((size_t)o->part_size);
 	unsigned char peek;
 	size_t len = 0;
 	ssize_t r;
@@ -542,8 +543,8 @@ int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	if (!r) {
 		/* It all fits one part: a single PutObject from memory. */
-		s3_sha256_hex(buf, len, hex);
-		ret = s3_put_buffer(c, bucket, key, buf, len, hex, info);
+		s3_body_sum(buf, len, &sum);
+		ret = s3_put_buffer(c, bucket, key, buf, len, &sum, info);
 		goto out;
 	}
 	s.carry = peek;

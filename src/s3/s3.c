@@ -142,6 +142,14 @@ static void amz_now(char out[17])
 
 /* ------------------------------------------------------------ retries */
 
+/* The body S3 received is not the one signed or described: corrupted
+ * on the way, worth one more try (the bytes we hold are the ones hashed). */
+static bool digest_code(const char *code)
+{
+	return !strcmp(code, "BadDigest") ||
+	       !strcmp(code, "XAmzContentSHA256Mismatch");
+}
+
 static bool retryable_status(long status, const char *code)
 {
 	return status >= 500 || status == 429 || !strcmp(code, "SlowDown") ||
@@ -253,6 +261,7 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 	struct sink_guard guard = { .sink = r->sink };
 	char date[17];
 	unsigned attempt;
+	bool digest_retried = false;
 	size_t nh, i;
 	int ret;
 
@@ -324,6 +333,8 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 		} else if (ret == 0) {
 			s3_fill_error(c, 0);
 			again = retryable_status(c->resp.status, c->err.code);
+			if (!again && digest_code(c->err.code) && !digest_retried)
+				again = digest_retried = true;
 		} else {
 			break; /* the sink, memory, a stop: final */
 		}
@@ -331,7 +342,9 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 			again = false;
 		if (!again || attempt >= c->o.retries ||
 		    (c->o.stop && atomic_load(c->o.stop))) {
-			if (ret == 0)
+			if (ret == 0 && digest_code(c->err.code))
+				ret = -RDX_EINTEGRITY;
+			else if (ret == 0)
 				ret = c->resp.status == 403 ? -RDX_EAUTH : -RDX_EREMOTE;
 			break;
 		}
@@ -346,7 +359,8 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 				goto out;
 		}
 	}
-	if (ret && ret != -RDX_EAUTH && ret != -RDX_EREMOTE)
+	if (ret && ret != -RDX_EAUTH && ret != -RDX_EREMOTE &&
+	    !(ret == -RDX_EINTEGRITY && c->err.code[0]))
 		s3_fill_error(c, ret);
 	if (c->o.stop && atomic_load(c->o.stop) && ret)
 		ret = -RDX_EINTR;
@@ -368,21 +382,29 @@ static void take_info(const struct s3_client *c, struct s3_object_info *info)
 	snprintf(info->etag, sizeof(info->etag), "%s", p->etag);
 	snprintf(info->last_modified, sizeof(info->last_modified), "%s", p->last_modified);
 	snprintf(info->content_type, sizeof(info->content_type), "%s", p->content_type);
+	info->encrypted = !strncmp(p->sse, "aws:kms", 7) || p->sse_c;
 }
 
 /* --------------------------------------------------------- operations */
 
 int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
-		  int fd, uint64_t off, uint64_t len, const char *sha256_hex,
-		  struct s3_object_info *info)
+		  int fd, uint64_t off, uint64_t len,
+		  const struct s3_body_sum *sum, struct s3_object_info *info)
 {
+	char b64[32];
+	struct s3_kv h[] = { { "Content-MD5", b64 } };
 	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
+		.headers = h, .nheaders = 1,
 		.body_fd = fd, .body_off = off, .body_len = len,
-		.payload_hash = sha256_hex,
+		.payload_hash = sum->sha256_hex,
 	};
-	int ret = s3_do_request(c, &r);
+	int ret;
 
+	s3_md5_b64(sum->md5, b64);
+	ret = s3_do_request(c, &r);
+	if (!ret)
+		ret = s3_check_put_etag(c, sum);
 	if (!ret)
 		take_info(c, info);
 	if (!ret && info)
@@ -391,16 +413,23 @@ int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 }
 
 int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
-		  const void *p, uint64_t len, const char *sha256_hex,
+		  const void *p, uint64_t len, const struct s3_body_sum *sum,
 		  struct s3_object_info *info)
 {
+	char b64[32];
+	struct s3_kv h[] = { { "Content-MD5", b64 } };
 	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
+		.headers = h, .nheaders = 1,
 		.body = p, .body_fd = -1, .body_len = len,
-		.payload_hash = sha256_hex,
+		.payload_hash = sum->sha256_hex,
 	};
-	int ret = s3_do_request(c, &r);
+	int ret;
 
+	s3_md5_b64(sum->md5, b64);
+	ret = s3_do_request(c, &r);
+	if (!ret)
+		ret = s3_check_put_etag(c, sum);
 	if (!ret)
 		take_info(c, info);
 	if (!ret && info)
@@ -421,12 +450,13 @@ static bool etag_ok(const char *e)
 }
 
 int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
-		  char *upload_id)
+		  const struct s3_kv *headers, size_t nheaders, char *upload_id)
 {
 	struct s3_kv q[] = { { "uploads", "" } };
 	struct s3_req r = {
 		.method = "POST", .op = "put", .bucket = bucket, .key = key,
 		.query = q, .nquery = 1, .body = "", .body_fd = -1,
+		.headers = headers, .nheaders = nheaders,
 	};
 	int ret = s3_do_request(c, &r);
 
@@ -443,17 +473,20 @@ int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
 
 int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 		const char *upload_id, unsigned part, const void *p, uint64_t len,
-		const char *sha256_hex, char *etag)
+		const struct s3_body_sum *sum, char *etag)
 {
-	char num[16];
+	char num[16], b64[32];
 	struct s3_kv q[] = { { "partNumber", num }, { "uploadId", upload_id } };
+	struct s3_kv h[] = { { "Content-MD5", b64 } };
 	struct s3_req r = {
 		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
-		.query = q, .nquery = 2, .body = p, .body_fd = -1, .body_len = len,
-		.payload_hash = sha256_hex,
+		.query = q, .nquery = 2, .headers = h, .nheaders = 1,
+		.body = p, .body_fd = -1, .body_len = len,
+		.payload_hash = sum->sha256_hex,
 	};
 	int ret;
 
+	s3_md5_b64(sum->md5, b64);
 	snprintf(num, sizeof(num), "%u", part);
 	ret = s3_do_request(c, &r);
 	if (ret)
@@ -568,6 +601,7 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 		return ret;
 	rg->got = p->bytes;
 	snprintf(rg->etag, sizeof(rg->etag), "%s", p->etag);
+	rg->encrypted = !strncmp(p->sse, "aws:kms", 7) || p->sse_c;
 	if (p->has_length && p->bytes != p->content_length)
 		return s3_bad_response(c, -RDX_EINTEGRITY, "", "received %" PRIu64
 				    " bytes of %" PRIu64, p->bytes, p->content_length);

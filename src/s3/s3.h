@@ -2,7 +2,9 @@
  * (path-style or virtual-hosted), signed with SigV4 afresh for every
  * attempt, and retried with exponential backoff and full jitter when no
  * response came (connection refused/reset, timeout) or the server says so
- * (5xx, 429, SlowDown, RequestTimeout); never on another 4xx.
+ * (5xx, 429, SlowDown, RequestTimeout); never on another 4xx, but for a
+ * body that arrived other than it was sent (BadDigest,
+ * XAmzContentSHA256Mismatch), which is retried once, then -RDX_EINTEGRITY.
  *
  * Operations return 0, or a negative code whose details are in
  * s3_last_error(): -RDX_EAUTH for 403 (access denied, bad signature, bad
@@ -14,6 +16,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "sigv4.h"
 #include "xml.h"
 
 #include <stdatomic.h>
@@ -49,7 +52,23 @@ struct s3_object_info {
 	char etag[S3_ETAG_MAX];
 	char last_modified[64];
 	char content_type[128];
+	bool encrypted; /* SSE-KMS or SSE-C: the ETag is no MD5 of the data */
 };
+
+/* An upload body's digests: the SHA-256 signed as x-amz-content-sha256
+ * and the MD5 sent as Content-MD5, which S3 checks against what arrived
+ * (400 BadDigest). */
+struct s3_body_sum {
+	char sha256_hex[S3_SHA256_HEX_LEN + 1];
+	unsigned char md5[16];
+};
+
+/* Both digests of n bytes at p. */
+void s3_body_sum(const void *p, size_t n, struct s3_body_sum *out);
+
+/* Whether etag (quotes included or not) is a plain MD5, 32 hex digits,
+ * hex (33 bytes, may be NULL) getting them without quotes. */
+bool s3_etag_md5(const char *etag, char *hex);
 
 /* Where GetObject's body goes.  rewind (may be NULL) starts the sink over
  * for a retry; without it a failure after the first byte is final. */
@@ -68,28 +87,31 @@ const struct s3_error *s3_last_error(const struct s3_client *c);
 /* Makes e (another client's, say a worker's) c's last error. */
 void s3_set_error(struct s3_client *c, const struct s3_error *e);
 
-/* PutObject: len bytes of fd from off, whose SHA-256 is sha256_hex (hex,
- * signed as x-amz-content-sha256).  info (may be NULL) gets the ETag. */
+/* PutObject: len bytes of fd from off, whose digests are sum (signed as
+ * x-amz-content-sha256, sent as Content-MD5).  info (may be NULL) gets
+ * the ETag.  An ETag other than the MD5 is -RDX_EINTEGRITY, unless S3
+ * said the object is encrypted with KMS or a customer key. */
 int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
-		  int fd, uint64_t off, uint64_t len, const char *sha256_hex,
-		  struct s3_object_info *info);
+		  int fd, uint64_t off, uint64_t len,
+		  const struct s3_body_sum *sum, struct s3_object_info *info);
 
 /* PutObject of len bytes from memory (see s3_put_object). */
 int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
-		  const void *p, uint64_t len, const char *sha256_hex,
+		  const void *p, uint64_t len, const struct s3_body_sum *sum,
 		  struct s3_object_info *info);
 
-/* CreateMultipartUpload: the new upload's id into upload_id
+/* CreateMultipartUpload with nheaders extra headers for the new object
+ * (x-amz-meta-*; may be none): the new upload's id into upload_id
  * (S3_UPLOAD_ID_MAX bytes). */
 int s3_mpu_create(struct s3_client *c, const char *bucket, const char *key,
-		  char *upload_id);
+		  const struct s3_kv *headers, size_t nheaders, char *upload_id);
 
-/* UploadPart number part (1..10000) of len bytes at p, whose SHA-256 is
- * sha256_hex; the part's ETag (as sent, quotes included) into etag
- * (S3_ETAG_MAX bytes).  No ETag is -RDX_EPROTO. */
+/* UploadPart number part (1..10000) of len bytes at p, whose digests are
+ * sum (as s3_put_object); the part's ETag (as sent, quotes included) into
+ * etag (S3_ETAG_MAX bytes).  No ETag is -RDX_EPROTO. */
 int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 		const char *upload_id, unsigned part, const void *p, uint64_t len,
-		const char *sha256_hex, char *etag);
+		const struct s3_body_sum *sum, char *etag);
 
 /* CompleteMultipartUpload of parts 1..n with these ETags, in order; the
  * object's ETag into etag, and md5_etag false when S3 said the object is
@@ -111,6 +133,7 @@ struct s3_range {
 	uint64_t total;	      /* the object's size */
 	uint64_t got;	      /* bytes received */
 	bool whole;	      /* 200: the server sent the whole object */
+	bool encrypted;	      /* SSE-KMS or SSE-C: the ETag is no MD5 */
 	char etag[S3_ETAG_MAX];
 };
 
@@ -161,6 +184,18 @@ int s3_presign(struct s3_client *c, const char *bucket, const char *key,
 int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		   const char *src_key, const char *bucket, const char *key,
 		   struct s3_object_info *info);
+
+/* The MD5 of the file fd's first size bytes into md5[16].  Returns 0,
+ * -ENODATA when it is shorter, -RDX_EINTR when stopped, or -errno. */
+int s3_fd_md5(int fd, uint64_t size, const atomic_int *stop, unsigned char *md5);
+
+/* Checks what a download received (info: size, ETag, encryption) against
+ * its ETag: a plain MD5 must equal md5 (the data's; NULL: not computed);
+ * a multipart "MD5-N" must be N parts that can make the size; another
+ * ETag, or that of an encrypted object, is not checked.  Returns 0 or
+ * -RDX_EINTEGRITY with the error filled. */
+int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
+		      const unsigned char *md5);
 
 #define S3_DELETE_MAX 1000 /* keys per DeleteObjects request */
 

@@ -48,4 +48,13 @@ void s3_fill_error(struct s3_client *c, int ret);
 int s3_bad_response(struct s3_client *c, int ret, const char *code,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Content-MD5's value: the 16-byte md5 in base64 (25 bytes with the
+ * NUL). */
+void s3_md5_b64(const unsigned char *md5, char out[32]);
+
+/* A single PutObject's answer in c->resp: its ETag must be the body's MD5
+ * (sum), unless S3 said the object is encrypted with KMS or a customer
+ * key.  Returns 0 or -RDX_EINTEGRITY with c->err filled. */
+int s3_check_put_etag(struct s3_client *c, const struct s3_body_sum *sum);
+
 #endif
