@@ -31,6 +31,8 @@ struct s3_xfer_opts {
 	uint64_t part_size;		     /* S3_PART_MIN .. S3_PART_MAX */
 	unsigned concurrency;		     /* 1 .. S3_CONCURRENCY_MAX */
 	const atomic_int *stop;
+	const struct s3_kv *headers;	     /* a multipart upload's object's (x-amz-meta-*) */
+	size_t nheaders;
 };
 
 /* The part size for an object of size bytes: want, grown (to a whole MiB)
