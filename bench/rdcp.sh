@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# bench/rdcp.sh -- rdcp against scp, rsync -e ssh and tar c | ssh tar x,
+# side by side in one run through the same OpenSSH sshd.  The sshd is the
+# one of the rdcp tests (tests/lib/sshd.bash): it runs in network namespace
+# A with a host key and a client key made for this run (never the user's
+# keys or agent), every client runs in namespace B, and the data crosses
+# the veth pair between them.  Both "hosts" share the file system.
+#
+# Usage:   bash bench/rdcp.sh                        # 4 GiB, 20000 files
+#          SIZE=1G bash bench/rdcp.sh                # quick run
+#
+# Environment (all optional):
+#   SIZE=4G        the one file; suffixes K M G T (powers of 1024)
+#   COUNT=20000    files in the tree, 4..64 KiB each (sizes and bytes are
+#                  the same on every run), 1000 to a directory
+#   RUNS=1         repeat every row RUNS times (interleaved); keep the fastest
+#   ONLY=regex     run only rows whose "TOOL CASE" matches; TOOL one of scp
+#                  rsync tar rdcp rdcp--encrypt, CASE one of file tree
+#                  (e.g. ONLY='file', ONLY='scp|rdcp ')
+#   TIMEOUT=...    seconds one copy may run (default 300 + 1 s per 10 MB
+#                  + 1 s per 50 files)
+#   RDCP           path of rdcp (default build/rdcp; rdsend and rdrecv are
+#                  taken from the same directory on the far side)
+#   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
+#
+# Rows, every one a push from namespace B to rdxhost (namespace A):
+#   scp            scp [-r] SRC rdxhost:DST          (OpenSSH 9: SFTP inside)
+#   rsync          rsync -a -e ssh SRC rdxhost:DST
+#   tar            tar cf - SRC | ssh rdxhost 'tar xf - -C DST'
+#   rdcp           rdcp SRC rdxhost:DST; the tree with rdcp -r when this
+#                  build has it (rdcp --help lists --recursive), else the
+#                  row says "rdcp -r: not available in this build"
+#   rdcp --encrypt the file only
+# The SSH tools use OpenSSH's default cipher (chacha20-poly1305); plain
+# rdcp sends the data in the clear, rdcp --encrypt with AES-256-GCM.
+#
+# What is measured, per row: wall seconds of the client command (process
+# start to exit: SSH login, the far end's start and its exit status
+# included); GB/s = bytes / wall / 1e9, files/s = COUNT / wall; × scp,
+# × rsync, × tar = that tool's wall / this row's wall (above 1: faster);
+# CPU s = user+sys of the client and its children (/usr/bin/time); far CPU s
+# = what sshd's sessions spent meanwhile (the far rdrecv, scp/sftp-server,
+# rsync, tar and sshd's own crypto), from sshd's reaped children in /proc;
+# peak RSS = the largest client process.
+#
+# Correctness: every copy is compared with its source (cmp, diff -r)
+# before its time is kept; a failed copy or check gives the row no number.
+# The last lines compare rdcp with the goals: the file >= 4 x scp and
+# >= 5 x rsync; the tree >= 2 x tar|ssh and >= 3 x rsync; --encrypt >= 3 x
+# scp.  Exit status non-zero if a row failed (not if a goal was missed).
+#
+# Everything lives in a scratch directory under BENCH_TMPDIR; the sshd and
+# both namespaces are removed on exit (trap).
+# shellcheck source=bench/lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+bench_init rdcp
+
+BYTES=$(to_bytes "${SIZE:-4G}")
+COUNT=${COUNT:-20000}
+RDCP=${RDCP:-$BENCH_REPO/build/rdcp}
+[[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer"
+[ "$BYTES" -gt 0 ] || die "SIZE must be > 0"
+TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 50))}
+[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
+[ -x "$RDCP" ] || die "$RDCP not built (make)"
+RDX_BUILD=$(cd "$(dirname "$RDCP")" && pwd)
+[ -x "$RDX_BUILD/rdsend" ] && [ -x "$RDX_BUILD/rdrecv" ] || die "no rdsend/rdrecv next to $RDCP"
+need_cmds ssh scp rsync tar ip ss openssl python3 cmp diff timeout
+[ -x /usr/sbin/sshd ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
+
+# ---------------------------------------------------------------- sshd
+# tests/lib/netns.bash and sshd.bash as they are, with what bats and
+# tests/lib/common.bash would give them.
+fail() { die "$*"; }
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.05
+	done
+}
+BATS_FILE_TMPDIR=$TMPD BATS_TEST_NUMBER=0 CLEANUPS=()
+# shellcheck source=tests/lib/netns.bash
+. "$BENCH_REPO/tests/lib/netns.bash"
+# shellcheck source=tests/lib/sshd.bash
+. "$BENCH_REPO/tests/lib/sshd.bash"
+sshd_down() { [ -z "${NS_A:-}" ] || sshd_teardown; }
+BENCH_CLEANUPS+=(sshd_down)
+
+export HOME=$TMPD/home # no ~/.ssh of the user's, for ssh nor for libssh
+mkdir -p "$HOME"
+unset SSH_AUTH_SOCK
+sshd_setup
+SSHD_PID=$(cat "$SSHD_DIR/sshd.pid")
+# scp speaks SFTP since OpenSSH 9.0; the tests' sshd has no subsystem for
+# it.  Add one (outside the Match block) and make sshd reread its config.
+sed -i '/^Match /i Subsystem sftp internal-sftp' "$SSHD_DIR/sshd_config"
+/usr/sbin/sshd -t -f "$SSHD_DIR/sshd_config" || die "sshd_config with sftp does not parse"
+kill -HUP "$SSHD_PID"
+SSH_OPTS=(-F "$SSH_CONFIG" -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes)
+SSH_LINE="ssh ${SSH_OPTS[*]}"
+ssh_ok() { in_b ssh "${SSH_OPTS[@]}" rdxhost true </dev/null 2>"$TMPD/ssh.err"; }
+wait_until 10 ssh_ok || { cat "$TMPD/ssh.err" >&2; die "cannot log in to the test sshd"; }
+SSHD_PID=$(cat "$SSHD_DIR/sshd.pid")
+CIPHER=$(ssh -G "${SSH_OPTS[@]}" rdxhost 2>/dev/null | sed -n 's/^ciphers //p' | cut -d, -f1)
+
+# ---------------------------------------------------------------- data
+avail=$(df -P -B1 "$TMPD" | awk 'NR==2 {print $4}')
+need=$((BYTES * 2 + COUNT * 65536 * 2 + 512 * 1024 * 1024))
+[ "$avail" -gt "$need" ] || die "need $need bytes free under $TMPD, have $avail"
+SRC=$TMPD/one.bin
+TREE=$TMPD/tree
+log "generating $BYTES bytes and a tree of $COUNT files in $TMPD"
+mkdata "$SRC" "$BYTES"
+# File i is 4096 + (i * 2654435761 mod 2^32) mod 61441 bytes: 4..64 KiB,
+# the bytes the next slice of one AES-CTR keystream under a fixed key.
+python3 - "$TREE" "$COUNT" <<-'EOF' || die "could not make the tree"
+	import os, subprocess, sys
+	top, n = sys.argv[1], int(sys.argv[2])
+	ks = subprocess.Popen(["openssl", "enc", "-aes-128-ctr", "-nosalt", "-pbkdf2",
+	                       "-pass", "pass:rdxfer-bench-tree"],
+	                      stdin=open("/dev/zero", "rb"), stdout=subprocess.PIPE,
+	                      stderr=subprocess.DEVNULL)
+	for i in range(n):
+	    d = os.path.join(top, "d%03d" % (i // 1000))
+	    if i % 1000 == 0:
+	        os.makedirs(d)
+	    size = 4096 + (i * 2654435761 % 2**32) % 61441
+	    data = ks.stdout.read(size)
+	    assert len(data) == size
+	    with open(os.path.join(d, "f%06d" % i), "wb") as f:
+	        f.write(data)
+	ks.kill()
+EOF
+TREE_BYTES=$(find "$TREE" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+cat "$SRC" >/dev/null
+find "$TREE" -type f -exec cat {} + >/dev/null
+
+# rdcp's tree mode: listed in --help, or a local trial copy works
+RDCP_R=0
+if "$RDCP" --help 2>&1 | grep -q -- --recursive; then
+	RDCP_R=1
+else
+	mkdir -p "$TMPD/try/a/b" && echo x >"$TMPD/try/a/b/c"
+	if timeout 20 "$RDCP" -q -r "$TMPD/try/a" "$TMPD/try/z" >/dev/null 2>&1 &&
+		diff -r "$TMPD/try/a" "$TMPD/try/z" >/dev/null 2>&1; then
+		RDCP_R=1
+	fi
+	rm -rf "$TMPD/try"
+fi
+
+# ---------------------------------------------------------------- rows
+# cmd TOOL CASE SRC DST: fills CMD (run in namespace B)
+cmd() {
+	local tool=$1 c=$2 src=$3 dst=$4
+	case "$tool $c" in
+	"scp file") CMD=(scp -q "${SSH_OPTS[@]}" "$src" "rdxhost:$dst") ;;
+	"scp tree") CMD=(scp -q -r "${SSH_OPTS[@]}" "$src" "rdxhost:$dst") ;;
+	"rsync file") CMD=(rsync -a -e "$SSH_LINE" "$src" "rdxhost:$dst") ;;
+	"rsync tree") CMD=(rsync -a -e "$SSH_LINE" "$src/" "rdxhost:$dst/") ;;
+	"tar file")
+		# shellcheck disable=SC2016 # expanded by the inner bash
+		CMD=(bash -c 'set -o pipefail; tar cf - -C "${1%/*}" "${1##*/}" |
+			$SSH_LINE rdxhost "tar xf - -C ${2%/*}"' bash "$src" "$dst") ;;
+	"tar tree")
+		# shellcheck disable=SC2016
+		CMD=(bash -c 'set -o pipefail; tar cf - -C "$1" . |
+			$SSH_LINE rdxhost "mkdir -p $2 && tar xf - -C $2"' bash "$src" "$dst") ;;
+	"rdcp file") CMD=("$RDCP" -q -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp tree") CMD=("$RDCP" -q -r -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp--encrypt file") CMD=("$RDCP" -q --encrypt -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	esac
+}
+export SSH_LINE
+
+# far_idle: sshd has reaped every session (so its children's CPU is in)
+far_idle() { [ -z "$(pgrep -P "$SSHD_PID")" ]; }
+
+row() {
+	local tool=$1 c=$2 name="$1 $2" d=$TMPD/r rc=0 f0 f1 far src dst
+	want "$name" || return 0
+	rm -rf "$d" "$TMPD/dst"
+	mkdir -p "$d" "$TMPD/dst"
+	if [ "$c" = tree ] && [ "$tool" = rdcp ] && [ "$RDCP_R" -eq 0 ]; then
+		add_row "$name"
+		R_NOTE[$name]="rdcp -r: not available in this build"
+		return 0
+	fi
+	if [ "$c" = file ]; then src=$SRC dst=$TMPD/dst/one.bin; else src=$TREE dst=$TMPD/dst/tree; fi
+	cmd "$tool" "$c" "$src" "$dst"
+	sync
+	wait_until 5 far_idle || true
+	f0=$(proc_cpu "$SSHD_PID")
+	timed "$d" ip netns exec "$NS_B" "${CMD[@]}" || rc=$?
+	wait_until 5 far_idle || log "$name: a session is still running on the far side"
+	f1=$(proc_cpu "$SSHD_PID")
+	far=$(awk -v a="$f0" -v b="$f1" 'BEGIN {printf "%.2f", b - a}')
+	if [ "$rc" -ne 0 ]; then
+		fail_row "$name" "$d" "exit $rc"
+		return 0
+	fi
+	if [ "$c" = file ]; then
+		cmp -s "$SRC" "$dst" || { fail_row "$name" "$d" "the copy differs from the source"; return 0; }
+	else
+		# a tree copied into DST rather than as DST is still a copy
+		[ -d "$dst/tree" ] && [ "$(ls "$dst")" = tree ] && dst=$dst/tree
+		diff -r "$TREE" "$dst" >"$d/diff" 2>&1 ||
+			{ fail_row "$name" "$d" "the copy differs from the source: $(head -n3 "$d/diff" | tr '\n' ' ')"; return 0; }
+	fi
+	rm -rf "$TMPD/dst"
+	record "$name" "$T_WALL" "$T_CPU" "$T_RSS" "$far"
+}
+
+log "sshd in $NS_A ($IP_A), clients in $NS_B ($IP_B), cipher $CIPHER"
+log "rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo "not available in this build")"
+log "file $BYTES bytes; tree $COUNT files, $TREE_BYTES bytes; runs $RUNS; timeout ${TIMEOUT}s"
+TOOLS=(scp rsync tar rdcp rdcp--encrypt)
+for run in $(seq 1 "$RUNS"); do
+	[ "$RUNS" -gt 1 ] && log "--- run $run/$RUNS"
+	for c in file tree; do
+		for tool in "${TOOLS[@]}"; do
+			[ "$tool $c" != "rdcp--encrypt tree" ] || continue
+			row "$tool" "$c"
+		done
+	done
+done
+
+# ---------------------------------------------------------------- report
+# speedup NAME REF: how many times faster NAME is than REF, or empty
+speedup() {
+	[ -n "${R_WALL[$1]:-}" ] && [ -n "${R_WALL[$2]:-}" ] || return 0
+	ratio "${R_WALL[$1]}" "${R_WALL[$2]}"
+}
+
+echo
+echo "rdxfer rdcp bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
+echo "sshd $(ssh -V 2>&1 | cut -d, -f1) in a network namespace, clients in another, over a veth pair; SSH cipher $CIPHER"
+echo "rdcp: $("$RDCP" --version 2>&1 | head -n1); rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo not available in this build)"
+echo "file: $BYTES bytes; tree: $COUNT files of 4-64 KiB, $TREE_BYTES bytes; best of $RUNS run(s)"
+echo
+echo "| case | tool | s | rate | × scp | × rsync | × tar\\|ssh | CPU s | far CPU s | peak RSS MiB |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for c in file tree; do
+	for tool in "${TOOLS[@]}"; do
+		n="$tool $c"
+		label=${tool/--encrypt/ --encrypt}
+		[ "$tool" = tar ] && label="tar c \\| ssh tar x"
+		[ "$tool" = rsync ] && label="rsync -a -e ssh"
+		[ "$tool $c" = "rdcp tree" ] && label="rdcp -r"
+		if [ -n "${R_WALL[$n]:-}" ]; then
+			w=${R_WALL[$n]}
+			if [ "$c" = file ]; then
+				rate=$(awk -v b="$BYTES" -v w="$w" 'BEGIN {printf "%.3f GB/s", b / w / 1e9}')
+			else
+				rate=$(awk -v n="$COUNT" -v w="$w" 'BEGIN {printf "%.0f files/s", n / w}')
+			fi
+			rss=$(awk -v k="${R_RSS[$n]}" 'BEGIN {printf "%.1f", k / 1024}')
+			echo "| $c | $label | $w | $rate | $(speedup "$n" "scp $c") | $(speedup "$n" "rsync $c") | $(speedup "$n" "tar $c") | ${R_CPU[$n]} | ${R_FAR[$n]} | $rss |"
+		elif [ -n "${R_NOTE[$n]:-}" ]; then
+			echo "| $c | $label | ${R_NOTE[$n]} | | | | | | | |"
+		fi
+	done
+done
+echo
+
+# goal WHAT NAME REF MIN: one line, met / not met / not measured
+goal() {
+	local x
+	x=$(speedup "$2" "$3")
+	if [ -z "$x" ]; then
+		echo "goal $1: not measured (${R_NOTE[$2]:-${R_NOTE[$3]:-row not run}})"
+	elif awk -v x="$x" -v m="$4" 'BEGIN {exit !(x >= m)}'; then
+		echo "goal $1: met ($x x)"
+	else
+		echo "goal $1: NOT met ($x x)"
+	fi
+}
+goal "file: rdcp >= 4 x scp" "rdcp file" "scp file" 4
+goal "file: rdcp >= 5 x rsync" "rdcp file" "rsync file" 5
+goal "tree: rdcp -r >= 2 x tar|ssh" "rdcp tree" "tar tree" 2
+goal "tree: rdcp -r >= 3 x rsync" "rdcp tree" "rsync tree" 3
+goal "file: rdcp --encrypt >= 3 x scp" "rdcp--encrypt file" "scp file" 3
+[ ${#FAILED[@]} -eq 0 ] || { echo; echo "FAILED ROWS: ${FAILED[*]}"; }
+[ ${#FAILED[@]} -eq 0 ]
