@@ -19,11 +19,11 @@ OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
 CFLAGS ?= $(OPT)
-PKGS := libzstd libcrypto libxxhash libibverbs librdmacm libcurl expat
+PKGS := libzstd libcrypto libxxhash libibverbs librdmacm libcurl expat libarchive
 ALL_CFLAGS := -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-missing-field-initializers \
 	-D_GNU_SOURCE -DRDX_VERSION='"$(VERSION)"' -pthread $(SAN) $(CFLAGS) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm -lcurl -lexpat) -pthread
+LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm -lcurl -lexpat -larchive) -pthread
 ALL_LDFLAGS := $(SAN) $(LDFLAGS)
 
 ifeq ($(V),1)

@@ -95,6 +95,7 @@ struct cli_state {
 	bool json;
 	bool server;	  /* --server */
 	bool stop_on_eof; /* --stop-on-eof */
+	bool tree;	  /* -r */
 	const char *port; /* --port */
 	bool done; /* --help, --version or --completion ran: exit 0 */
 };

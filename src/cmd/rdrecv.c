@@ -22,6 +22,8 @@ static const struct rdx_opt rdrecv_opts[] = {
 	  "fsync the file and its directory before the final rename", NULL },
 	{ "connect", OPT_CONNECT, RDX_ARG_REQUIRED, "HOST",
 	  "dial an rdsend --server on HOST PORT instead of listening on PORT", "host" },
+	{ "recursive", 'r', RDX_ARG_NONE, NULL,
+	  "receive a tree (rdsend -r) into the directory FILE (default: .)", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -30,6 +32,7 @@ static const struct rdx_cli rdrecv_cli = {
 	.tool = "rdrecv",
 	.usage = "[OPTIONS] PORT [KEY] [FILE]",
 	.summary = "Receive one stream from rdsend on PORT into FILE (or standard output);\n"
+		   "with -r, a tree into the directory FILE;\n"
 		   "with --connect HOST, fetch it from an rdsend --server on HOST PORT.",
 	.opts = rdrecv_opts,
 };
@@ -42,6 +45,9 @@ static int handle(int key, const char *arg, void *ctx)
 	if (ret <= 0)
 		return ret;
 	switch (key) {
+	case 'r':
+		c->tree = c->o.tree = true;
+		return 0;
 	case OPT_WAIT:
 		if (rdx_parse_seconds(arg, &c->o.wait_ms)) {
 			rdx_error("invalid value '%s' for --wait: expected seconds", arg);
@@ -136,11 +142,15 @@ int main(int argc, char **argv)
 	if (c.o.host && c.o.wait_ms)
 		c.o.connect_timeout_ms = c.o.wait_ms;
 run:
+	if (c.tree && c.o.path && !strcmp(c.o.path, "-")) {
+		rdx_error("-r extracts into a directory, not standard output");
+		return RDX_EXIT_USAGE;
+	}
 	cli_signals(&c.o);
 	ret = rdx_recv(&c.o, &st);
 	rdx_key_release(&c.o.key);
 	if (ret)
 		return rdx_exit_code(ret);
-	cli_report(&c, &st, !c.o.path || !strcmp(c.o.path, "-"));
+	cli_report(&c, &st, !c.tree && (!c.o.path || !strcmp(c.o.path, "-")));
 	return RDX_EXIT_OK;
 }

@@ -22,14 +22,20 @@ static const struct rdx_opt rdsend_opts[] = {
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "keep retrying the connection this long; with --server, wait this long for the receiver (default 10)",
 	  NULL },
+	{ "recursive", 'r', RDX_ARG_NONE, NULL,
+	  "send the FILEs and directories as one tree (rdrecv -r extracts it)", NULL },
+	{ "dereference", 'L', RDX_ARG_NONE, NULL,
+	  "with -r, follow every symlink instead of sending it", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
 
 static const struct rdx_cli rdsend_cli = {
 	.tool = "rdsend",
-	.usage = "[OPTIONS] HOST PORT [KEY] [FILE]",
+	.usage = "[OPTIONS] HOST PORT [KEY] [FILE]\n"
+		 "       rdsend -r [OPTIONS] HOST PORT [KEY] PATH...",
 	.summary = "Send FILE (or standard input) to an rdrecv waiting on HOST PORT;\n"
+		   "with -r, send files and directories as one tree;\n"
 		   "with --server [FILE], listen and let the receiver dial in instead.",
 	.opts = rdsend_opts,
 };
@@ -43,6 +49,12 @@ static int handle(int key, const char *arg, void *ctx)
 	if (ret <= 0)
 		return ret;
 	switch (key) {
+	case 'r':
+		c->tree = true;
+		return 0;
+	case 'L':
+		c->o.tree_follow = true;
+		return 0;
 	case OPT_COMPRESS:
 		c->o.compress = 1;
 		if (arg) {
@@ -69,7 +81,7 @@ int main(int argc, char **argv)
 	struct cli_state c = { .cli = &rdsend_cli };
 	struct rdx_xfer_stats st = { 0 };
 	char *key = NULL;
-	int optind_, npos, ret;
+	int optind_, npos, first, ret;
 	uint64_t port;
 
 	rdx_log_init("rdsend", 0);
@@ -84,44 +96,60 @@ int main(int argc, char **argv)
 	if (c.server) {
 		/* --server [FILE]: the receiver dials us; the key comes on
 		 * stdin, and the data after it when there is no FILE. */
-		if (npos > 1) {
+		if (npos > 1 && !c.tree) {
 			rdx_error("usage: rdsend --server [OPTIONS] [FILE] (see --help)");
 			return RDX_EXIT_USAGE;
 		}
+		first = optind_;
 		c.o.path = npos ? argv[optind_] : NULL;
 		c.o.wait_ms = c.o.connect_timeout_ms;
-		if (c.stop_on_eof && (!c.o.path || !strcmp(c.o.path, "-"))) {
+		if (c.stop_on_eof && !c.tree && (!c.o.path || !strcmp(c.o.path, "-"))) {
 			rdx_error("--stop-on-eof needs FILE: standard input carries the data");
 			return RDX_EXIT_USAGE;
 		}
-		ret = cli_server_setup(&c);
-		if (ret)
-			return ret;
-		goto run;
+	} else {
+		/* HOST PORT [KEY] [FILE], or with -r HOST PORT [KEY] PATH...;
+		 * KEY is left out when it comes from --key-file or RDX_KEY. */
+		bool elsewhere = cli_key_elsewhere(&c);
+
+		if (c.tree ? npos < (elsewhere ? 3 : 4)
+			   : npos < 2 || npos > 4 || (npos == 2 && !elsewhere)) {
+			rdx_error("usage: rdsend %s (see --help)",
+				  c.tree ? "-r HOST PORT [KEY] PATH..." : "HOST PORT [KEY] [FILE]");
+			return RDX_EXIT_USAGE;
+		}
+		c.o.host = argv[optind_];
+		c.o.port = argv[optind_ + 1];
+		if (rdx_parse_uint(c.o.port, 1, 65535, &port)) {
+			rdx_error("invalid port '%s'", c.o.port);
+			return RDX_EXIT_USAGE;
+		}
+		if (c.tree ? !elsewhere : npos == 4 || (npos == 3 && !elsewhere))
+			key = argv[optind_ + 2];
+		first = optind_ + 2 + (key != NULL);
+		if (!c.tree && first < argc)
+			c.o.path = argv[argc - 1];
+	}
+	if (c.tree) {
+		if (first >= argc) {
+			rdx_error("-r needs at least one PATH to send");
+			return RDX_EXIT_USAGE;
+		}
+		c.o.tree_paths = (const char *const *)argv + first;
+		c.o.ntree = (unsigned)(argc - first);
+		c.o.path = NULL;
+	} else if (c.o.tree_follow) {
+		rdx_error("-L is for trees: use it with -r");
+		return RDX_EXIT_USAGE;
 	}
 	ret = cli_server_setup(&c);
 	if (ret)
 		return ret;
-	/* HOST PORT [KEY] [FILE]; KEY is left out when it comes from
-	 * --key-file or RDX_KEY. */
-	if (npos < 2 || npos > 4 || (npos == 2 && !cli_key_elsewhere(&c))) {
-		rdx_error("usage: rdsend %s (see --help)", rdsend_cli.usage);
-		return RDX_EXIT_USAGE;
+	if (!c.server) {
+		ret = cli_load_key(&c, key);
+		if (ret)
+			return ret;
 	}
-	c.o.host = argv[optind_];
-	c.o.port = argv[optind_ + 1];
-	if (rdx_parse_uint(c.o.port, 1, 65535, &port)) {
-		rdx_error("invalid port '%s'", c.o.port);
-		return RDX_EXIT_USAGE;
-	}
-	if (npos == 4 || (npos == 3 && !cli_key_elsewhere(&c)))
-		key = argv[optind_ + 2];
-	if (npos == 4 || (npos == 3 && cli_key_elsewhere(&c)))
-		c.o.path = argv[argc - 1];
-	ret = cli_load_key(&c, key);
-	if (ret)
-		return ret;
-run:
 	cli_signals(&c.o);
 	ret = rdx_send(&c.o, &st);
 	rdx_key_release(&c.o.key);

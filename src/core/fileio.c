@@ -135,6 +135,20 @@ err_free:
 	return -err;
 }
 
+int rdx_source_open_fd(struct rdx_source **out, int fd, const atomic_int *stop)
+{
+	struct rdx_source *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->fd = fd;
+	s->dfd = -1;
+	s->own = true;
+	s->stop = stop;
+	*out = s;
+	return 0;
+}
+
 bool rdx_source_seekable(const struct rdx_source *s)
 {
 	return s->seekable;
@@ -422,6 +436,21 @@ static int fsync_dir(const char *dir)
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
+		     const atomic_int *stop)
+{
+	struct rdx_sink *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->fd = fd;
+	k->dfd = -1;
+	k->name = name;
+	k->stop = stop;
+	*out = k;
+	return 0;
 }
 
 int rdx_sink_flush(struct rdx_sink *k, uint64_t total)

@@ -22,6 +22,10 @@ struct rdx_sink;
 int rdx_source_open(struct rdx_source **out, const char *path,
 		    const atomic_int *stop);
 
+/* A stream source reading fd (a pipe from a producer thread), which the
+ * source owns and closes.  Returns 0 or -ENOMEM. */
+int rdx_source_open_fd(struct rdx_source **out, int fd, const atomic_int *stop);
+
 /* True for regular files: size known, chunks readable in parallel. */
 bool rdx_source_seekable(const struct rdx_source *s);
 
@@ -49,6 +53,11 @@ void rdx_source_close(struct rdx_source *s);
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		  uint64_t size, bool do_fsync, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted);
+
+/* A stream sink writing into fd (a pipe to a consumer thread), which the
+ * sink owns and closes; name is for messages.  Returns 0 or -ENOMEM. */
+int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
+		     const atomic_int *stop);
 
 /* True when writes at distinct offsets may run in parallel. */
 bool rdx_sink_parallel(const struct rdx_sink *k);

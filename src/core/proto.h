@@ -69,10 +69,11 @@ struct rdx_opts_wire {
 	uint16_t streams;
 	uint8_t compress; /* zstd level, 0 = off */
 	uint8_t encrypt;  /* 1 = AES-256-GCM on every frame */
-	uint32_t flags;	  /* RDX_OPT_SIZE_KNOWN */
+	uint32_t flags;	  /* RDX_OPT_* */
 	uint64_t size;	  /* stream length when known */
 };
 #define RDX_OPT_SIZE_KNOWN 1u
+#define RDX_OPT_TREE 2u /* the stream is a directory tree (src/core/tree.h) */
 #define RDX_OPTS_LEN 24
 
 /* What the receiver settles on, in ACCEPT. */

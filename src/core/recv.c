@@ -17,6 +17,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "log.h"
+#include "tree.h"
 #include "units.h"
 #include "zpack.h"
 
@@ -25,10 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct receiver {
 	struct rdx_session s;
 	struct rdx_sink *sink;
+	struct rdx_tree_unpack *tree; /* -r: the thread reading sink's pipe */
 	pthread_t writers[64];
 	unsigned nwriters;
 	atomic_uint writers_done;
@@ -314,6 +317,23 @@ static int order_hook(void *arg, struct rdx_slot *slot)
 
 static int finish(struct receiver *x);
 
+/* Ends a tree's extraction: closes its pipe, waits for the unpacker and
+ * records why it failed.  Called by the (single) writer, or at the end. */
+static int end_tree(struct receiver *x, bool ok)
+{
+	struct rdx_session *s = &x->s;
+	char why[256];
+	int ret;
+
+	rdx_sink_close(x->sink);
+	x->sink = NULL;
+	ret = rdx_tree_unpack_finish(x->tree, ok, why, sizeof(why));
+	x->tree = NULL;
+	if (ret && ret != -ECANCELED)
+		return sess_fail(s, ret, "%s", why);
+	return ret;
+}
+
 static void *writer_main(void *arg)
 {
 	struct receiver *x = arg;
@@ -324,7 +344,10 @@ static void *writer_main(void *arg)
 	while ((ret = rdx_ring_take(s->ring, order_hook, s, &slot)) == 1) {
 		ret = rdx_sink_write(x->sink, slot->data, slot->len, slot->offset);
 		if (ret) {
-			if (ret != -ECANCELED)
+			/* An unpacker that stopped reading says why itself. */
+			if (x->tree && ret == -EPIPE)
+				end_tree(x, false);
+			else if (ret != -ECANCELED)
 				sess_fail(s, -RDX_ELOCAL, "cannot write '%s': %s",
 					  rdx_sink_name(x->sink), rdx_strerror(ret));
 			break;
@@ -349,15 +372,11 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/* Opens the output and the ring once the sender is authenticated.  A
- * failure here ends rdrecv (the sender is told why). */
-static int prepare(struct receiver *x)
+/* The file or stdout as the sink. */
+static int open_file(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
-	uint64_t budget = (uint64_t)o->slots * o->slot_size;
-	uint64_t nslots = budget / s->opts.slot_size;
-	size_t wire = 0;
 	int ret;
 
 	ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
@@ -373,6 +392,50 @@ static int prepare(struct receiver *x)
 		return sess_fail(s, -RDX_ELOCAL, "cannot create '%s': %s",
 				 o->path ? o->path : "standard output",
 				 rdx_strerror(ret));
+	return 0;
+}
+
+/* -r: the unpacker, and the pipe to it as the sink. */
+static int open_tree(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	const char *dst = s->o->path ? s->o->path : ".";
+	int ret, fd;
+
+	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, &s->stop, &fd);
+	if (ret == -ENOTDIR)
+		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",
+				 dst);
+	if (ret)
+		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': %s", dst,
+				 rdx_strerror(ret));
+	ret = rdx_sink_open_fd(&x->sink, fd, dst, &s->stop);
+	if (ret) {
+		close(fd);
+		end_tree(x, false);
+		return sess_fail(s, ret, "out of memory");
+	}
+	return 0;
+}
+
+/* Opens the output and the ring once the sender is authenticated.  A
+ * failure here ends rdrecv (the sender is told why). */
+static int prepare(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	uint64_t budget = (uint64_t)o->slots * o->slot_size;
+	uint64_t nslots = budget / s->opts.slot_size;
+	size_t wire = 0;
+	int ret;
+
+	if (!(s->opts.flags & RDX_OPT_TREE) != !o->tree)
+		return sess_fail(s, -RDX_EUSAGE, o->tree
+				 ? "the sender sends a stream, not a directory tree"
+				 : "the sender sends a directory tree: receive it with -r");
+	ret = o->tree ? open_tree(x) : open_file(x);
+	if (ret)
+		return ret;
 	/* Memory stays what --slots x --slot-size allow, whatever slot size
 	 * the sender picked (but at least two slots). */
 	if (nslots < 2)
@@ -632,14 +695,26 @@ static int finish(struct receiver *x)
 				 rdx_sink_name(x->sink), rdx_strerror(ret));
 	/* Publish only if nothing failed meanwhile (Ctrl-C during a long
 	 * fsync); once the name is in place the transfer has succeeded. */
-	pthread_mutex_lock(&s->lock);
-	ret = s->err;
-	if (!ret) {
-		ret = rdx_sink_publish(x->sink);
-		if (!ret)
-			s->final = true;
+	if (x->tree) {
+		/* Every file was published as its own hash matched; what
+		 * is left is the end of the archive and directory times. */
+		ret = sess_error(s);
+		if (ret || (ret = end_tree(x, true)))
+			return ret;
+		pthread_mutex_lock(&s->lock);
+		ret = s->err;
+		s->final = !ret;
+		pthread_mutex_unlock(&s->lock);
+	} else {
+		pthread_mutex_lock(&s->lock);
+		ret = s->err;
+		if (!ret) {
+			ret = rdx_sink_publish(x->sink);
+			if (!ret)
+				s->final = true;
+		}
+		pthread_mutex_unlock(&s->lock);
 	}
-	pthread_mutex_unlock(&s->lock);
 	if (ret && !sess_error(s))
 		return sess_fail(s, -RDX_ELOCAL, "cannot finish '%s': %s",
 				 rdx_sink_name(x->sink), rdx_strerror(ret));
@@ -700,6 +775,8 @@ out:
 	sess_send_error(s);
 	stop_pipeline(x);
 	sess_stats(s, st, "received");
+	if (x->tree)
+		end_tree(x, false);
 	ret = sess_finish(s);
 	rdx_sink_close(x->sink);
 	link_close(s);

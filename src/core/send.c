@@ -15,6 +15,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "log.h"
+#include "tree.h"
 #include "units.h"
 #include "zpack.h"
 
@@ -27,6 +28,7 @@
 struct sender {
 	struct rdx_session s;
 	struct rdx_source *src;
+	struct rdx_tree_pack *pack; /* -r: the thread writing src's pipe */
 	const char *src_name;
 	uint64_t nchunks; /* seekable sources: known up front */
 	_Atomic uint64_t next_seq;
@@ -562,6 +564,35 @@ static void stop_pipeline(struct sender *x)
 		pthread_join(x->readers[i], NULL);
 }
 
+/* The file, stdin, or a tree's packer at the far end of a pipe. */
+static int open_source(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	int ret, fd;
+
+	if (o->ntree) {
+		x->src_name = "the tree";
+		ret = rdx_tree_pack_start(&x->pack, o->tree_paths, o->ntree,
+					  o->tree_follow, &fd);
+		if (!ret) {
+			ret = rdx_source_open_fd(&x->src, fd, &s->stop);
+			if (ret)
+				close(fd);
+		}
+		if (ret)
+			return sess_fail(s, -RDX_ELOCAL, "cannot start sending the tree: %s",
+					 rdx_strerror(ret));
+		return 0;
+	}
+	x->src_name = o->path && strcmp(o->path, "-") ? o->path : "standard input";
+	ret = rdx_source_open(&x->src, o->path, &s->stop);
+	if (ret)
+		return sess_fail(s, -RDX_ELOCAL, "cannot open '%s': %s", x->src_name,
+				 rdx_strerror(ret));
+	return 0;
+}
+
 int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 {
 	struct sender *x = calloc(1, sizeof(*x));
@@ -578,13 +609,9 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		sess_fail(s, ret, "out of memory");
 		goto out;
 	}
-	x->src_name = o->path && strcmp(o->path, "-") ? o->path : "standard input";
-	ret = rdx_source_open(&x->src, o->path, &s->stop);
-	if (ret) {
-		sess_fail(s, -RDX_ELOCAL, "cannot open '%s': %s", x->src_name,
-			  rdx_strerror(ret));
+	ret = open_source(x);
+	if (ret)
 		goto out;
-	}
 	s->opts = (struct rdx_opts_wire){
 		.slot_size = o->slot_size,
 		.slots = o->slots,
@@ -592,7 +619,9 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		.compress = (uint8_t)o->compress,
 		.encrypt = o->encrypt,
 	};
-	if (rdx_source_seekable(x->src)) {
+	if (x->pack) {
+		s->opts.flags = RDX_OPT_TREE;
+	} else if (rdx_source_seekable(x->src)) {
 		s->opts.flags = RDX_OPT_SIZE_KNOWN;
 		s->opts.size = rdx_source_size(x->src);
 	}
@@ -619,7 +648,13 @@ out:
 	sess_stats(s, st, "sent");
 	ret = sess_finish(s);
 	link_close(s);
-	rdx_source_close(x->src);
+	rdx_source_close(x->src); /* a packer still writing sees EPIPE */
+	if (x->pack) {
+		int pret = rdx_tree_pack_finish(x->pack);
+
+		if (!ret)
+			ret = pret;
+	}
 	sess_release(s);
 	free(x);
 	return ret;

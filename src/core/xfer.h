@@ -17,7 +17,14 @@ struct rdx_xfer_opts {
 	const char *port; /* dialing: the peer's port; listening: ours ("0": any) */
 	const char *bind;
 	int family;	  /* AF_UNSPEC, AF_INET, AF_INET6 */
-	const char *path; /* NULL or "-": stdin / stdout */
+	const char *path; /* NULL or "-": stdin / stdout; a tree's destination */
+	/* Trees (src/core/tree.h): a sender with ntree > 0 sends these files
+	 * and directories as one tree (path unused); a receiver with tree
+	 * set extracts one under path. */
+	const char *const *tree_paths;
+	unsigned ntree;
+	bool tree;	   /* receiver */
+	bool tree_follow;  /* sender: follow every symlink (-L) */
 	struct rdx_key key;
 	enum rdx_transport_mode transport;
 	const char *rdma_dev; /* --rdma-dev, or NULL */

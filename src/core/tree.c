@@ -1,0 +1,913 @@
+/* Directory trees as one pax stream (see tree.h for the format).  The
+ * walking, the archive format, sparse maps, hard links and restoring
+ * metadata are libarchive's; what is ours is the temporary-then-rename
+ * of every regular file, its hash, and the checks on received names. */
+#include "tree.h"
+
+#include "err.h"
+#include "io.h"
+#include "log.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define PACK_BLOCK (64u << 10)	 /* libarchive's output blocks */
+#define UNPACK_BUF (256u << 10) /* one read from the stream pipe */
+
+/* ---- shared ---------------------------------------------------------- */
+
+static int new_pipe(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	/* Best effort: a pipe as large as a slot saves wakeups. */
+	(void)fcntl(fds[1], F_SETPIPE_SZ, 1 << 20);
+	return 0;
+}
+
+/* A received name is safe when it is relative and has no ".." component
+ * (an empty one or "." is harmless). */
+static bool name_safe(const char *p)
+{
+	const char *c = p;
+
+	if (!*p || *p == '/')
+		return false;
+	while (*c) {
+		const char *end = strchrnul(c, '/');
+
+		if (end - c == 2 && c[0] == '.' && c[1] == '.')
+			return false;
+		c = *end ? end + 1 : end;
+	}
+	return true;
+}
+
+/* ---- sender: walk and pack -------------------------------------------- */
+
+struct rdx_tree_pack {
+	pthread_t thread;
+	int fd; /* the stream's write end: the thread's, closed when it ends */
+	char **paths;
+	unsigned n;
+	bool follow;
+	/* Written by the thread, read after the join. */
+	int err;	     /* the stream itself failed (-errno) */
+	unsigned unreadable; /* files skipped or sent empty */
+	unsigned unwalkable; /* sources that could not be opened */
+};
+
+static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
+			     size_t len)
+{
+	struct rdx_tree_pack *p = arg;
+	ssize_t n = rdx_write_full(p->fd, buf, len, NULL);
+
+	if (n < 0) {
+		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
+		return -1;
+	}
+	return n;
+}
+
+/* The name a source is sent under: its last component ("dir/" and
+ * "dir/." give "dir"; "." gives the current directory's name).  NULL for
+ * "/", which has none. */
+static char *top_name(const char *path)
+{
+	char *real = NULL, *top;
+	const char *base, *end;
+
+	end = path + strlen(path);
+	while (end > path + 1 && end[-1] == '/')
+		end--;
+	base = end;
+	while (base > path && base[-1] != '/')
+		base--;
+	if ((end - base == 1 && base[0] == '.') ||
+	    (end - base == 2 && base[0] == '.' && base[1] == '.') ||
+	    end == base || (end - base == 1 && base[0] == '/')) {
+		real = realpath(path, NULL);
+		if (!real || strcmp(real, "/") == 0) {
+			free(real);
+			return NULL;
+		}
+		top = strdup(strrchr(real, '/') + 1);
+		free(real);
+		return top;
+	}
+	return strndup(base, (size_t)(end - base));
+}
+
+/* Bytes of data a file's entry carries: its size, or for a sparse file
+ * the sum of its data regions. */
+static int64_t data_bytes(struct archive_entry *e)
+{
+	la_int64_t off, len, sum = 0;
+
+	if (archive_entry_sparse_reset(e) == 0)
+		return archive_entry_size(e);
+	while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)
+		sum += len;
+	return sum;
+}
+
+/* Writes the hash entry that follows a regular file: its XXH3-128, or no
+ * bytes at all when the file could not be read whole. */
+static int pack_hash(struct archive *w, XXH3_state_t *h, bool good)
+{
+	struct archive_entry *e = archive_entry_new();
+	XXH128_canonical_t c;
+	int ret = 0;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_set_pathname(e, RDX_TREE_HASH_NAME);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0400);
+	archive_entry_set_size(e, good ? (la_int64_t)sizeof(c.digest) : 0);
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
+	if (archive_write_header(w, e) < ARCHIVE_WARN ||
+	    (good && archive_write_data(w, c.digest, sizeof(c.digest)) !=
+			     (la_ssize_t)sizeof(c.digest)))
+		ret = -EPIPE;
+	archive_entry_free(e);
+	return ret;
+}
+
+/* Sends one regular file's data and its hash.  Returns 0 (a read failure
+ * is only counted) or -EPIPE when the stream failed. */
+static int pack_data(struct rdx_tree_pack *p, struct archive *disk,
+		     struct archive *w, struct archive_entry *e, XXH3_state_t *h)
+{
+	static const char zeros[64 << 10];
+	int64_t want = data_bytes(e), got = 0;
+	la_int64_t off, pos = 0;
+	const void *buf;
+	size_t size;
+	int r;
+
+	XXH3_128bits_reset(h);
+	for (;;) {
+		r = archive_read_data_block(disk, &buf, &size, &off);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			rdx_warn("cannot read '%s': %s", archive_entry_sourcepath(e),
+				 archive_error_string(disk));
+			break;
+		}
+		if (got + (int64_t)size > want)
+			size = (size_t)(want - got); /* grew while read */
+		/* The pax writer takes a sparse file's whole content in
+		 * order and drops what falls in its holes. */
+		while (pos < off) {
+			size_t gap = off - pos < (la_int64_t)sizeof(zeros)
+					     ? (size_t)(off - pos) : sizeof(zeros);
+
+			if (archive_write_data(w, zeros, gap) != (la_ssize_t)gap)
+				return -EPIPE;
+			pos += (la_int64_t)gap;
+		}
+		XXH3_128bits_update(h, buf, size);
+		if (size && archive_write_data(w, buf, size) != (la_ssize_t)size)
+			return -EPIPE;
+		got += (int64_t)size;
+		pos += (la_int64_t)size;
+	}
+	if (got != want) {
+		if (r == ARCHIVE_EOF)
+			rdx_warn("'%s' changed while it was read; not sent",
+				 archive_entry_sourcepath(e));
+		p->unreadable++;
+	}
+	/* libarchive pads a short entry with zeros; the empty hash tells the
+	 * receiver to drop it. */
+	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		return -EPIPE;
+	return pack_hash(w, h, got == want);
+}
+
+/* Sends one walked entry.  Returns 0 or -EPIPE. */
+static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
+		      struct archive *w, struct archive_entry_linkresolver *lr,
+		      struct archive_entry *e, XXH3_state_t *h)
+{
+	struct archive_entry *spare = NULL;
+	mode_t type = archive_entry_filetype(e);
+	int r;
+
+	if (type == AE_IFSOCK || type == AE_IFCHR || type == AE_IFBLK) {
+		rdx_warn("skipping '%s': not a file, directory or symlink",
+			 archive_entry_sourcepath(e));
+		return 0;
+	}
+	archive_entry_linkify(lr, &e, &spare);
+	if (!e)
+		return 0;
+	r = archive_write_header(w, e);
+	if (r == ARCHIVE_FATAL)
+		return -EPIPE;
+	if (r < ARCHIVE_OK)
+		rdx_warn("'%s': %s", archive_entry_sourcepath(e), archive_error_string(w));
+	if (r >= ARCHIVE_WARN && type == AE_IFREG && !archive_entry_hardlink(e))
+		return pack_data(p, disk, w, e, h);
+	return 0;
+}
+
+/* Walks one source.  Returns 0 or -EPIPE. */
+static int pack_root(struct rdx_tree_pack *p, struct archive *w,
+		     struct archive_entry_linkresolver *lr, const char *path,
+		     XXH3_state_t *h)
+{
+	struct archive *disk = NULL;
+	struct archive_entry *e = NULL;
+	char *root = strdup(path), *top = top_name(path), *name = NULL;
+	size_t rlen, cap = 0;
+	int ret = 0, r;
+
+	if (!root || !top) {
+		rdx_warn("cannot send '%s': %s", path,
+			 !top && root ? "it has no name to send it under" : strerror(errno));
+		p->unwalkable++;
+		goto out;
+	}
+	rlen = strlen(root);
+	while (rlen > 1 && root[rlen - 1] == '/')
+		root[--rlen] = '\0';
+	disk = archive_read_disk_new();
+	e = archive_entry_new();
+	if (!disk || !e) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (p->follow)
+		archive_read_disk_set_symlink_logical(disk);
+	else
+		archive_read_disk_set_symlink_hybrid(disk); /* sources followed */
+	archive_read_disk_set_standard_lookup(disk);
+	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
+						     ARCHIVE_READDISK_NO_ACL |
+						     ARCHIVE_READDISK_NO_FFLAGS);
+	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
+		rdx_warn("cannot read '%s': %s", path, archive_error_string(disk));
+		p->unwalkable++;
+		goto out;
+	}
+	for (;;) {
+		const char *src, *rest;
+		size_t need;
+
+		archive_entry_clear(e);
+		r = archive_read_next_header2(disk, e);
+		if (r == ARCHIVE_EOF)
+			break;
+		src = archive_entry_pathname(e);
+		if (r < ARCHIVE_OK)
+			rdx_warn("cannot read '%s': %s", src ? src : path,
+				 archive_error_string(disk));
+		if (r == ARCHIVE_FATAL) {
+			p->unwalkable++;
+			break;
+		}
+		if (r == ARCHIVE_FAILED || !src) {
+			p->unreadable++;
+			continue;
+		}
+		archive_read_disk_descend(disk);
+		/* root/x/y is sent as top/x/y. */
+		rest = strncmp(src, root, rlen) == 0 ? src + rlen : "";
+		if (rlen == 1 && root[0] == '/')
+			rest = src; /* unreachable: "/" has no top */
+		need = strlen(top) + strlen(rest) + 1;
+		if (need > cap) {
+			char *bigger = realloc(name, need);
+
+			if (!bigger) {
+				ret = -ENOMEM;
+				break;
+			}
+			name = bigger;
+			cap = need;
+		}
+		snprintf(name, cap, "%s%s", top, rest);
+		archive_entry_copy_sourcepath(e, src);
+		archive_entry_copy_pathname(e, name);
+		ret = pack_entry(p, disk, w, lr, e, h);
+		if (ret)
+			break;
+	}
+out:
+	if (disk)
+		archive_read_free(disk);
+	archive_entry_free(e);
+	free(name);
+	free(top);
+	free(root);
+	return ret;
+}
+
+static void *pack_main(void *arg)
+{
+	struct rdx_tree_pack *p = arg;
+	struct archive *w = archive_write_new();
+	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
+	XXH3_state_t *h = XXH3_createState();
+	struct archive_entry *e = NULL, *spare = NULL;
+	unsigned i;
+	int ret = 0;
+
+	if (!w || !lr || !h) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	archive_write_set_format_pax_restricted(w);
+	archive_write_set_bytes_per_block(w, PACK_BLOCK);
+	archive_write_set_bytes_in_last_block(w, 1);
+	archive_entry_linkresolver_set_strategy(lr, archive_format(w));
+	if (archive_write_open2(w, p, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
+		ret = -EPIPE;
+		goto out;
+	}
+	for (i = 0; i < p->n && !ret; i++)
+		ret = pack_root(p, w, lr, p->paths[i], h);
+	/* The pax strategy defers nothing, but the contract is to ask. */
+	while (!ret) {
+		archive_entry_linkify(lr, &e, &spare);
+		if (!e)
+			break;
+		if (archive_write_header(w, e) == ARCHIVE_FATAL)
+			ret = -EPIPE;
+	}
+	if (!ret && archive_write_close(w) != ARCHIVE_OK)
+		ret = -EPIPE;
+out:
+	if (ret && w)
+		archive_write_fail(w);
+	if (w)
+		archive_write_free(w);
+	archive_entry_linkresolver_free(lr);
+	XXH3_freeState(h);
+	p->err = ret;
+	close(p->fd); /* the reader sees the end of the stream */
+	return NULL;
+}
+
+int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
+			unsigned n, bool follow, int *fd)
+{
+	struct rdx_tree_pack *p = calloc(1, sizeof(*p));
+	int fds[2], ret;
+	unsigned i;
+
+	if (!p)
+		return -ENOMEM;
+	p->paths = calloc(n ? n : 1, sizeof(*p->paths));
+	if (!p->paths) {
+		free(p);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		p->paths[i] = strdup(paths[i]);
+		if (!p->paths[i]) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+	p->n = n;
+	p->follow = follow;
+	ret = new_pipe(fds);
+	if (ret)
+		goto err;
+	p->fd = fds[1];
+	ret = -pthread_create(&p->thread, NULL, pack_main, p);
+	if (ret) {
+		close(fds[0]);
+		close(fds[1]);
+		goto err;
+	}
+	*fd = fds[0];
+	*out = p;
+	return 0;
+err:
+	for (i = 0; i < n; i++)
+		free(p->paths[i]);
+	free(p->paths);
+	free(p);
+	return ret;
+}
+
+int rdx_tree_pack_finish(struct rdx_tree_pack *p)
+{
+	unsigned i;
+	int ret;
+
+	pthread_join(p->thread, NULL);
+	ret = p->err == -ENOMEM		      ? -ENOMEM
+	      : p->unwalkable || p->unreadable ? -RDX_ELOCAL
+					       : 0;
+	if (p->unwalkable || p->unreadable)
+		rdx_error("%u file%s could not be read (named above)",
+			  p->unwalkable + p->unreadable,
+			  p->unwalkable + p->unreadable == 1 ? "" : "s");
+	for (i = 0; i < p->n; i++)
+		free(p->paths[i]);
+	free(p->paths);
+	free(p);
+	return ret;
+}
+
+/* ---- receiver: unpack ------------------------------------------------- */
+
+struct rdx_tree_unpack {
+	pthread_t thread;
+	int fd;		  /* the stream's read end: the thread's */
+	int cwd;	  /* where to return to */
+	char *rename_top; /* dst's name when it is created, else NULL */
+	char *top_seen;	  /* the first entry's first component */
+	bool as_root;
+	const atomic_int *stop;
+	void *buf;
+	XXH3_state_t *hash;
+	/* The regular file waiting for its hash entry. */
+	char *pend_final; /* NULL: none */
+	char *pend_tmp;	  /* NULL: it failed here, drop it */
+	_Atomic uint64_t files, bytes;
+	unsigned failed;
+	int err; /* fatal: the first one */
+	char why[256];
+};
+
+static int unpack_fail(struct rdx_tree_unpack *u, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int unpack_fail(struct rdx_tree_unpack *u, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!u->err) {
+		u->err = err;
+		va_start(ap, fmt);
+		vsnprintf(u->why, sizeof(u->why), fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
+static la_ssize_t unpack_read(struct archive *a, void *arg, const void **buf)
+{
+	struct rdx_tree_unpack *u = arg;
+	ssize_t n;
+
+	do
+		n = read(u->fd, u->buf, UNPACK_BUF);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		archive_set_error(a, errno, "%s", strerror(errno));
+		return -1;
+	}
+	*buf = u->buf;
+	return n;
+}
+
+/* Refuses a name whose directories (not its last component) include a
+ * symlink: we never write or link through one. */
+static bool parents_real(const char *name)
+{
+	char *copy = strdup(name), *slash;
+	struct stat st;
+	bool ok = true;
+
+	if (!copy)
+		return false;
+	for (slash = strchr(copy, '/'); slash && ok; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (lstat(copy, &st) == 0)
+			ok = S_ISDIR(st.st_mode);
+		else if (errno != ENOENT)
+			ok = false;
+		else
+			break; /* not there yet: made by the extraction */
+		*slash = '/';
+	}
+	free(copy);
+	return ok;
+}
+
+/* The local name for a received one: checked, and with the top component
+ * replaced by dst's name when dst is created.  Returns a new string, or
+ * NULL with the failure recorded. */
+static char *map_name(struct rdx_tree_unpack *u, const char *in)
+{
+	const char *slash;
+	size_t toplen;
+	char *out;
+
+	if (!in || !name_safe(in)) {
+		unpack_fail(u, -RDX_EPROTO, "refused an unsafe name from the sender: '%s'",
+			    in ? in : "");
+		return NULL;
+	}
+	slash = strchrnul(in, '/');
+	toplen = (size_t)(slash - in);
+	if (!u->top_seen) {
+		u->top_seen = strndup(in, toplen);
+		if (!u->top_seen)
+			return NULL;
+	} else if (u->rename_top &&
+		   (strlen(u->top_seen) != toplen || memcmp(in, u->top_seen, toplen))) {
+		unpack_fail(u, -RDX_ELOCAL,
+			    "several trees were sent but '%s' is not a directory",
+			    u->rename_top);
+		return NULL;
+	}
+	if (!u->rename_top)
+		out = strdup(in);
+	else if (asprintf(&out, "%s%s", u->rename_top, slash) < 0)
+		out = NULL;
+	if (out && !parents_real(out)) {
+		unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'", in);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* ".NAME.rdx-XXXXXXXX" beside name. */
+static char *temp_name(const char *name)
+{
+	const char *base = strrchr(name, '/');
+	unsigned rnd = 0;
+	char *out;
+	int dirlen;
+
+	base = base ? base + 1 : name;
+	dirlen = (int)(base - name);
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (unsigned)getpid() ^ (unsigned)(uintptr_t)name;
+	if (asprintf(&out, "%.*s.%.200s.rdx-%08x", dirlen, name, base, rnd) < 0)
+		return NULL;
+	return out;
+}
+
+static void drop_pending(struct rdx_tree_unpack *u)
+{
+	if (u->pend_tmp)
+		unlink(u->pend_tmp);
+	free(u->pend_tmp);
+	free(u->pend_final);
+	u->pend_tmp = u->pend_final = NULL;
+}
+
+/* The hash entry after a regular file: publish the file or drop it. */
+static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
+		     struct archive_entry *e)
+{
+	XXH128_canonical_t got;
+	uint8_t want[sizeof(got.digest) + 1];
+	la_ssize_t n;
+
+	if (!u->pend_final)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a hash with no file");
+	if (archive_entry_size(e) != 0 && archive_entry_size(e) != (la_int64_t)sizeof(got.digest))
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: hash of %lld bytes",
+				   (long long)archive_entry_size(e));
+	n = archive_read_data(rd, want, sizeof(want));
+	if (n < 0)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
+				   archive_error_string(rd));
+	if (n == 0) {
+		rdx_warn("'%s' was not sent: the sender could not read it", u->pend_final);
+		u->failed++;
+	} else if (!u->pend_tmp) {
+		/* failed here; named already */
+	} else {
+		XXH128_canonicalFromHash(&got, XXH3_128bits_digest(u->hash));
+		if (n != (la_ssize_t)sizeof(got.digest) || memcmp(want, got.digest, sizeof(got.digest))) {
+			unpack_fail(u, -RDX_EINTEGRITY,
+				    "data of '%s' corrupted in transit (xxh3-128 mismatch)",
+				    u->pend_final);
+			drop_pending(u);
+			return u->err;
+		}
+		if (rename(u->pend_tmp, u->pend_final)) {
+			rdx_warn("cannot create '%s': %s", u->pend_final, strerror(errno));
+			u->failed++;
+		} else {
+			free(u->pend_tmp);
+			u->pend_tmp = NULL;
+			atomic_fetch_add(&u->files, 1);
+		}
+	}
+	drop_pending(u);
+	return 0;
+}
+
+/* Copies an entry's data to disk, hashing it.  Returns 0, or -1 when
+ * writing failed (named, counted), or a fatal code. */
+static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
+		       struct archive *wd, const char *shown)
+{
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	int r;
+
+	XXH3_128bits_reset(u->hash);
+	for (;;) {
+		if (atomic_load(u->stop))
+			return unpack_fail(u, -ECANCELED, "stopped");
+		r = archive_read_data_block(rd, &buf, &size, &off);
+		if (r == ARCHIVE_EOF)
+			return 0;
+		if (r < ARCHIVE_WARN)
+			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
+					   archive_error_string(rd));
+		XXH3_128bits_update(u->hash, buf, size);
+		if (archive_write_data_block(wd, buf, size, off) < ARCHIVE_WARN) {
+			rdx_warn("cannot write '%s': %s", shown, archive_error_string(wd));
+			u->failed++;
+			archive_read_data_skip(rd);
+			return -1;
+		}
+		atomic_fetch_add(&u->bytes, size);
+	}
+}
+
+/* Extracts one entry (not a hash).  Returns 0 or a fatal code. */
+static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
+			struct archive *wd, struct archive_entry *e)
+{
+	mode_t type = archive_entry_filetype(e);
+	const char *link = archive_entry_hardlink(e);
+	char *final = NULL, *target = NULL, *tmp = NULL;
+	bool regular = type == AE_IFREG && !link;
+	int r, ret = 0;
+
+	if (u->pend_final)
+		return unpack_fail(u, -RDX_EPROTO,
+				   "malformed tree stream: no hash after '%s'", u->pend_final);
+	final = map_name(u, archive_entry_pathname(e));
+	if (!final)
+		return u->err ? u->err : -ENOMEM;
+	if (link) {
+		target = map_name(u, link);
+		if (!target) {
+			ret = u->err ? u->err : -ENOMEM;
+			goto out;
+		}
+		archive_entry_copy_hardlink(e, target);
+	} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK &&
+		   type != AE_IFIFO) {
+		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", final);
+		archive_read_data_skip(rd);
+		goto out;
+	}
+	if (regular) {
+		tmp = temp_name(final);
+		if (!tmp) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		archive_entry_copy_pathname(e, tmp);
+		u->pend_final = final;
+		final = NULL;
+	} else {
+		archive_entry_copy_pathname(e, final);
+	}
+	r = archive_write_header(wd, e);
+	if (r < ARCHIVE_OK)
+		rdx_warn("cannot create '%s': %s", u->pend_final ? u->pend_final : final,
+			 archive_error_string(wd));
+	if (r < ARCHIVE_WARN) {
+		u->failed++;
+		archive_read_data_skip(rd);
+		free(tmp); /* nothing was made under it */
+		tmp = NULL;
+		goto out;
+	}
+	if (regular) {
+		u->pend_tmp = tmp;
+		tmp = NULL;
+		r = unpack_data(u, rd, wd, u->pend_final);
+		if (r < -1) {
+			ret = r;
+			goto out;
+		}
+		if (archive_write_finish_entry(wd) < ARCHIVE_WARN && r == 0) {
+			rdx_warn("cannot write '%s': %s", u->pend_final, archive_error_string(wd));
+			u->failed++;
+			r = -1;
+		}
+		if (r == -1) { /* keep waiting for the hash, publish nothing */
+			unlink(u->pend_tmp);
+			free(u->pend_tmp);
+			u->pend_tmp = NULL;
+		}
+	} else {
+		archive_write_finish_entry(wd);
+		if (type != AE_IFDIR)
+			atomic_fetch_add(&u->files, 1);
+	}
+out:
+	free(tmp);
+	free(target);
+	free(final);
+	return ret;
+}
+
+static void *unpack_main(void *arg)
+{
+	struct rdx_tree_unpack *u = arg;
+	struct archive *rd = archive_read_new();
+	struct archive *wd = archive_write_disk_new();
+	struct archive_entry *e;
+	int flags = ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+		    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+		    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+	int r;
+
+	if (!rd || !wd) {
+		unpack_fail(u, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (u->as_root)
+		flags |= ARCHIVE_EXTRACT_OWNER;
+	archive_write_disk_set_options(wd, flags);
+	archive_write_disk_set_standard_lookup(wd);
+	archive_read_support_format_tar(rd);
+	if (archive_read_open(rd, u, NULL, unpack_read, NULL) != ARCHIVE_OK) {
+		unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
+			    archive_error_string(rd));
+		goto out;
+	}
+	for (;;) {
+		r = archive_read_next_header(rd, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN) {
+			unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
+				    archive_error_string(rd));
+			break;
+		}
+		if (archive_entry_pathname(e) &&
+		    strcmp(archive_entry_pathname(e), RDX_TREE_HASH_NAME) == 0) {
+			if (take_hash(u, rd, e))
+				break;
+		} else if (unpack_entry(u, rd, wd, e)) {
+			break;
+		}
+	}
+	if (!u->err && u->pend_final)
+		unpack_fail(u, -RDX_EPROTO, "tree stream ended before the hash of '%s'",
+			    u->pend_final);
+out:
+	/* Unblock the core's writer at once; what it sends now is moot. */
+	close(u->fd);
+	u->fd = -1;
+	drop_pending(u);
+	if (wd) {
+		if (u->err)
+			archive_write_fail(wd);
+		else if (archive_write_close(wd) < ARCHIVE_WARN) /* directory modes, times */
+			unpack_fail(u, -RDX_ELOCAL, "%s", archive_error_string(wd));
+		archive_write_free(wd);
+	}
+	if (rd)
+		archive_read_free(rd);
+	return NULL;
+}
+
+int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
+			  bool as_root, const atomic_int *stop, int *fd)
+{
+	struct rdx_tree_unpack *u = calloc(1, sizeof(*u));
+	char *root = NULL;
+	struct stat st;
+	int fds[2] = { -1, -1 }, ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->cwd = -1;
+	u->fd = -1;
+	u->as_root = as_root;
+	u->stop = stop;
+	if (!dst || !*dst)
+		dst = ".";
+	if (stat(dst, &st) == 0) {
+		if (!S_ISDIR(st.st_mode)) {
+			ret = -ENOTDIR;
+			goto err;
+		}
+		root = strdup(dst);
+	} else if (errno == ENOENT) {
+		/* "dir/new": extract in dir, the tree renamed to "new". */
+		char *copy = strdup(dst), *slash;
+		size_t n = copy ? strlen(copy) : 0;
+
+		while (n > 1 && copy[n - 1] == '/')
+			copy[--n] = '\0';
+		slash = copy ? strrchr(copy, '/') : NULL;
+		if (copy) {
+			u->rename_top = strdup(slash ? slash + 1 : copy);
+			root = slash ? strndup(copy, slash == copy ? 1 : (size_t)(slash - copy))
+				     : strdup(".");
+		}
+		free(copy);
+		if (u->rename_top && (!name_safe(u->rename_top) ||
+				      strcmp(u->rename_top, ".") == 0)) {
+			ret = -EINVAL;
+			goto err;
+		}
+		if (!u->rename_top) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	} else {
+		ret = -errno;
+		goto err;
+	}
+	u->buf = malloc(UNPACK_BUF);
+	u->hash = XXH3_createState();
+	if (!root || !u->buf || !u->hash) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	u->cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (u->cwd < 0 || chdir(root)) {
+		ret = -errno;
+		goto err;
+	}
+	ret = new_pipe(fds);
+	if (ret)
+		goto err_cwd;
+	u->fd = fds[0];
+	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
+	if (ret) {
+		close(fds[0]);
+		close(fds[1]);
+		goto err_cwd;
+	}
+	free(root);
+	*fd = fds[1];
+	*out = u;
+	return 0;
+err_cwd:
+	if (fchdir(u->cwd))
+		rdx_warn("cannot return to the working directory: %s", strerror(errno));
+err:
+	if (u->cwd >= 0)
+		close(u->cwd);
+	free(root);
+	free(u->rename_top);
+	free(u->buf);
+	XXH3_freeState(u->hash);
+	free(u);
+	return ret;
+}
+
+int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
+			   size_t len)
+{
+	int ret;
+
+	(void)ok; /* a failed stream ends the archive early: same path */
+	pthread_join(u->thread, NULL);
+	if (fchdir(u->cwd))
+		rdx_warn("cannot return to the working directory: %s", strerror(errno));
+	close(u->cwd);
+	ret = u->err;
+	if (ret)
+		snprintf(why, len, "%s", u->why);
+	else if (u->failed) {
+		ret = -RDX_ELOCAL;
+		snprintf(why, len, "%u entr%s could not be written (named above)",
+			 u->failed, u->failed == 1 ? "y" : "ies");
+	}
+	free(u->top_seen);
+	free(u->rename_top);
+	free(u->buf);
+	XXH3_freeState(u->hash);
+	free(u);
+	return ret;
+}
+
+void rdx_tree_unpack_counts(const struct rdx_tree_unpack *u, uint64_t *files,
+			    uint64_t *bytes)
+{
+	*files = atomic_load(&u->files);
+	*bytes = atomic_load(&u->bytes);
+}

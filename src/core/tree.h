@@ -1,0 +1,72 @@
+/* Directory trees as one stream: the sender walks its sources and writes a
+ * pax archive (libarchive) into a pipe that the core reads as its source;
+ * the receiver's core writes the stream into a pipe that an unpacking
+ * thread reads, extracting under the destination.
+ *
+ *   stream:  ENTRY(path, type, mode, times, owner, link, sparse map) DATA...
+ *            [HASH entry after each regular file with data of its own]
+ *            ... end-of-archive blocks
+ *
+ * HASH is a regular-file entry named RDX_TREE_HASH_NAME (an absolute path,
+ * which no real entry may have) holding the 16-byte canonical XXH3-128 of
+ * the previous file's data bytes in order (holes not included).  The
+ * receiver writes every regular file under a temporary name beside its
+ * final one (".NAME.rdx-XXXXXX") and renames it only once that hash
+ * matched, so a file under its final name is always complete.
+ *
+ * Received names are hostile: absolute paths, ".." components, hard-link
+ * targets outside the tree and writing through a symlink (one the sender
+ * made earlier, or one already there) are refused; the first such entry
+ * ends the transfer.  Devices and sockets are skipped with a warning. */
+#ifndef RDX_TREE_H
+#define RDX_TREE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDX_TREE_HASH_NAME "/.rdx-xxh3-128"
+
+struct rdx_tree_pack;
+struct rdx_tree_unpack;
+
+/* Starts walking paths[0..n) (each one a file or directory, sent under its
+ * base name) on a thread of its own; *fd is the read end of the stream,
+ * owned by the caller.  follow: follow symlinks (-L) rather than sending
+ * them.  Unreadable files are skipped with a warning and counted.
+ * Returns 0 or -errno. */
+int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
+			unsigned n, bool follow, int *fd);
+
+/* Waits for the walk to end (the caller has read the stream to its end,
+ * or closed it) and frees it.  Returns 0; -RDX_ELOCAL when some files
+ * could not be read (each was named in a warning); -RDX_EUSAGE when a
+ * source could not be walked at all; -ENOMEM. */
+int rdx_tree_pack_finish(struct rdx_tree_pack *p);
+
+/* Prepares to extract under dst: an existing directory receives the
+ * sent trees by their names; a name that does not exist (in an existing
+ * directory) becomes the one tree sent, as with cp -r.  Starts the
+ * unpacking thread; *fd is the write end of the stream, owned by the
+ * caller.  The thread changes the process's working directory to the
+ * extraction root until rdx_tree_unpack_finish(): callers must not use
+ * relative paths meanwhile.  as_root: restore ownership.  Returns 0 or
+ * -errno (-ENOTDIR: dst exists and is not a directory). */
+int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
+			  bool as_root, const atomic_int *stop, int *fd);
+
+/* Waits for the extraction to end (the caller has closed *fd) and frees
+ * it.  ok false: the stream failed, whatever is half-written is removed.
+ * Returns 0 or a negative code with why (NUL-terminated, len bytes) set:
+ * -RDX_EPROTO for a malformed archive or a refused name, -RDX_EINTEGRITY
+ * for a file whose hash did not match, -RDX_ELOCAL when some entries could
+ * not be written (each was named in a warning). */
+int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
+			   size_t len);
+
+/* Files and bytes of file data extracted so far (for -v). */
+void rdx_tree_unpack_counts(const struct rdx_tree_unpack *u, uint64_t *files,
+			    uint64_t *bytes);
+
+#endif
