@@ -17,11 +17,14 @@
 #include "../s3/config.h"
 #include "../s3/local.h"
 #include "../s3/multipart.h"
+#include "../s3/pool.h"
 #include "../s3/s3.h"
 #include "../s3/sigv4.h"
+#include "../s3/sync.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@
 
 #define PUT_MAX ((uint64_t)5 << 30) /* S3's limit for one PutObject */
 #define KEY_MAX 1024
+#define RULES_MAX 256
 
 enum s3_key {
 	OPT_RECURSIVE = 'r',
@@ -46,6 +50,12 @@ enum s3_key {
 	OPT_PART_SIZE,
 	OPT_CONCURRENCY,
 	OPT_EXPIRES,
+	OPT_DELETE,
+	OPT_DRY_RUN,
+	OPT_CHECKSUM,
+	OPT_INCLUDE,
+	OPT_EXCLUDE,
+	OPT_JOBS,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -54,7 +64,19 @@ static const struct rdx_opt s3_opts[] = {
 	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
 	  "ls and stat print JSON, one object per line", NULL },
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
-	  "ls: every key under the prefix; rm: delete every key under it (1000 per request)", NULL },
+	  "ls: every key under the prefix; rm: delete every key under it (1000 per request); cp: a directory or prefix", NULL },
+	{ "delete", OPT_DELETE, RDX_ARG_NONE, NULL,
+	  "sync: remove what the destination has and the source does not", NULL },
+	{ "dry-run", OPT_DRY_RUN, RDX_ARG_NONE, NULL,
+	  "sync, cp -r: print '(dryrun) ACTION: ...' lines on stdout and change nothing", NULL },
+	{ "checksum", OPT_CHECKSUM, RDX_ARG_NONE, NULL,
+	  "sync: compare contents (MD5 against the ETag), not sizes and times", NULL },
+	{ "include", OPT_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "sync, cp -r: take names matching PATTERN again (repeatable; the last match wins)", NULL },
+	{ "exclude", OPT_EXCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "sync, cp -r: leave out names matching PATTERN (repeatable; the last match wins)", NULL },
+	{ "jobs", OPT_JOBS, RDX_ARG_REQUIRED, "N",
+	  "sync, cp -r: objects in flight at once, 1..64 (default 8)", NULL },
 	{ "expires", OPT_EXPIRES, RDX_ARG_REQUIRED, "SECS",
 	  "presign: the URL's lifetime, 1..604800 (default 3600)", NULL },
 	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
@@ -95,7 +117,10 @@ static const struct rdx_cli s3_cli = {
 		"  ls [s3://BUCKET[/PREFIX]]      list buckets, or keys and prefixes\n"
 		"  rm s3://BUCKET/KEY...          delete objects (-r: every key under a prefix)\n"
 		"  cp SRC DST                     copy one object: FILE to s3://, s3:// to FILE,\n"
-		"                                 s3:// to s3:// (server side, up to 5 GiB)\n"
+		"                                 s3:// to s3:// (server side, up to 5 GiB);\n"
+		"                                 -r: a directory or prefix, every object\n"
+		"  sync SRC DST                   make DST a copy of SRC (DIR or s3://BUCKET/PREFIX),\n"
+		"                                 sending only what differs\n"
 		"  presign s3://BUCKET/KEY        print a presigned GET URL (--expires)\n"
 		"  stat|head s3://BUCKET/KEY      show an object's size, ETag and date\n"
 		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket",
@@ -118,6 +143,10 @@ struct s3_cmd {
 	bool insecure;
 	unsigned expires;
 	const char *cmd;
+	struct s3_sync_opts sync;
+	struct s3_rule rules[RULES_MAX];
+	size_t nrules;
+	bool sync_opt; /* a sync-only option was given */
 };
 
 static atomic_int interrupted;
@@ -136,6 +165,30 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case OPT_RECURSIVE:
 		s->recursive = true;
+		return 0;
+	case OPT_DELETE:
+	case OPT_CHECKSUM:
+		s->sync_opt = true;
+		*(key == OPT_DELETE ? &s->sync.del : &s->sync.checksum) = true;
+		return 0;
+	case OPT_DRY_RUN:
+		s->sync.dry_run = true;
+		return 0;
+	case OPT_INCLUDE:
+	case OPT_EXCLUDE:
+		if (s->nrules == RULES_MAX) {
+			rdx_error("at most %d --include and --exclude patterns", RULES_MAX);
+			return -1;
+		}
+		s->rules[s->nrules++] = (struct s3_rule){ arg, key == OPT_INCLUDE };
+		return 0;
+	case OPT_JOBS:
+		if (rdx_parse_uint(arg, 1, S3_JOBS_MAX, &v)) {
+			rdx_error("invalid value '%s' for --jobs: expected a number from 1 to %u",
+				  arg, S3_JOBS_MAX);
+			return -1;
+		}
+		s->sync.jobs = (unsigned)v;
 		return 0;
 	case OPT_EXPIRES:
 		if (rdx_parse_uint(arg, 1, 604800, &v)) {
@@ -703,6 +756,96 @@ static int cp_s3(struct s3_cmd *s, const char *src, const char *dst)
 	return 0;
 }
 
+/* One side of sync or cp -r: s3://BUCKET[/PREFIX] (the prefix gets a
+ * trailing '/': s3://b/p is everything under p/) or a directory. */
+static int sync_side(const char *arg, struct s3_url *u, struct s3_loc *l,
+		     char *prefix, char *dir)
+{
+	size_t n;
+
+	memset(l, 0, sizeof(*l));
+	if (!strncmp(arg, "s3://", 5)) {
+		if (parse_url(arg, u))
+			return -1;
+		n = strlen(u->key);
+		memcpy(prefix, u->key, n + 1);
+		if (n && prefix[n - 1] != '/')
+			strcpy(prefix + n, "/");
+		l->is_s3 = true;
+		l->bucket = u->bucket;
+		l->prefix = prefix;
+		return 0;
+	}
+	n = strlen(arg);
+	if (!n || n >= PATH_MAX) {
+		rdx_error("'%s': not a directory name", arg);
+		return -1;
+	}
+	memcpy(dir, arg, n + 1);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = '\0';
+	l->dir = dir;
+	return 0;
+}
+
+/* sync SRC DST, and cp -r SRC DST (copy_all): src/s3/sync.c does the
+ * work; here are the arguments and the exit status. */
+static int cmd_sync(struct s3_cmd *s, char **args, int n, bool copy_all)
+{
+	static char pa[KEY_MAX + 2], pb[KEY_MAX + 2], da[PATH_MAX], db[PATH_MAX];
+	const char *usage = copy_all ? "usage: rds3 cp -r DIR|s3://BUCKET[/PREFIX] DIR|s3://BUCKET[/PREFIX]" :
+				       "usage: rds3 sync DIR|s3://BUCKET[/PREFIX] DIR|s3://BUCKET[/PREFIX]";
+	struct s3_url ua, ub;
+	struct s3_loc a, b;
+	struct s3_sync_stats st;
+	struct stat sb;
+	int ret;
+
+	if (n != 2) {
+		rdx_error("%s", usage);
+		return RDX_EXIT_USAGE;
+	}
+	if (copy_all && s->sync_opt) {
+		rdx_error("--delete and --checksum are sync's, not cp -r's");
+		return RDX_EXIT_USAGE;
+	}
+	if (sync_side(args[0], &ua, &a, pa, da) || sync_side(args[1], &ub, &b, pb, db))
+		return RDX_EXIT_USAGE;
+	if (!a.is_s3 && !b.is_s3) {
+		rdx_error("%s: neither '%s' nor '%s' is an S3 URL", s->cmd, args[0], args[1]);
+		return RDX_EXIT_USAGE;
+	}
+	if (!a.is_s3 && (stat(a.dir, &sb) || !S_ISDIR(sb.st_mode))) {
+		rdx_error("%s: '%s' is not a directory%s", s->cmd, args[0],
+			  copy_all ? "" : " (rds3 put sends one file)");
+		return RDX_EXIT_USAGE;
+	}
+	if (!b.is_s3 && !stat(b.dir, &sb) && !S_ISDIR(sb.st_mode)) {
+		rdx_error("%s: '%s' is not a directory", s->cmd, args[1]);
+		return RDX_EXIT_USAGE;
+	}
+	s->sync.copy_all = copy_all;
+	s->sync.rules = s->rules;
+	s->sync.nrules = s->nrules;
+	ret = s3_sync(s->s3, &s->sync, &a, &b, &st);
+	rdx_info(1, "%s: %zu sent, %zu unchanged, %zu deleted, %zu failed, %zu refused",
+		 s->cmd, st.transferred, st.unchanged, st.deleted, st.failed, st.refused);
+	if (ret == -RDX_EINTR || atomic_load(&interrupted)) {
+		rdx_error("%s: interrupted", s->cmd);
+		return RDX_EXIT_INTR;
+	}
+	if (st.failed)
+		rdx_error("%s: %zu object%s failed", s->cmd, st.failed, st.failed == 1 ? "" : "s");
+	if (st.refused)
+		rdx_error("%s: %zu key%s refused (no safe local name)", s->cmd, st.refused,
+			  st.refused == 1 ? "" : "s");
+	if (ret)
+		return rdx_exit_code(ret) == RDX_EXIT_OK ? RDX_EXIT_FAIL : rdx_exit_code(ret);
+	if (st.refused)
+		return RDX_EXIT_FAIL;
+	return fflush(stdout) ? RDX_EXIT_IO : 0;
+}
+
 static int cmd_cp(struct s3_cmd *s, char **args, int n)
 {
 	bool from, to;
@@ -711,6 +854,8 @@ static int cmd_cp(struct s3_cmd *s, char **args, int n)
 		rdx_error("usage: rds3 cp SRC DST (FILE|- or s3://BUCKET/KEY on either side)");
 		return RDX_EXIT_USAGE;
 	}
+	if (s->recursive)
+		return cmd_sync(s, args, n, true);
 	from = !strncmp(args[0], "s3://", 5);
 	to = !strncmp(args[1], "s3://", 5);
 	if (from && to)
@@ -816,7 +961,7 @@ static int cmd_bucket(struct s3_cmd *s, char **args, int n, bool make)
 
 static const char *const commands[] = { "put", "get", "cat", "ls", "rm",
 					"stat", "head", "mb", "rb", "cp",
-					"presign", NULL };
+					"presign", "sync", NULL };
 
 static int run(struct s3_cmd *s, char **args, int n)
 {
@@ -832,8 +977,15 @@ static int run(struct s3_cmd *s, char **args, int n)
 		return cmd_ls(s, args, n);
 	if (!strcmp(c, "rm"))
 		return cmd_rm(s, args, n);
+	if ((s->sync_opt || s->sync.dry_run || s->nrules) && strcmp(c, "sync") &&
+	    !(s->recursive && !strcmp(c, "cp"))) {
+		rdx_error("--delete, --dry-run, --checksum, --include and --exclude are for sync and cp -r");
+		return RDX_EXIT_USAGE;
+	}
 	if (!strcmp(c, "cp"))
 		return cmd_cp(s, args, n);
+	if (!strcmp(c, "sync"))
+		return cmd_sync(s, args, n, false);
 	if (!strcmp(c, "presign"))
 		return cmd_presign(s, args, n);
 	if (!strcmp(c, "stat") || !strcmp(c, "head"))
@@ -847,6 +999,7 @@ int main(int argc, char **argv)
 		.c.cli = &s3_cli, .retries = 4, .connect_timeout_ms = 10000,
 		.expires = 3600,
 		.xfer = { .part_size = (uint64_t)8 << 20, .concurrency = 4 },
+		.sync = { .jobs = 8 },
 	};
 	struct s3_client_opts co = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -862,7 +1015,7 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rds3", s.c.verbose);
 	if (first >= argc) {
-		rdx_error("no command: rds3 put|get|cat|ls|rm|cp|stat|mb|rb|presign ... (see --help)");
+		rdx_error("no command: rds3 put|get|cat|ls|rm|cp|sync|stat|mb|rb|presign ... (see --help)");
 		return RDX_EXIT_USAGE;
 	}
 	s.cmd = argv[first];
@@ -895,6 +1048,9 @@ int main(int argc, char **argv)
 	s.client = co;
 	s.xfer.client = &s.client;
 	s.xfer.stop = &interrupted;
+	s.sync.client = &s.client;
+	s.sync.xfer = &s.xfer;
+	s.sync.stop = &interrupted;
 	if (s3_client_new(&s.s3, &co)) {
 		rdx_error("out of memory");
 		s3_config_release(&s.cfg);

@@ -62,6 +62,7 @@ struct s3_http_resp {
 	char content_type[128];
 	char content_range[96]; /* "bytes A-B/T" of a 206 */
 	char sse[32];		/* x-amz-server-side-encryption */
+	char meta_mtime[24];	/* x-amz-meta-mtime (rds3 sync's), "" if none */
 	bool sse_c;		/* a customer-provided key was used */
 	char request_id[128];
 	char error[S3_HTTP_ERRLEN]; /* why no response came */

@@ -1,0 +1,827 @@
+#include "sync.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "local.h"
+#include "pool.h"
+#include "s3_int.h"
+#include "sigv4.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PUT_MAX ((uint64_t)5 << 30) /* one PutObject, one CopyObject */
+#define KEY_MAX 1024
+#define PATH_BUF 8192
+#define NAME_BUF (PATH_BUF + 300)
+
+enum act { ACT_UPLOAD, ACT_DOWNLOAD, ACT_COPY, ACT_DEL_S3, ACT_DEL_LOCAL };
+
+struct action {
+	enum act kind;
+	bool check;		/* sizes equal: the worker decides (HEAD or MD5) */
+	const struct s3_item *src; /* NULL for a delete */
+	const struct s3_item *dst; /* NULL when the destination has none */
+};
+
+struct run {
+	const struct s3_sync_opts *o;
+	const struct s3_loc *src, *dst;
+	struct action *cur; /* the pass the pool runs: deletes, then transfers */
+	pthread_mutex_t lock; /* guards st and err */
+	struct s3_sync_stats *st;
+	int err;	      /* the first failure's code */
+	pthread_mutex_t big;  /* objects over one part go one at a time */
+};
+
+/* ------------------------------------------------------------ names */
+
+/* "DIR/rel" or "s3://bucket/prefix/rel", for messages. */
+static void loc_name(const struct s3_loc *l, const char *rel, char *out, size_t n)
+{
+	if (l->is_s3)
+		snprintf(out, n, "s3://%s/%s%s", l->bucket, l->prefix, rel);
+	else
+		snprintf(out, n, "%s/%s", l->dir, rel);
+}
+
+static int key_of(const struct s3_loc *l, const char *rel, char *key)
+{
+	size_t a = strlen(l->prefix), b = strlen(rel);
+
+	if (a + b > KEY_MAX)
+		return -ENAMETOOLONG;
+	memcpy(key, l->prefix, a);
+	memcpy(key + a, rel, b + 1);
+	return 0;
+}
+
+static int path_of(const struct s3_loc *l, const char *rel, char *path)
+{
+	if ((size_t)snprintf(path, PATH_BUF, "%s/%s", l->dir, rel) >= PATH_BUF)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* --------------------------------------------------------- outcomes */
+
+enum outcome { DONE, UNCHANGED, DELETED, REFUSED };
+
+static void count(struct run *r, enum outcome what)
+{
+	pthread_mutex_lock(&r->lock);
+	switch (what) {
+	case DONE:
+		r->st->transferred++;
+		break;
+	case UNCHANGED:
+		r->st->unchanged++;
+		break;
+	case DELETED:
+		r->st->deleted++;
+		break;
+	case REFUSED:
+		r->st->refused++;
+		break;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void failed(struct run *r, int ret)
+{
+	pthread_mutex_lock(&r->lock);
+	r->st->failed++;
+	if (!r->err)
+		r->err = ret;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* "rds3: upload d/a to s3://b/a: InvalidRequest: message", as rds3's
+ * single-object commands say it. */
+static void s3_failed(struct run *r, struct s3_client *c, const char *what, int ret)
+{
+	const struct s3_error *e = s3_last_error(c);
+	char msg[sizeof(e->message)];
+	size_t n;
+
+	snprintf(msg, sizeof(msg), "%s", e->message);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '.' || msg[n - 1] == ' ' || msg[n - 1] == '\n'))
+		msg[--n] = '\0';
+	if (ret == -RDX_EINTR)
+		rdx_error("%s: interrupted", what);
+	else if (e->code[0])
+		rdx_error("%s: %s: %s", what, e->code, msg[0] ? msg : "(no message)");
+	else if (msg[0])
+		rdx_error("%s: %s: %s", what, rdx_strerror(ret), msg);
+	else
+		rdx_error("%s: %s", what, rdx_strerror(ret));
+	failed(r, ret);
+}
+
+static void local_failed(struct run *r, const char *verb, const char *path, int ret)
+{
+	rdx_error("cannot %s '%s': %s", verb, path, strerror(-ret));
+	failed(r, ret);
+}
+
+/* An error of a transfer: the local file's (-errno) or S3's. */
+static bool is_local(int ret)
+{
+	return ret < 0 && -ret < RDX_EBASE && ret != -ENOMEM && ret != -EAGAIN;
+}
+
+/* "(dryrun) upload: d/a to s3://b/a" on stdout, or the same at -v. */
+static void say(struct run *r, const char *verb, const char *a, const char *b)
+{
+	if (r->o->dry_run) {
+		flockfile(stdout);
+		printf("(dryrun) %s: %s%s%s\n", verb, a, b ? " to " : "", b ? b : "");
+		funlockfile(stdout);
+	} else {
+		rdx_info(1, "%s: %s%s%s", verb, a, b ? " to " : "", b ? b : "");
+	}
+}
+
+/* ----------------------------------------------------------- ETags */
+
+/* MD5 of len bytes of fd from off into md, or (part > 0) the multipart
+ * ETag's digest: the MD5 of each part's MD5; *nparts gets the count. */
+static int md5_file(int fd, uint64_t size, uint64_t part, unsigned char md[16],
+		    unsigned *nparts, const atomic_int *stop)
+{
+	EVP_MD_CTX *whole = EVP_MD_CTX_new(), *one = EVP_MD_CTX_new();
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	unsigned char d[16];
+	unsigned int dl;
+	uint64_t off = 0, left;
+	int ret = 0;
+
+	*nparts = 0;
+	if (!whole || !one || !buf || !EVP_DigestInit_ex(whole, EVP_md5(), NULL)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	do {
+		left = part ? (size - off < part ? size - off : part) : size;
+		if (!EVP_DigestInit_ex(one, EVP_md5(), NULL)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		while (left) {
+			ssize_t n = pread(fd, buf, left < cap ? (size_t)left : cap, (off_t)off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				ret = -errno;
+				goto out;
+			}
+			if (!n) { /* shrank since it was listed */
+				ret = -ENODATA;
+				goto out;
+			}
+			if (stop && atomic_load(stop)) {
+				ret = -RDX_EINTR;
+				goto out;
+			}
+			EVP_DigestUpdate(one, buf, (size_t)n);
+			off += (uint64_t)n;
+			left -= (uint64_t)n;
+		}
+		EVP_DigestFinal_ex(one, d, &dl);
+		EVP_DigestUpdate(whole, d, 16);
+		(*nparts)++;
+	} while (part && off < size);
+	if (part)
+		EVP_DigestFinal_ex(whole, md, &dl);
+	else
+		memcpy(md, d, 16);
+out:
+	EVP_MD_CTX_free(whole);
+	EVP_MD_CTX_free(one);
+	free(buf);
+	return ret;
+}
+
+static int unhex(const char *s, size_t n, unsigned char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		int hi, lo;
+		char a = s[2 * i], b = s[2 * i + 1];
+
+		hi = a >= '0' && a <= '9' ? a - '0' : a >= 'a' && a <= 'f' ? a - 'a' + 10 : -1;
+		lo = b >= '0' && b <= '9' ? b - '0' : b >= 'a' && b <= 'f' ? b - 'a' + 10 : -1;
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+/* Whether the file fd (size bytes) has this ETag: a plain one is the
+ * MD5; "MD5S-N" is a multipart upload's, tried with the part size rds3
+ * would have used (part_size, grown to fit) and with the smallest whole
+ * MiB that makes N parts (other tools' usual choice).  Any other ETag
+ * (SSE-KMS, SSE-C) never matches, so such objects are always sent. */
+static int etag_match(int fd, uint64_t size, const char *etag, uint64_t part_size,
+		      const atomic_int *stop, bool *same)
+{
+	unsigned char want[16], got[16];
+	uint64_t tries[2], p;
+	unsigned long n;
+	unsigned parts;
+	const char *e = etag ? etag : "";
+	char *end;
+	size_t len, i;
+	int ret;
+
+	*same = false;
+	if (*e == '"')
+		e++;
+	len = strlen(e);
+	if (len && e[len - 1] == '"')
+		len--;
+	if (len < 32 || unhex(e, 16, want))
+		return 0;
+	if (len == 32) {
+		ret = md5_file(fd, size, 0, got, &parts, stop);
+		*same = !ret && !memcmp(got, want, 16);
+		return ret;
+	}
+	if (e[32] != '-')
+		return 0;
+	n = strtoul(e + 33, &end, 10);
+	if (end != e + len || !n || n > S3_PARTS_MAX || !size)
+		return 0;
+	if (s3_part_size_for(size, part_size, &tries[0]))
+		return 0;
+	p = (size + n - 1) / n;
+	tries[1] = (p + (1 << 20) - 1) / (1 << 20) * (1 << 20);
+	for (i = 0; i < 2; i++) {
+		if ((size + tries[i] - 1) / tries[i] != n || (i && tries[1] == tries[0]))
+			continue;
+		ret = md5_file(fd, size, tries[i], got, &parts, stop);
+		if (ret)
+			return ret;
+		if (!memcmp(got, want, 16)) {
+			*same = true;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* x-amz-meta-mtime as seconds; false when absent or not a number. */
+static bool meta_mtime(const struct s3_client *c, int64_t *t)
+{
+	const char *s = c->resp.meta_mtime;
+	char *end;
+	long long v;
+
+	if (!*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || end == s)
+		return false;
+	*t = v;
+	return true;
+}
+
+/* HEAD of bucket/key for its x-amz-meta-mtime: *has false without one;
+ * a 404 (gone since the listing) is no error, *gone set. */
+static int head_mtime(struct s3_client *c, const char *bucket, const char *key,
+		      bool *gone, bool *has, int64_t *t)
+{
+	int ret = s3_head_object(c, bucket, key, NULL);
+
+	*gone = *has = false;
+	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 404) {
+		*gone = true;
+		return 0;
+	}
+	if (!ret)
+		*has = meta_mtime(c, t);
+	return ret;
+}
+
+/* --------------------------------------------------------- uploads */
+
+/* One PutObject of a file within one part, hashed first (SHA-256 signed,
+ * MD5 as Content-MD5 and checked against the ETag, as s3_put_object
+ * does), with its mtime. */
+static int put_small(struct run *r, struct s3_client *c, const char *key,
+		     int fd, const struct s3_kv *meta)
+{
+	struct s3_body_sum sum;
+	char b64[32];
+	struct s3_kv h[2] = { *meta, { "Content-MD5", b64 } };
+	uint64_t size = 0;
+	struct s3_req q = {
+		.method = "PUT", .op = "put", .bucket = r->dst->bucket, .key = key,
+		.headers = h, .nheaders = 2, .body_fd = fd,
+		.payload_hash = sum.sha256_hex,
+	};
+	int ret = s3_local_hash(fd, PUT_MAX, r->o->stop, &size, &sum);
+
+	if (ret)
+		return ret == -EFBIG ? -ENODATA : ret;
+	s3_md5_b64(sum.md5, b64);
+	q.body_len = size;
+	ret = s3_do_request(c, &q);
+	return ret ? ret : s3_check_put_etag(c, &sum);
+}
+
+static int put_large(struct run *r, struct s3_client *c, const char *key,
+		     int fd, uint64_t size, const struct s3_kv *meta)
+{
+	struct s3_xfer_opts xo = *r->o->xfer;
+	uint64_t ps;
+	int ret;
+
+	if ((ret = s3_part_size_for(size, xo.part_size, &ps)))
+		return ret;
+	xo.part_size = ps;
+	xo.headers = meta;
+	xo.nheaders = 1;
+	pthread_mutex_lock(&r->big);
+	ret = s3_upload_file(c, &xo, r->dst->bucket, key, fd, size, NULL);
+	pthread_mutex_unlock(&r->big);
+	return ret;
+}
+
+/* Whether the file open as fd (st) is what the object already holds. */
+static int upload_same(struct run *r, struct s3_client *c, const struct action *a,
+		       int fd, const struct stat *st, const char *key, bool *same)
+{
+	bool gone, has;
+	int64_t t;
+	int ret;
+
+	if (r->o->checksum)
+		return etag_match(fd, (uint64_t)st->st_size, a->dst->etag,
+				  r->o->xfer->part_size, r->o->stop, same);
+	/* The plan saw a file not newer than the object: the same unless
+	 * the object says it came from a file of another mtime. */
+	ret = head_mtime(c, r->dst->bucket, key, &gone, &has, &t);
+	*same = !ret && !gone && (!has || t == st->st_mtim.tv_sec);
+	return ret;
+}
+
+static void do_upload(struct run *r, struct s3_client *c, const struct action *a)
+{
+	const char *rel = a->src->rel;
+	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF], to[NAME_BUF], mt[24];
+	struct s3_kv meta = { "x-amz-meta-mtime", mt };
+	struct stat st;
+	bool same = false;
+	int fd, ret;
+
+	path_of(r->src, rel, path);
+	loc_name(r->dst, rel, to, sizeof(to));
+	snprintf(what, sizeof(what), "upload %s to %s", path, to);
+	if (key_of(r->dst, rel, key)) {
+		rdx_error("%s: keys are at most %d bytes", what, KEY_MAX);
+		failed(r, -ENAMETOOLONG);
+		return;
+	}
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		local_failed(r, "read", path, -errno);
+		return;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		local_failed(r, "read", path, S_ISREG(st.st_mode) ? -errno : -EINVAL);
+		goto out;
+	}
+	if (a->check) {
+		ret = upload_same(r, c, a, fd, &st, key, &same);
+		if (ret && is_local(ret)) {
+			local_failed(r, "read", path, ret);
+			goto out;
+		}
+		if (ret) {
+			s3_failed(r, c, what, ret);
+			goto out;
+		}
+		if (same) {
+			count(r, UNCHANGED);
+			goto out;
+		}
+	}
+	if (r->o->dry_run) {
+		say(r, "upload", path, to);
+		count(r, DONE);
+		goto out;
+	}
+	snprintf(mt, sizeof(mt), "%lld", (long long)st.st_mtim.tv_sec);
+	if ((uint64_t)st.st_size <= r->o->xfer->part_size)
+		ret = put_small(r, c, key, fd, &meta);
+	else
+		ret = put_large(r, c, key, fd, (uint64_t)st.st_size, &meta);
+	if (ret == -ENODATA || ret == -EFBIG) {
+		rdx_error("cannot read '%s': the file changed during the upload", path);
+		failed(r, -ENODATA);
+	} else if (ret && is_local(ret)) {
+		local_failed(r, "read", path, ret);
+	} else if (ret) {
+		s3_failed(r, c, what, ret);
+	} else {
+		say(r, "upload", path, to);
+		count(r, DONE);
+	}
+out:
+	close(fd);
+}
+
+/* ------------------------------------------------------- downloads */
+
+static int download_same(struct run *r, struct s3_client *c, const struct action *a,
+			 const char *path, const char *key, bool *same)
+{
+	bool gone, has;
+	int64_t t;
+	int fd, ret;
+
+	*same = false;
+	if (r->o->checksum) {
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		ret = etag_match(fd, a->dst->size, a->src->etag, r->o->xfer->part_size,
+				 r->o->stop, same);
+		close(fd);
+		return ret;
+	}
+	ret = head_mtime(c, r->src->bucket, key, &gone, &has, &t);
+	if (!ret && !gone)
+		*same = has ? t == a->dst->mtime : a->src->mtime <= a->dst->mtime;
+	return ret;
+}
+
+/* The file's mtime after a download: the object's x-amz-meta-mtime, else
+ * its Last-Modified, else the listing's. */
+static int64_t got_mtime(const struct s3_client *c, const struct action *a)
+{
+	int64_t t;
+
+	if (meta_mtime(c, &t))
+		return t;
+	t = s3_parse_time(c->resp.last_modified);
+	return t >= 0 ? t : a->src->mtime;
+}
+
+static void do_download(struct run *r, struct s3_client *c, const struct action *a)
+{
+	const char *rel = a->src->rel;
+	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF], from[NAME_BUF];
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { 0 } };
+	struct s3_out out;
+	bool same = false, big;
+	int ret;
+
+	loc_name(r->src, rel, from, sizeof(from));
+	if (key_of(r->src, rel, key) || path_of(r->dst, rel, path)) {
+		rdx_error("download %s: the name is too long", from);
+		failed(r, -ENAMETOOLONG);
+		return;
+	}
+	snprintf(what, sizeof(what), "download %s to %s", from, path);
+	if (a->check) {
+		ret = download_same(r, c, a, path, key, &same);
+		if (ret && is_local(ret)) {
+			local_failed(r, "read", path, ret);
+			return;
+		}
+		if (ret) {
+			s3_failed(r, c, what, ret);
+			return;
+		}
+		if (same) {
+			count(r, UNCHANGED);
+			return;
+		}
+	}
+	if (r->o->dry_run) {
+		say(r, "download", from, path);
+		count(r, DONE);
+		return;
+	}
+	ret = s3_local_prepare(r->dst->dir, rel);
+	if (ret == -ELOOP) {
+		rdx_warn("skipping %s: '%s' would be written through a symlink", from, path);
+		count(r, REFUSED);
+		return;
+	}
+	if (ret) {
+		local_failed(r, "write", path, ret);
+		return;
+	}
+	ret = s3_out_open(&out, path, key, r->o->stop);
+	if (ret) {
+		s3_out_abort(&out);
+		local_failed(r, "write", path, ret);
+		return;
+	}
+	big = a->src->size > r->o->xfer->part_size;
+	if (big)
+		pthread_mutex_lock(&r->big);
+	ret = s3_download(c, r->o->xfer, r->src->bucket, key, &out, NULL);
+	if (big)
+		pthread_mutex_unlock(&r->big);
+	if (!ret) {
+		ts[1].tv_sec = (time_t)got_mtime(c, a);
+		if (futimens(out.fd, ts) || (ret = s3_out_publish(&out)) != 0) {
+			ret = ret ? ret : -errno;
+			s3_out_abort(&out);
+			local_failed(r, "write", path, ret);
+			return;
+		}
+		say(r, "download", from, path);
+		count(r, DONE);
+		return;
+	}
+	s3_out_abort(&out);
+	if (ret != -RDX_EINTR && is_local(ret))
+		local_failed(r, "write", path, ret);
+	else
+		s3_failed(r, c, what, ret);
+}
+
+/* ---------------------------------------------- copies and deletes */
+
+static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
+{
+	const char *rel = a->src->rel;
+	char skey[KEY_MAX + 1], dkey[KEY_MAX + 1], from[NAME_BUF], to[NAME_BUF];
+	char what[2 * NAME_BUF + 16];
+	int ret;
+
+	loc_name(r->src, rel, from, sizeof(from));
+	loc_name(r->dst, rel, to, sizeof(to));
+	snprintf(what, sizeof(what), "copy %s to %s", from, to);
+	if (key_of(r->src, rel, skey) || key_of(r->dst, rel, dkey)) {
+		rdx_error("%s: keys are at most %d bytes", what, KEY_MAX);
+		failed(r, -ENAMETOOLONG);
+		return;
+	}
+	if (a->src->size > PUT_MAX) {
+		rdx_error("%s: %" PRIu64 " bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet",
+			  what, a->src->size);
+		failed(r, -ENOTSUP);
+		return;
+	}
+	if (r->o->dry_run) {
+		say(r, "copy", from, to);
+		count(r, DONE);
+		return;
+	}
+	ret = s3_copy_object(c, r->src->bucket, skey, r->dst->bucket, dkey, NULL);
+	if (ret) {
+		s3_failed(r, c, what, ret);
+		return;
+	}
+	say(r, "copy", from, to);
+	count(r, DONE);
+}
+
+static void do_delete(struct run *r, struct s3_client *c, const struct action *a)
+{
+	const char *rel = a->dst->rel;
+	char name[NAME_BUF], key[KEY_MAX + 1], what[NAME_BUF + 16];
+	int ret;
+
+	loc_name(r->dst, rel, name, sizeof(name));
+	if (r->o->dry_run) {
+		say(r, "delete", name, NULL);
+		count(r, DELETED);
+		return;
+	}
+	if (a->kind == ACT_DEL_LOCAL) {
+		if (unlink(name) && errno != ENOENT) {
+			local_failed(r, "remove", name, -errno);
+			return;
+		}
+	} else {
+		key_of(r->dst, rel, key); /* listed: it fits */
+		ret = s3_delete_object(c, r->dst->bucket, key);
+		if (ret) {
+			snprintf(what, sizeof(what), "delete %s", name);
+			s3_failed(r, c, what, ret);
+			return;
+		}
+	}
+	say(r, "delete", name, NULL);
+	count(r, DELETED);
+}
+
+static int run_one(void *ctx, struct s3_client *c, size_t i)
+{
+	struct run *r = ctx;
+	const struct action *a = &r->cur[i];
+
+	switch (a->kind) {
+	case ACT_UPLOAD:
+		do_upload(r, c, a);
+		break;
+	case ACT_DOWNLOAD:
+		do_download(r, c, a);
+		break;
+	case ACT_COPY:
+		do_copy(r, c, a);
+		break;
+	default:
+		do_delete(r, c, a);
+		break;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- plan */
+
+/* Whether the source item needs sending, a worker's check, or nothing. */
+static int decide(const struct run *r, enum act kind, const struct s3_item *s,
+		  const struct s3_item *d, bool *check)
+{
+	*check = false;
+	if (r->o->copy_all || !d || s->size != d->size)
+		return 1;
+	if (r->o->checksum) {
+		if (kind == ACT_COPY)
+			return !s->etag || !d->etag || strcmp(s->etag, d->etag);
+		*check = true;
+		return 1;
+	}
+	switch (kind) {
+	case ACT_UPLOAD: /* newer than the object: sent; else ask its mtime */
+		*check = s->mtime <= d->mtime;
+		return 1;
+	case ACT_DOWNLOAD:
+		*check = true;
+		return 1;
+	default:
+		return d->mtime < s->mtime;
+	}
+}
+
+static int plan(struct run *r, const struct s3_tree *s, const struct s3_tree *d,
+		struct action *xfers, size_t *nx, struct action *dels, size_t *nd)
+{
+	enum act kind = !r->src->is_s3 ? ACT_UPLOAD : r->dst->is_s3 ? ACT_COPY : ACT_DOWNLOAD;
+	char name[NAME_BUF];
+	const char *why;
+	size_t i;
+
+	*nx = *nd = 0;
+	for (i = 0; i < s->n; i++) {
+		const struct s3_item *it = &s->v[i];
+		const struct s3_item *o;
+		bool check;
+
+		if (kind == ACT_DOWNLOAD && !s3_rel_path_ok(it->rel, &why)) {
+			loc_name(r->src, it->rel, name, sizeof(name));
+			rdx_warn("skipping %s: %s", name, why);
+			r->st->refused++;
+			continue;
+		}
+		o = s3_tree_find(d, it->rel);
+		if (!decide(r, kind, it, o, &check)) {
+			r->st->unchanged++;
+			continue;
+		}
+		xfers[(*nx)++] = (struct action){ .kind = kind, .check = check, .src = it, .dst = o };
+	}
+	if (!r->o->del)
+		return 0;
+	for (i = 0; i < d->n; i++)
+		if (!s3_tree_find(s, d->v[i].rel))
+			dels[(*nd)++] = (struct action){
+				.kind = r->dst->is_s3 ? ACT_DEL_S3 : ACT_DEL_LOCAL,
+				.dst = &d->v[i],
+			};
+	return 0;
+}
+
+/* ------------------------------------------------------------- lists */
+
+static int list_side(struct s3_client *c, const struct s3_sync_opts *o,
+		     const struct s3_loc *l, bool is_dst, bool other_local,
+		     struct s3_tree *t)
+{
+	char errpath[PATH_BUF], what[NAME_BUF];
+	const struct s3_error *e;
+	size_t warned = 0; /* skipped symlinks: warnings, not failures */
+	int ret;
+
+	if (l->is_s3) {
+		/* Folder markers ("dir/") have no file to become. */
+		ret = s3_walk_remote(c, l->bucket, l->prefix, o->rules, o->nrules,
+				     !other_local, t);
+		if (!ret)
+			return 0;
+		e = s3_last_error(c);
+		snprintf(what, sizeof(what), "s3://%s/%s", l->bucket, l->prefix);
+		if (e->code[0])
+			rdx_error("ls %s: %s: %s", what, e->code, e->message);
+		else
+			rdx_error("ls %s: %s", what, rdx_strerror(ret));
+		return ret;
+	}
+	errpath[0] = '\0';
+	ret = s3_walk_local(l->dir, o->rules, o->nrules, t, &warned, errpath,
+			    sizeof(errpath));
+	if (ret == -ENOENT && is_dst && !strcmp(errpath, l->dir))
+		return 0; /* made when the first file comes */
+	if (ret)
+		rdx_error("cannot read '%s': %s", errpath[0] ? errpath : l->dir,
+			  strerror(-ret));
+	return ret;
+}
+
+/* mkdir -p of a download's destination directory. */
+static int make_root(const char *dir)
+{
+	char p[PATH_BUF];
+	size_t i, n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0777) && errno != EEXIST)
+			return -errno;
+		p[i] = i < n ? '/' : '\0';
+	}
+	return 0;
+}
+
+int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
+	    const struct s3_loc *src, const struct s3_loc *dst,
+	    struct s3_sync_stats *st)
+{
+	struct s3_tree s = { 0 }, d = { 0 };
+	struct action *xfers = NULL, *dels = NULL;
+	struct run r = { .o = o, .src = src, .dst = dst, .st = st };
+	size_t nx = 0, nd = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_mutex_init(&r.big, NULL);
+	ret = list_side(c, o, src, false, !dst->is_s3, &s);
+	/* cp -r without --delete needs nothing from the destination. */
+	if (!ret && !(o->copy_all && !o->del))
+		ret = list_side(c, o, dst, true, !src->is_s3, &d);
+	if (ret)
+		goto out;
+	xfers = calloc(s.n + 1, sizeof(*xfers));
+	dels = calloc(d.n + 1, sizeof(*dels));
+	if (!xfers || !dels) {
+		ret = -ENOMEM;
+		rdx_error("out of memory");
+		goto out;
+	}
+	plan(&r, &s, &d, xfers, &nx, dels, &nd);
+	rdx_info(1, "%zu to send or check, %zu unchanged, %zu to delete, %u at a time",
+		 nx, st->unchanged, nd, o->jobs);
+	if (!o->dry_run && !dst->is_s3 && nx && (ret = make_root(dst->dir))) {
+		rdx_error("cannot make '%s': %s", dst->dir, strerror(-ret));
+		goto out;
+	}
+	r.cur = dels;
+	ret = s3_pool_run(o->client, o->jobs, nd, run_one, &r);
+	if (!ret) {
+		r.cur = xfers;
+		ret = s3_pool_run(o->client, o->jobs, nx, run_one, &r);
+	}
+	if (ret) {
+		rdx_error("cannot start workers: %s", strerror(-ret));
+		goto out;
+	}
+	ret = r.err;
+	if (!ret && o->stop && atomic_load(o->stop))
+		ret = -RDX_EINTR;
+out:
+	free(xfers);
+	free(dels);
+	s3_tree_release(&s);
+	s3_tree_release(&d);
+	pthread_mutex_destroy(&r.lock);
+	pthread_mutex_destroy(&r.big);
+	return ret;
+}

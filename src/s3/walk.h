@@ -1,0 +1,79 @@
+/* The two sides of a recursive copy or a sync, as sorted lists of
+ * relative names: a local directory walked without following symlinks,
+ * or the keys under an S3 prefix.  Also what maps one onto the other
+ * safely: the --include/--exclude rules, and the check that a key names
+ * a path inside the destination directory (no '..', nothing absolute,
+ * no symlink on the way). */
+#ifndef RDS3_WALK_H
+#define RDS3_WALK_H
+
+#include "s3.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct s3_item {
+	char *rel;	   /* relative name, '/'-separated */
+	uint64_t size;
+	int64_t mtime;	   /* seconds: a file's st_mtime, an object's LastModified */
+	char *etag;	   /* objects only, quotes included */
+};
+
+struct s3_tree {
+	struct s3_item *v;
+	size_t n, cap;
+};
+
+/* One --include or --exclude pattern (fnmatch(3) without flags, so '*'
+ * matches '/' too, as in aws s3), matched against the relative name. */
+struct s3_rule {
+	const char *pattern;
+	bool include;
+};
+
+/* Whether rel passes the rules: included unless a rule excludes it; when
+ * several match, the last one given wins. */
+bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel);
+
+/* Walks the directory root (not following symlinks: a symlink, socket,
+ * FIFO or device is skipped with a warning; rds3's own temporaries
+ * .NAME.rdx-XXXXXX are skipped) and appends every regular file passing
+ * the rules to t, sorted by name.  *warned counts the warnings.  Returns
+ * 0 or -errno (the root, or a directory that cannot be read; errors
+ * names the path in errpath). */
+int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
+		  struct s3_tree *t, size_t *warned, char *errpath, size_t errlen);
+
+/* Lists every key under prefix (ListObjectsV2, no delimiter, page by
+ * page) and appends those passing the rules to t with rel = the key
+ * without prefix, sorted by name.  Keys ending in '/' (folder markers)
+ * are kept only when keep_markers.  Returns 0 or an s3_last_error(c)
+ * code. */
+int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
+		   const struct s3_rule *rules, size_t nrules, bool keep_markers,
+		   struct s3_tree *t);
+
+/* Finds rel in the sorted t; NULL when absent. */
+const struct s3_item *s3_tree_find(const struct s3_tree *t, const char *rel);
+
+void s3_tree_release(struct s3_tree *t);
+
+/* Whether rel may become a path under a local directory: not empty, not
+ * absolute, no empty, '.' or '..' component, at most 4000 bytes.  When
+ * not, *why says why (a static string). */
+bool s3_rel_path_ok(const char *rel, const char **why);
+
+/* Makes the directories of rel's parent under root, refusing to go
+ * through a symlink or anything but a directory (openat with
+ * O_NOFOLLOW, component by component), and checks that rel itself is not
+ * a symlink or a directory.  Returns 0, -ELOOP (a symlink on the way),
+ * -ENOTDIR, -EISDIR or another -errno. */
+int s3_local_prepare(const char *root, const char *rel);
+
+/* "2024-05-01T10:00:00.000Z" (ListObjectsV2) or "Wed, 01 May 2024
+ * 10:00:00 GMT" (Last-Modified) in seconds since the epoch; -1 when it
+ * is neither. */
+int64_t s3_parse_time(const char *s);
+
+#endif
