@@ -22,6 +22,11 @@ enum {
 };
 
 static const struct rdx_opt rdcp_opts[] = {
+	{ "recursive", 'r', RDX_ARG_NONE, NULL,
+	  "copy directories and everything in them (modes, times, symlinks, hard links, sparse files)",
+	  NULL },
+	{ "dereference", 'L', RDX_ARG_NONE, NULL,
+	  "with -r, follow every symlink instead of copying it", NULL },
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,
 	  "more detail on stderr, the far side's too; a bandwidth line at the end", NULL },
 	{ "quiet", 'q', RDX_ARG_NONE, NULL,
@@ -60,8 +65,8 @@ static const struct rdx_opt rdcp_opts[] = {
 
 static const struct rdx_cli rdcp_cli = {
 	.tool = "rdcp",
-	.usage = "[OPTIONS] SRC... DST",
-	.summary = "Copy files to or from a remote host: SRC and DST are local paths or\n"
+	.usage = "[OPTIONS] [-r] SRC... DST",
+	.summary = "Copy files (with -r, trees) to or from a remote host: SRC and DST are local paths or\n"
 		   "[user@]host:path ([user@][v6addr]:path); with several SRCs, DST is a\n"
 		   "directory.  A local '-' is standard input or output.  The far end is started\n"
 		   "over SSH; the data goes directly between the two hosts.  Both local: a\n"
@@ -164,6 +169,12 @@ static int handle(int key, const char *arg, void *ctx)
 	case 'q':
 		r->cp.quiet = true;
 		return 0;
+	case 'r':
+		r->cp.recursive = true;
+		return 0;
+	case 'L':
+		r->c.o.tree_follow = true;
+		return 0;
 	case 'P':
 		return set_port(r, "--ssh-port", arg);
 	case 'i':
@@ -260,7 +271,9 @@ static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 	for (i = 0; i < nsrc; i++) {
 		struct rdx_xfer_stats st = { 0 };
 
-		if (!srcs[i].remote && !dst->remote)
+		if (!srcs[i].remote && !dst->remote && r->cp.recursive)
+			ret = cp_local_tree(&r->cp, srcs[i].path, dst->path, &st);
+		else if (!srcs[i].remote && !dst->remote)
 			ret = cp_local_copy(&r->cp, srcs[i].path, dst->path, &st);
 		else
 			ret = cp_copy(&r->cp, &srcs[i], dst, &st);
@@ -309,6 +322,11 @@ int main(int argc, char **argv)
 	ret = check_args(&r, srcs, nsrc, &dst, argv + optind_);
 	if (ret) {
 		ret = rdx_exit_code(ret);
+		goto out;
+	}
+	if (r.c.o.tree_follow && !r.cp.recursive) {
+		rdx_error("-L is for trees: use it with -r");
+		ret = RDX_EXIT_USAGE;
 		goto out;
 	}
 	r.cp.verbose = r.cp.quiet ? 0 : r.c.verbose;

@@ -263,7 +263,8 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 						     ARCHIVE_READDISK_NO_ACL |
 						     ARCHIVE_READDISK_NO_FFLAGS);
 	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
-		rdx_warn("cannot read '%s': %s", path, archive_error_string(disk));
+		rdx_warn("cannot read '%s': %s", path, archive_errno(disk) > 0
+			 ? strerror(archive_errno(disk)) : archive_error_string(disk));
 		p->unwalkable++;
 		goto out;
 	}
@@ -885,6 +886,8 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	int ret;
 
 	(void)ok; /* a failed stream ends the archive early: same path */
+	if (len)
+		why[0] = '\0';
 	pthread_join(u->thread, NULL);
 	if (fchdir(u->cwd))
 		rdx_warn("cannot return to the working directory: %s", strerror(errno));

@@ -134,6 +134,23 @@ static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	cp_cmd_raw(c, " -- \"$d\"");
 }
 
+/* Far side receives a tree: rdrecv -r itself does what cp -r does with
+ * DST (into it when a directory, else DST becomes the tree).
+ *   d='PATH'; exec 'rdrecv' --server -r ... -- "$d" */
+static void push_tree_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
+{
+	cp_cmd_raw(c, "d=");
+	cp_cmd_quoted(c, far_path(far));
+	if (o->dst_dir)
+		cp_cmd_raw(c, "; if [ ! -d \"$d\" ]; then printf '%s: not a directory\\n' \"$d\" >&2; exit 1; fi");
+	cp_cmd_raw(c, "; ");
+	add_tool(c, o, "rdrecv");
+	cp_cmd_raw(c, " --server --stop-on-eof -r");
+	add_secs(c, "--wait", FAR_WAIT_S * 1000);
+	add_common(c, o);
+	cp_cmd_raw(c, " -- \"$d\"");
+}
+
 /* Far side sends: exec 'rdsend' --server ... -- 'PATH' */
 static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 {
@@ -141,6 +158,8 @@ static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 
 	add_tool(c, o, "rdsend");
 	cp_cmd_raw(c, " --server --stop-on-eof");
+	if (o->recursive)
+		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
 	add_secs(c, "--connect-timeout", FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
@@ -195,11 +214,15 @@ static int far_failed(struct cp_remote *r, const char *host, const char *tool,
  * directory; and where a pulled file goes.  "-" is standard input or
  * output (*path NULL), on this side only. */
 static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
-		     char **path)
+		     bool recursive, char **path)
 {
 	struct stat sb;
 
 	*path = NULL;
+	if (recursive && (!strcmp(src->path, "-") || !strcmp(dst->path, "-"))) {
+		rdx_error("'-' cannot be used with -r: trees go to and from directories");
+		return -RDX_EUSAGE;
+	}
 	if ((src->remote && !strcmp(src->path, "-")) || (dst->remote && !strcmp(dst->path, "-"))) {
 		rdx_error("'-' names standard input or output here, not on the remote host");
 		return -RDX_EUSAGE;
@@ -211,20 +234,24 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 			rdx_error("cannot open '%s': %s", src->path, strerror(errno));
 			return -RDX_ELOCAL;
 		}
-		if (S_ISDIR(sb.st_mode)) {
-			rdx_error("'%s' is a directory (copying trees is not supported yet)",
-				  src->path);
+		if (S_ISDIR(sb.st_mode) && !recursive) {
+			rdx_error("'%s' is a directory (use -r)", src->path);
 			return -RDX_EUSAGE;
 		}
 		*path = strdup(src->path);
 		return *path ? 0 : -ENOMEM;
 	}
-	if (!*cp_basename(far_path(src->path)) || !strcmp(far_path(src->path), ".")) {
+	if (!recursive && (!*cp_basename(far_path(src->path)) || !strcmp(far_path(src->path), "."))) {
 		rdx_error("'%s:%s' names no file", src->host, src->path);
 		return -RDX_EUSAGE;
 	}
 	if (!strcmp(dst->path, "-"))
 		return 0; /* standard output */
+	if (recursive) {
+		/* The tree's receiver decides between into and as DST. */
+		*path = strdup(dst->path);
+		return *path ? 0 : -ENOMEM;
+	}
 	if (stat(dst->path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		const char *name = cp_basename(src->path);
 
@@ -295,10 +322,12 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	unsigned p;
 	int ret, status;
 
-	ret = near_path(src, dst, &path);
+	ret = near_path(src, dst, o->recursive, &path);
 	if (ret)
 		goto out;
-	if (push)
+	if (push && o->recursive)
+		push_tree_cmd(&cmd, o, dst->path);
+	else if (push)
 		push_cmd(&cmd, o, dst->path,
 			 strcmp(src->path, "-") ? cp_basename(src->path) : NULL);
 	else
@@ -348,6 +377,13 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	n->xo.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(r);
 	n->xo.port = port;
 	n->xo.path = path;
+	if (o->recursive && push) {
+		n->xo.tree_paths = (const char *const *)&path;
+		n->xo.ntree = 1;
+		n->xo.path = NULL;
+	} else if (o->recursive) {
+		n->xo.tree = true;
+	}
 	n->xo.key.bytes = (uint8_t *)key;
 	n->xo.key.len = strlen(key);
 	rdx_info(1, "%s on %s listens on port %u; %s %s", tool, far->host, p,

@@ -17,6 +17,7 @@ struct cp_opts {
 	int verbose;
 	bool quiet; /* the far side's stderr only when something failed */
 	bool dst_dir; /* several sources: a remote DST must be a directory */
+	bool recursive; /* -r: sources go as trees (src/core/tree.h) */
 };
 
 /* Copies src to dst, exactly one of them remote.  A dst that is a

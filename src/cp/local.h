@@ -15,4 +15,11 @@
 int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
 		  struct rdx_xfer_stats *st);
 
+/* -r with both ends local: src packed and unpacked through one pipe by
+ * the same code as a remote tree copy (src/core/tree.h), so the result
+ * (names checked, files complete or absent, metadata) is the same.
+ * Returns 0 or a negative error for rdx_exit_code(), errors printed. */
+int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
+		  struct rdx_xfer_stats *st);
+
 #endif

@@ -1,0 +1,443 @@
+/* Trees (src/core/tree.c): a real tree packed and unpacked (content, modes,
+ * times, symlinks, hard links, a sparse file, empty directories), and the
+ * unpacker against hostile archives made here with libarchive: names that
+ * escape, writing or linking through a symlink, a missing or wrong hash, a
+ * stream cut short.  Nothing may appear outside the destination, and no
+ * file may sit under its final name unless its hash matched. */
+#include "../../src/core/err.h"
+#include "../../src/core/tree.h"
+#include "tap.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+static char top[] = "/tmp/rdx-tree-XXXXXX";
+static char path[4096];
+
+static const char *at(const char *rel)
+{
+	snprintf(path, sizeof(path), "%s/%s", top, rel);
+	return path;
+}
+
+static bool exists(const char *rel)
+{
+	struct stat st;
+
+	return lstat(at(rel), &st) == 0;
+}
+
+/* Any ".NAME.rdx-" temporary left anywhere under dir. */
+static bool temp_left(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	while (d && !found && (e = readdir(d))) {
+		char sub[4096];
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (strstr(e->d_name, ".rdx-"))
+			found = true;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+		if (e->d_type == DT_DIR)
+			found = found || temp_left(sub);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* ---- crafting archives ---------------------------------------------- */
+
+struct craft {
+	struct archive *a;
+	char buf[1 << 20];
+	size_t used;
+};
+
+static void craft_begin(struct craft *c)
+{
+	c->a = archive_write_new();
+	archive_write_set_format_pax_restricted(c->a);
+	archive_write_set_bytes_in_last_block(c->a, 1);
+	archive_write_open_memory(c->a, c->buf, sizeof(c->buf), &c->used);
+}
+
+static void entry(struct craft *c, const char *name, mode_t type,
+		  const char *data, const char *link, bool hardlink)
+{
+	struct archive_entry *e = archive_entry_new();
+	size_t len = data ? strlen(data) : 0;
+
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, type);
+	archive_entry_set_perm(e, type == AE_IFDIR ? 0755 : 0644);
+	archive_entry_set_mtime(e, 1600000000, 0);
+	if (link && hardlink)
+		archive_entry_set_hardlink(e, link);
+	else if (link)
+		archive_entry_set_symlink(e, link);
+	archive_entry_set_size(e, (la_int64_t)len);
+	archive_write_header(c->a, e);
+	if (len)
+		archive_write_data(c->a, data, len);
+	archive_entry_free(e);
+}
+
+/* The hash entry after a file: of data, of other bytes, or empty. */
+static void hash(struct craft *c, const char *of, bool empty)
+{
+	struct archive_entry *e = archive_entry_new();
+	XXH128_canonical_t h;
+
+	XXH128_canonicalFromHash(&h, XXH3_128bits(of, strlen(of)));
+	archive_entry_set_pathname(e, RDX_TREE_HASH_NAME);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_size(e, empty ? 0 : 16);
+	archive_write_header(c->a, e);
+	if (!empty)
+		archive_write_data(c->a, h.digest, 16);
+	archive_entry_free(e);
+}
+
+static void file(struct craft *c, const char *name, const char *data)
+{
+	entry(c, name, AE_IFREG, data, NULL, false);
+	hash(c, data, false);
+}
+
+/* Feeds the archive (cut to len bytes when len) to an unpacker into dst
+ * (relative to top).  Returns its result, why filled. */
+static int feed(struct craft *c, const char *dst, size_t len, char *why, size_t wlen)
+{
+	struct rdx_tree_unpack *u;
+	atomic_int stop = 0;
+	int fd, ret;
+
+	archive_write_close(c->a);
+	archive_write_free(c->a);
+	why[0] = '\0';
+	ret = rdx_tree_unpack_start(&u, at(dst), false, &stop, &fd);
+	if (ret) {
+		snprintf(why, wlen, "start: %d", ret);
+		return ret;
+	}
+	if (write(fd, c->buf, len ? len : c->used) < 0)
+		perror("write");
+	close(fd);
+	return rdx_tree_unpack_finish(u, true, why, wlen);
+}
+
+static int craft_into(void (*build)(struct craft *), const char *dst,
+		      char *why, size_t wlen)
+{
+	static struct craft c;
+
+	craft_begin(&c);
+	build(&c);
+	return feed(&c, dst, 0, why, wlen);
+}
+
+/* ---- hostile archives ------------------------------------------------- */
+
+static void b_dotdot(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/../../escaped", "x");
+}
+
+static void b_absolute(struct craft *c)
+{
+	file(c, at("abs-escaped"), "x");
+}
+
+static void b_through_symlink(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/s", AE_IFLNK, NULL, at("outside"), false);
+	file(c, "t/s/planted", "x");
+}
+
+static void b_hardlink_out(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/h", AE_IFREG, NULL, "../outside/secret", true);
+}
+
+static void b_hardlink_via_symlink(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/s", AE_IFLNK, NULL, at("outside"), false);
+	entry(c, "t/h", AE_IFREG, NULL, "t/s/secret", true);
+}
+
+static void b_no_hash(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/a", AE_IFREG, "first", NULL, false);
+	file(c, "t/b", "second");
+}
+
+static void b_wrong_hash(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/a", AE_IFREG, "what was sent", NULL, false);
+	hash(c, "something else", false);
+}
+
+static void b_empty_hash(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/a", AE_IFREG, "unreadable there", NULL, false);
+	hash(c, "", true);
+	file(c, "t/b", "fine");
+}
+
+static void b_good(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/a", "alpha");
+	entry(c, "t/l", AE_IFLNK, NULL, "a", false);
+	entry(c, "t/h", AE_IFREG, NULL, "t/a", true);
+	entry(c, "t/e", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/dev", AE_IFCHR, NULL, NULL, false);
+}
+
+static void b_two_tops(struct craft *c)
+{
+	file(c, "one", "1");
+	file(c, "two", "2");
+}
+
+static bool content_is(const char *rel, const char *want)
+{
+	char buf[256] = "";
+	int fd = open(at(rel), O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)strlen(want) && !memcmp(buf, want, (size_t)n);
+}
+
+static void hostile(void)
+{
+	char why[256];
+	int ret;
+
+	mkdir(at("outside"), 0755);
+	mkdir(at("d1"), 0755);
+	ret = craft_into(b_dotdot, "d1", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "unsafe"), "'..' refused: %d %s", ret, why);
+	CHECK(!exists("escaped") && !exists("d1/escaped"), "nothing escaped through '..'");
+
+	mkdir(at("d2"), 0755);
+	ret = craft_into(b_absolute, "d2", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO, "absolute name refused: %d %s", ret, why);
+	CHECK(!exists("abs-escaped"), "nothing written at the absolute name");
+
+	mkdir(at("d3"), 0755);
+	ret = craft_into(b_through_symlink, "d3", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "symlink"),
+	      "writing through a sent symlink refused: %d %s", ret, why);
+	CHECK(!exists("outside/planted"), "nothing planted through the symlink");
+	CHECK(!temp_left(at("outside")) && !temp_left(at("d3")), "no temporary left");
+
+	int fd = open(at("outside/secret"), O_CREAT | O_WRONLY, 0600);
+
+	close(fd);
+	mkdir(at("d4"), 0755);
+	ret = craft_into(b_hardlink_out, "d4", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO, "hard link to '../' refused: %d %s", ret, why);
+	CHECK(!exists("d4/t/h"), "no link made");
+
+	mkdir(at("d5"), 0755);
+	ret = craft_into(b_hardlink_via_symlink, "d5", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "symlink"),
+	      "hard link through a symlink refused: %d %s", ret, why);
+	CHECK(!exists("d5/t/h"), "no link to a file outside");
+
+	mkdir(at("d6"), 0755);
+	ret = craft_into(b_no_hash, "d6", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "no hash"), "a file without its hash: %d %s", ret, why);
+	CHECK(!exists("d6/t/a") && !exists("d6/t/b"), "neither file published");
+	CHECK(!temp_left(at("d6")), "no temporary left");
+
+	mkdir(at("d7"), 0755);
+	ret = craft_into(b_wrong_hash, "d7", why, sizeof(why));
+	CHECK(ret == -RDX_EINTEGRITY && strstr(why, "t/a"), "wrong hash names the file: %d %s",
+	      ret, why);
+	CHECK(!exists("d7/t/a") && !temp_left(at("d7")), "the corrupt file is gone, no temporary");
+
+	mkdir(at("d8"), 0755);
+	ret = craft_into(b_empty_hash, "d8", why, sizeof(why));
+	CHECK(ret == -RDX_ELOCAL, "a file the sender could not read fails the copy: %d %s", ret, why);
+	CHECK(!exists("d8/t/a") && content_is("d8/t/b", "fine") && !temp_left(at("d8")),
+	      "it is absent, the next file is there");
+
+	{
+		static struct craft c;
+
+		mkdir(at("d9"), 0755);
+		craft_begin(&c);
+		entry(&c, "t", AE_IFDIR, NULL, NULL, false);
+		char big[8192];
+
+		memset(big, 'z', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		file(&c, "t/big", big);
+		archive_write_close(c.a);
+		ret = feed(&c, "d9", 512 * 4, why, sizeof(why)); /* cut in the data */
+		CHECK(ret == -RDX_EPROTO, "a stream cut in a file's data: %d %s", ret, why);
+		CHECK(!exists("d9/t/big") && !temp_left(at("d9")), "no partial file, no temporary");
+	}
+}
+
+static void semantics(void)
+{
+	char why[256];
+	int ret, fd;
+	struct stat a, h;
+
+	mkdir(at("g"), 0755);
+	ret = craft_into(b_good, "g", why, sizeof(why));
+	CHECK(ret == 0, "a good archive: %d %s", ret, why);
+	CHECK(content_is("g/t/a", "alpha"), "file content");
+	CHECK(lstat(at("g/t/a"), &a) == 0 && a.st_mtime == 1600000000 && (a.st_mode & 07777) == 0644,
+	      "mode and mtime");
+	CHECK(lstat(at("g/t/h"), &h) == 0 && h.st_ino == a.st_ino, "hard link");
+	{
+		char t[16] = "";
+
+		CHECK(readlink(at("g/t/l"), t, sizeof(t) - 1) == 1 && t[0] == 'a', "symlink");
+	}
+	CHECK(lstat(at("g/t/e"), &a) == 0 && S_ISDIR(a.st_mode), "empty directory");
+	CHECK(!exists("g/t/dev"), "a device is skipped");
+
+	/* A destination that does not exist becomes the tree, as cp -r. */
+	ret = craft_into(b_good, "renamed", why, sizeof(why));
+	CHECK(ret == 0 && content_is("renamed/a", "alpha") && exists("renamed/l"),
+	      "new DST is the tree: %d %s", ret, why);
+	{
+		struct stat r;
+
+		CHECK(lstat(at("renamed/h"), &h) == 0 && lstat(at("renamed/a"), &r) == 0 &&
+			      h.st_ino == r.st_ino,
+		      "hard link target renamed too");
+	}
+	ret = craft_into(b_two_tops, "new2", why, sizeof(why));
+	CHECK(ret == -RDX_ELOCAL && strstr(why, "not a directory"), "two trees into a new name: %d %s",
+	      ret, why);
+	fd = open(at("plain"), O_CREAT | O_WRONLY, 0644);
+	close(fd);
+	ret = craft_into(b_good, "plain", why, sizeof(why));
+	CHECK(ret == -ENOTDIR, "a file as DST: %d", ret);
+}
+
+/* ---- a real tree, packed and unpacked --------------------------------- */
+
+static int64_t pump(int from, int to)
+{
+	char buf[65536];
+	int64_t total = 0;
+	ssize_t n;
+
+	while ((n = read(from, buf, sizeof(buf))) > 0) {
+		if (write(to, buf, (size_t)n) != n)
+			return -1;
+		total += n;
+	}
+	return n < 0 ? -1 : total;
+}
+
+static void round_trip(void)
+{
+	struct rdx_tree_pack *p;
+	struct rdx_tree_unpack *u;
+	atomic_int stop = 0;
+	char why[256], src[4096];
+	const char *paths[1] = { src };
+	struct stat a, b;
+	int rfd, wfd, fd, ret;
+	char block[4096];
+
+	snprintf(src, sizeof(src), "%s/src", top);
+	mkdir(at("src"), 0750);
+	mkdir(at("src/empty"), 0700);
+	mkdir(at("src/sub"), 0711);
+	fd = open(at("src/sub/file"), O_CREAT | O_WRONLY, 0604);
+	memset(block, 'q', sizeof(block));
+	for (int i = 0; i < 300; i++)
+		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block))
+			perror("write");
+	close(fd);
+	{
+		char target[4096];
+
+		snprintf(target, sizeof(target), "%s/src/sub/file", top);
+		CHECK(link(target, at("src/hard")) == 0, "made a hard link");
+	}
+	CHECK(symlink("sub/file", at("src/link")) == 0, "made a symlink");
+	fd = open(at("src/sparse"), O_CREAT | O_WRONLY, 0644);
+	CHECK(pwrite(fd, "end", 3, 64 << 20) == 3, "made a sparse file");
+	close(fd);
+	{
+		struct timespec ts[2] = { { 1500000000, 0 }, { 1500000000, 0 } };
+
+		utimensat(AT_FDCWD, at("src/sub/file"), ts, AT_SYMLINK_NOFOLLOW);
+	}
+	mkdir(at("out"), 0755);
+
+	ret = rdx_tree_unpack_start(&u, at("out"), false, &stop, &wfd);
+	CHECK(ret == 0, "unpacker started");
+	ret = rdx_tree_pack_start(&p, paths, 1, false, &rfd);
+	CHECK(ret == 0, "packer started");
+	CHECK(pump(rfd, wfd) > 0, "stream moved");
+	close(rfd);
+	close(wfd);
+	CHECK(rdx_tree_pack_finish(p) == 0, "packer ended well");
+	ret = rdx_tree_unpack_finish(u, true, why, sizeof(why));
+	CHECK(ret == 0, "unpacker ended well: %d %s", ret, why);
+
+	CHECK(stat(at("out/src/sub/file"), &a) == 0 && a.st_size == 300 * 4096 &&
+		      (a.st_mode & 07777) == 0604 && a.st_mtime == 1500000000,
+	      "file size, mode, mtime");
+	CHECK(stat(at("out/src/hard"), &b) == 0 && b.st_ino == a.st_ino && a.st_nlink == 2,
+	      "hard link kept");
+	CHECK(lstat(at("out/src/link"), &b) == 0 && S_ISLNK(b.st_mode), "symlink kept");
+	CHECK(stat(at("out/src/empty"), &b) == 0 && (b.st_mode & 07777) == 0700, "empty dir and mode");
+	CHECK(stat(at("out/src/sub"), &b) == 0 && (b.st_mode & 07777) == 0711, "directory mode");
+	CHECK(stat(at("out/src/sparse"), &b) == 0 && b.st_size == (64 << 20) + 3 &&
+		      b.st_blocks < 1024,
+	      "sparse file stays sparse (%lld blocks)", (long long)b.st_blocks);
+	CHECK(!temp_left(at("out")), "no temporary left");
+}
+
+int main(void)
+{
+	if (!mkdtemp(top))
+		return 1;
+	hostile();
+	semantics();
+	round_trip();
+	{
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+		if (system(cmd))
+			perror("rm");
+	}
+	return TAP_DONE();
+}
