@@ -20,7 +20,9 @@
 #   TIMEOUT=...    seconds one copy may run (default 300 + 1 s per 10 MB
 #                  + 1 s per 50 files)
 #   RDCP           path of rdcp (default build/rdcp; rdsend and rdrecv are
-#                  taken from the same directory on the far side)
+#                  taken from the same directory for the far side); all
+#                  three are copied into the scratch directory first, so a
+#                  rebuild during the run changes nothing
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #
 # Rows, every one a push from namespace B to rdxhost (namespace A):
@@ -63,8 +65,13 @@ RDCP=${RDCP:-$BENCH_REPO/build/rdcp}
 TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 50))}
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
 [ -x "$RDCP" ] || die "$RDCP not built (make)"
-RDX_BUILD=$(cd "$(dirname "$RDCP")" && pwd)
-[ -x "$RDX_BUILD/rdsend" ] && [ -x "$RDX_BUILD/rdrecv" ] || die "no rdsend/rdrecv next to $RDCP"
+bin=$(dirname "$RDCP")
+[ -x "$bin/rdsend" ] && [ -x "$bin/rdrecv" ] || die "no rdsend/rdrecv next to $RDCP"
+# private copies: a `make` elsewhere must not swap a binary mid-run
+RDX_BUILD=$TMPD/bin
+mkdir -p "$RDX_BUILD"
+cp "$RDCP" "$bin/rdsend" "$bin/rdrecv" "$RDX_BUILD/"
+RDCP=$RDX_BUILD/rdcp
 need_cmds ssh scp rsync tar ip ss openssl python3 cmp diff timeout
 [ -x /usr/sbin/sshd ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
 

@@ -19,7 +19,8 @@
 #                  rds3 has no tree copy (xargs -P)
 #   TIMEOUT=...    seconds any one command may run (default 300 + 1 s per
 #                  10 MB + 1 s per 5 objects)
-#   RDS3           path of rds3 (default build/rds3)
+#   RDS3           path of rds3 (default build/rds3; copied into the scratch
+#                  directory first, so a rebuild during the run changes nothing)
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #
 # Each tool runs with its own defaults (part size, concurrency, transfers):
@@ -68,6 +69,8 @@ need_cmds node npm rclone s3cmd openssl ss timeout cmp diff
 [ -x "$AWS" ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
 [ -x "$AWS" ] || die "$AWS missing (Debian's awscli)"
 [ -x "$RDS3" ] || die "$RDS3 not built (make)"
+# a private copy: a `make` elsewhere must not swap the binary mid-run
+mkdir -p "$TMPD/bin" && cp "$RDS3" "$TMPD/bin/rds3" && RDS3=$TMPD/bin/rds3
 
 avail=$(df -P -B1 "$TMPD" | awk 'NR==2 {print $4}')
 need=$(((BYTES + COUNT * OBJ) * 3 + 512 * 1024 * 1024))
@@ -220,7 +223,7 @@ cat "$SRC" "$MANY"/* >/dev/null
 # listed PREFIX N BYTES: s3://BUCKET/PREFIX holds N objects, BYTES in all
 listed() {
 	local got
-	got=$("${R3[@]}" ls -r "s3://$BUCKET/$1" 2>/dev/null | awk '{n++; s += $3} END {printf "%d %d", n, s}')
+	got=$("${R3[@]}" ls -r "s3://$BUCKET/$1" 2>"$TMPD/r/err" | awk '{n++; s += $3} END {printf "%d %d", n, s}')
 	[ "$got" = "$2 $3" ] || { LIST_GOT=$got; return 1; }
 }
 

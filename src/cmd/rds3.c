@@ -50,6 +50,7 @@ enum s3_key {
 	OPT_PART_SIZE,
 	OPT_CONCURRENCY,
 	OPT_EXPIRES,
+	OPT_RESUME,
 	OPT_DELETE,
 	OPT_DRY_RUN,
 	OPT_CHECKSUM,
@@ -77,6 +78,8 @@ static const struct rdx_opt s3_opts[] = {
 	  "sync, cp -r: leave out names matching PATTERN (repeatable; the last match wins)", NULL },
 	{ "jobs", OPT_JOBS, RDX_ARG_REQUIRED, "N",
 	  "sync, cp -r: objects in flight at once, 1..64 (default 8)", NULL },
+	{ "resume", OPT_RESUME, RDX_ARG_NONE, NULL,
+	  "get: continue an interrupted download from its partial .NAME.rdx-part", NULL },
 	{ "expires", OPT_EXPIRES, RDX_ARG_REQUIRED, "SECS",
 	  "presign: the URL's lifetime, 1..604800 (default 3600)", NULL },
 	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
@@ -141,6 +144,7 @@ struct s3_cmd {
 	uint64_t connect_timeout_ms;
 	bool recursive;
 	bool insecure;
+	bool resume;
 	unsigned expires;
 	const char *cmd;
 	struct s3_sync_opts sync;
@@ -165,6 +169,9 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case OPT_RECURSIVE:
 		s->recursive = true;
+		return 0;
+	case OPT_RESUME:
+		s->resume = true;
 		return 0;
 	case OPT_DELETE:
 	case OPT_CHECKSUM:
@@ -459,20 +466,34 @@ static int cmd_get(struct s3_cmd *s, char **args, int n, bool cat)
 		return RDX_EXIT_USAGE;
 	snprintf(what, sizeof(what), "s3://%s/%s", u.bucket, u.key);
 	dst = cat ? "-" : n == 2 ? args[1] : s3_last_part(u.key);
-	ret = s3_out_open(&o, dst, u.key, &interrupted);
+	if (s->resume && !strcmp(dst, "-")) {
+		rdx_error("--resume needs a file to write, not stdout");
+		return RDX_EXIT_USAGE;
+	}
+	ret = s->resume ? s3_out_open_resume(&o, dst, u.key, &interrupted)
+			: s3_out_open(&o, dst, u.key, &interrupted);
 	if (ret) {
 		s3_out_abort(&o);
 		rdx_error("cannot write '%s': %s", o.final[0] ? o.final : dst, strerror(-ret));
 		return RDX_EXIT_IO;
 	}
-	ret = s3_download(s->s3, &s->xfer, u.bucket, u.key, &o, &info);
+	ret = s->resume ? s3_download_resume(s->s3, &s->xfer, u.bucket, u.key, &o, &info)
+			: s3_download(s->s3, &s->xfer, u.bucket, u.key, &o, &info);
 	if (!ret && (ret = s3_out_publish(&o))) {
 		s3_out_abort(&o);
 		rdx_error("cannot write '%s': %s", o.final, strerror(-ret));
 		return RDX_EXIT_IO;
 	}
 	if (ret) {
-		s3_out_abort(&o);
+		/* A resume partial stays for the next try, unless its data
+		 * proved bad. */
+		if (ret == -RDX_EINTEGRITY)
+			s3_out_discard(&o);
+		else
+			s3_out_abort(&o);
+		if (o.resume && ret != -RDX_EINTEGRITY)
+			rdx_info(1, "get %s: %llu bytes kept in '%s' for --resume", what,
+				 (unsigned long long)o.have, o.tmp);
 		if (ret != -RDX_EINTR && ret < 0 && -ret < RDX_EBASE) {
 			rdx_error("cannot write '%s': %s", o.is_stdout ? "stdout" : o.final,
 				  strerror(-ret));

@@ -114,12 +114,31 @@ int s3_out_rewind(void *ctx)
 	return 0;
 }
 
-int s3_out_open(struct s3_out *o, const char *dst, const char *key,
-		const atomic_int *stop)
+/* The final name of dst (a directory gets the key's last part) and the
+ * temporary's: DIR/.NAME.suffix. */
+static int out_names(struct s3_out *o, const char *dst, const char *key,
+		     const char *suffix)
 {
 	struct stat st;
 	char dirbuf[4096], *dir;
+
+	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(o->final, sizeof(o->final), "%s/%s", dst, s3_last_part(key));
+	else
+		snprintf(o->final, sizeof(o->final), "%s", dst);
+	snprintf(dirbuf, sizeof(dirbuf), "%s", o->final);
+	dir = dirname(dirbuf);
+	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.%s", dir,
+			     s3_last_part(o->final), suffix) >= sizeof(o->tmp))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int s3_out_open(struct s3_out *o, const char *dst, const char *key,
+		const atomic_int *stop)
+{
 	mode_t mask;
+	int ret;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
@@ -129,15 +148,8 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		o->is_stdout = true;
 		return 0;
 	}
-	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(o->final, sizeof(o->final), "%s/%s", dst, s3_last_part(key));
-	else
-		snprintf(o->final, sizeof(o->final), "%s", dst);
-	snprintf(dirbuf, sizeof(dirbuf), "%s", o->final);
-	dir = dirname(dirbuf);
-	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.rdx-XXXXXX", dir,
-			     s3_last_part(o->final)) >= sizeof(o->tmp))
-		return -ENAMETOOLONG;
+	if ((ret = out_names(o, dst, key, "rdx-XXXXXX")))
+		return ret;
 	o->fd = mkostemp(o->tmp, O_CLOEXEC);
 	if (o->fd < 0)
 		return -errno;
@@ -147,6 +159,83 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 	if (fchmod(o->fd, 0666 & ~mask))
 		return -errno;
 	return 0;
+}
+
+/* The record: three lines, "etag E", "size N", "have N". */
+static void read_meta(struct s3_out *o)
+{
+	char buf[512], etag[128];
+	unsigned long long size, have;
+	ssize_t n;
+	int fd = open(o->meta, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "etag %127[^\n]\nsize %llu\nhave %llu\n", etag, &size,
+		   &have) != 3 || have > size)
+		return;
+	snprintf(o->etag, sizeof(o->etag), "%s", etag);
+	o->size = size;
+	o->have = have;
+}
+
+int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
+		       const atomic_int *stop)
+{
+	struct stat st;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = -1;
+	o->stop = stop;
+	o->resume = true;
+	if ((ret = out_names(o, dst, key, "rdx-part")))
+		return ret;
+	if ((size_t)snprintf(o->meta, sizeof(o->meta), "%s.meta", o->tmp) >=
+	    sizeof(o->meta))
+		return -ENAMETOOLONG;
+	o->fd = open(o->tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (o->fd < 0)
+		return -errno;
+	if (fstat(o->fd, &st))
+		return -errno;
+	read_meta(o);
+	if (o->have > (uint64_t)st.st_size)
+		o->have = (uint64_t)st.st_size;
+	return 0;
+}
+
+int s3_out_mark(struct s3_out *o, uint64_t have)
+{
+	char tmp[4300], buf[256];
+	int fd, n, ret = 0;
+
+	if (!o->resume)
+		return 0;
+	/* The data first: a record must never claim bytes a crash lost. */
+	if (fdatasync(o->fd))
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "etag %s\nsize %llu\nhave %llu\n", o->etag,
+		     (unsigned long long)o->size, (unsigned long long)have);
+	snprintf(tmp, sizeof(tmp), "%s.new", o->meta);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	ret = write_full(fd, buf, (size_t)n);
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, o->meta))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	else
+		o->have = have;
+	return ret;
 }
 
 int s3_out_publish(struct s3_out *o)
@@ -161,6 +250,8 @@ int s3_out_publish(struct s3_out *o)
 	if (rename(o->tmp, o->final))
 		return -errno;
 	o->tmp[0] = '\0';
+	if (o->resume)
+		unlink(o->meta);
 	return 0;
 }
 
@@ -170,7 +261,17 @@ void s3_out_abort(struct s3_out *o)
 		return;
 	if (o->fd >= 0)
 		close(o->fd);
-	if (o->tmp[0])
+	o->fd = -1;
+	if (o->tmp[0] && !o->resume)
 		unlink(o->tmp);
+}
+
+void s3_out_discard(struct s3_out *o)
+{
+	s3_out_abort(o);
+	if (o->resume && o->tmp[0]) {
+		unlink(o->tmp);
+		unlink(o->meta);
+	}
 }
 

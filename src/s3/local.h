@@ -18,13 +18,21 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 		  struct s3_body_sum *sum);
 
 /* A download target: "-" is stdout; a directory gets the key's last part
- * inside it; a file is written as .NAME.rdx-XXXXXX beside it. */
+ * inside it; a file is written as .NAME.rdx-XXXXXX beside it, or for
+ * --resume as .NAME.rdx-part, kept on failure, with its record
+ * .NAME.rdx-part.meta: the object's ETag and size and how many bytes from
+ * the start are complete. */
 struct s3_out {
 	int fd;
 	bool is_stdout;
+	bool resume;
 	const atomic_int *stop;
 	char tmp[4096];	  /* "" once renamed or for stdout */
 	char final[4096];
+	char meta[4200];  /* resume: the record's path */
+	char etag[128];	  /* resume: the record's ETag ("" none), size and */
+	uint64_t size;	  /* bytes complete from the start, as read at open */
+	uint64_t have;	  /* and then as last recorded */
 };
 
 /* Opens the target for dst (see above).  Returns 0 or -errno; on error
@@ -32,15 +40,33 @@ struct s3_out {
 int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		const atomic_int *stop);
 
+/* Opens dst for --resume: the partial .NAME.rdx-part is created or
+ * reopened as it is, its record read into etag, size and have (have is
+ * cut to the partial's length; a record that cannot be read is none).
+ * Returns 0 or -errno as s3_out_open. */
+int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
+		       const atomic_int *stop);
+
+/* Resume: the first have bytes of the partial are complete.  Syncs its
+ * data, then replaces the record (etag, size, have) whole.  Nothing for
+ * another target.  Returns 0 or -errno. */
+int s3_out_mark(struct s3_out *o, uint64_t have);
+
+/* Removes a resume partial and its record (its data is known bad); as
+ * s3_out_abort otherwise. */
+void s3_out_discard(struct s3_out *o);
+
 /* Sink callbacks: write all of p (-errno, -RDX_EINTR when stopped), and
  * start over empty for a retry. */
 int s3_out_write(void *o, const void *p, size_t n);
 int s3_out_rewind(void *o);
 
-/* Syncs, closes and renames the temporary to the final name. */
+/* Syncs, closes and renames the temporary to the final name (and removes
+ * a resume record). */
 int s3_out_publish(struct s3_out *o);
 
-/* Closes and removes the temporary (nothing for stdout). */
+/* Closes and removes the temporary (nothing for stdout); a resume
+ * partial and its record stay for the next --resume. */
 void s3_out_abort(struct s3_out *o);
 
 /* The part of path after its last '/'. */

@@ -62,4 +62,13 @@ int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
 		const char *bucket, const char *key, struct s3_out *out,
 		struct s3_object_info *info);
 
+/* s3_download into a --resume target (s3_out_open_resume): continued
+ * from the bytes its record says are complete when the object's ETag and
+ * size are still the record's, else started over (with a warning when
+ * they changed).  Returns as s3_download; on failure the partial and its
+ * record stay for the next try. */
+int s3_download_resume(struct s3_client *c, const struct s3_xfer_opts *o,
+		       const char *bucket, const char *key, struct s3_out *out,
+		       struct s3_object_info *info);
+
 #endif

@@ -5,6 +5,7 @@
 
 #include "multipart.h"
 
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -23,5 +24,22 @@ void s3_xfer_wait(pthread_cond_t *cond, pthread_mutex_t *lock);
  * than on the signal flag.  Returns 0 or -ENOMEM. */
 int s3_xfer_client(struct s3_client **c, const struct s3_xfer_opts *o,
 		   const atomic_int *cancel);
+
+/* s3_download from byte start of the object (> 0: a resumed download,
+ * the file's bytes before it already in), every range with If-Match on
+ * if_match (NULL: the first range's ETag pins the rest).  The result is
+ * checked as s3_download_verify does. */
+int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
+		   const char *bucket, const char *key, struct s3_out *out,
+		   uint64_t start, const char *if_match,
+		   struct s3_object_info *info);
+
+/* Checks a finished download against info (size, ETag): the file's size
+ * and, for a plain-MD5 ETag, the MD5 of its data (read back), or for
+ * stdout of md (the MD5 of what was written; NULL: none).  Returns 0,
+ * -RDX_EINTEGRITY with c's error filled, or -errno. */
+int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
+		       struct s3_out *out, EVP_MD_CTX *md,
+		       const struct s3_object_info *info);
 
 #endif

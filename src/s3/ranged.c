@@ -1,6 +1,9 @@
 /* The parallel ranged download of s3_download() (see multipart.h): the
  * first range by the caller's client, the rest by workers with If-Match on
- * its ETag, into the file at their offsets or to stdout in order. */
+ * its ETag, into the file at their offsets or to stdout in order; then
+ * what came is checked against the ETag (s3_check_download).  For
+ * --resume the ranges may start past byte 0, and the bytes complete from
+ * the start (ranges finish out of order) are recorded as they grow. */
 #include "multipart.h"
 #include "multipart_int.h"
 
@@ -9,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -85,8 +89,14 @@ struct down {
 	unsigned running;
 	int err;
 	struct s3_error e;
+	unsigned char *done; /* resume: ranges complete */
+	uint64_t prefix;     /* resume: ranges complete from the first */
 	atomic_int cancel;
+	/* stdout: the data's MD5 (NULL: not wanted), updated only by the
+	 * range whose turn it is to write */
+	EVP_MD_CTX *md;
 	/* read-only while workers run */
+	uint64_t base; /* the first range's offset (resume) */
 	uint64_t total, part_size, nranges;
 	char etag[S3_ETAG_MAX];
 	struct s3_out *out;
@@ -115,7 +125,8 @@ static void down_fail(struct down *d, int err, const struct s3_error *e)
 static int down_range(struct down_worker *w, uint64_t idx)
 {
 	struct down *d = w->d;
-	struct s3_range rg = {.start = idx * d->part_size, .if_match = d->etag};
+	struct s3_range rg = {.start = d->base + idx * d->part_size,
+			      .if_match = d->etag};
 	struct file_sink fs = {.fd = d->out->fd, .stop = &d->cancel};
 	struct mem_sink ms = {.buf = w->buf};
 	struct s3_sink sink;
@@ -161,11 +172,33 @@ static int down_range(struct down_worker *w, uint64_t idx)
 	ret = s3_out_write(d->out, w->buf, (size_t)rg.len);
 	if (ret)
 		return ret;
+	if (d->md)
+		EVP_DigestUpdate(d->md, w->buf, (size_t)rg.len);
 	pthread_mutex_lock(&d->lock);
 	d->written++;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
+}
+
+/* Resume: range idx is in the file; when the ranges complete from the
+ * first grow, the partial's record says so (after its data is synced). */
+static int down_done(struct down *d, uint64_t idx)
+{
+	uint64_t was, have;
+	int ret = 0;
+
+	pthread_mutex_lock(&d->lock);
+	d->done[idx] = 1;
+	was = d->prefix;
+	while (d->prefix < d->nranges && d->done[d->prefix])
+		d->prefix++;
+	if (d->prefix != was) {
+		have = d->base + d->prefix * d->part_size;
+		ret = s3_out_mark(d->out, have < d->total ? have : d->total);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
 }
 
 static void *down_work(void *arg)
@@ -184,6 +217,8 @@ static void *down_work(void *arg)
 		idx = d->next++;
 		pthread_mutex_unlock(&d->lock);
 		ret = down_range(w, idx);
+		if (!ret && d->done)
+			ret = down_done(d, idx);
 		if (ret) {
 			pthread_mutex_lock(&d->lock);
 			down_fail(d, ret, s3_last_error(w->c));
@@ -253,50 +288,120 @@ out:
 	return ret;
 }
 
-int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
-		const char *bucket, const char *key, struct s3_out *out,
-		struct s3_object_info *info)
+/* Checks what came against the object's ETag (s3_check_download): the
+ * file's size, and the MD5 of a single-part object's data, streamed for
+ * stdout (md), read back for a file. */
+int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
+		       struct s3_out *out, EVP_MD_CTX *md,
+		       const struct s3_object_info *info)
 {
-	struct s3_range rg = {.start = 0, .len = o->part_size};
-	struct file_sink fs = {
-		.fd = out->fd, .len = UINT64_MAX, .stop = o->stop};
-	struct s3_sink sink = {
-		.write = file_write, .rewind = file_rewind, .ctx = &fs};
-	struct down *d;
+	unsigned char d5[16];
+	unsigned int dl;
 	struct stat st;
+	bool plain = !info->encrypted && s3_etag_md5(info->etag, NULL);
 	int ret;
 
+	if (out->is_stdout) {
+		if (!plain || !md)
+			return s3_check_download(c, info, NULL);
+		EVP_DigestFinal_ex(md, d5, &dl);
+		return s3_check_download(c, info, d5);
+	}
+	if (fstat(out->fd, &st) || (uint64_t)st.st_size != info->size) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the file has %lld bytes of %" PRIu64,
+			 (long long)st.st_size, info->size);
+		s3_set_error(c, &e);
+		return -RDX_EINTEGRITY;
+	}
+	if (!plain)
+		return s3_check_download(c, info, NULL);
+	ret = s3_fd_md5(out->fd, info->size, o->stop, d5);
+	if (ret)
+		return ret == -ENODATA ? -RDX_EINTEGRITY : ret;
+	return s3_check_download(c, info, d5);
+}
+
+/* Stdout's first range: written out and hashed. */
+struct md_out {
+	struct s3_out *out;
+	EVP_MD_CTX *md;
+};
+
+static int md_out_write(void *ctx, const void *p, size_t n)
+{
+	struct md_out *m = ctx;
+	int ret = s3_out_write(m->out, p, n);
+
+	if (!ret)
+		EVP_DigestUpdate(m->md, p, n);
+	return ret;
+}
+
+/* The download proper (see s3_download_at), md the stdout's MD5. */
+static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
+		 const char *bucket, const char *key, struct s3_out *out,
+		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
+		 struct s3_object_info *info)
+{
+	struct s3_range rg = {.start = start, .len = o->part_size,
+			      .if_match = if_match};
+	struct file_sink fs = {
+		.fd = out->fd, .off = start, .len = UINT64_MAX, .stop = o->stop};
+	struct s3_sink sink = {
+		.write = file_write, .rewind = file_rewind, .ctx = &fs};
+	struct md_out mo = {.out = out, .md = md};
+	struct down *d;
+	int ret;
+
+	memset(info, 0, sizeof(*info));
 	if (out->is_stdout) /* what went out cannot be taken back */
-		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
+		sink = (struct s3_sink){.write = md_out_write, .ctx = &mo};
 	ret = s3_get_range(c, bucket, key, &sink, &rg);
-	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416) {
+	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416 && !start) {
 		/* No byte 0: an empty object.  A plain GET says so. */
-		sink = (struct s3_sink){.write = s3_out_write, .ctx = out};
-		if (!out->is_stdout)
-			sink.rewind = s3_out_rewind;
+		if (out->is_stdout)
+			sink.rewind = NULL;
+		else
+			sink = (struct s3_sink){.write = s3_out_write,
+						.rewind = s3_out_rewind, .ctx = out};
 		return s3_get_object(c, bucket, key, &sink, info);
 	}
 	if (ret)
 		return ret;
-	if (info) {
-		memset(info, 0, sizeof(*info));
-		info->size = rg.total;
-		snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
-	}
-	if (rg.whole || rg.total <= o->part_size)
-		return 0;
+	info->size = rg.total;
+	info->encrypted = rg.encrypted;
+	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
+	if (rg.whole || rg.total <= start + o->part_size)
+		return s3_out_mark(out, rg.total);
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
+	d->base = start;
 	d->total = rg.total;
 	d->part_size = o->part_size;
-	d->nranges = (rg.total + o->part_size - 1) / o->part_size;
+	d->nranges = (rg.total - start + o->part_size - 1) / o->part_size;
 	d->next = d->written = 1;
 	d->out = out;
 	d->bucket = bucket;
 	d->key = key;
+	/* The rest of a single-part object's data is hashed for stdout too;
+	 * a multipart ETag's MD5 is not the data's. */
+	if (md && !rg.encrypted && s3_etag_md5(rg.etag, NULL))
+		d->md = md;
+	if (out->resume) {
+		ret = -ENOMEM;
+		if (!(d->done = calloc(d->nranges, 1)))
+			goto out;
+		d->done[0] = 1;
+		d->prefix = 1;
+		if ((ret = s3_out_mark(out, start + o->part_size)))
+			goto out;
+	}
 	snprintf(d->etag, sizeof(d->etag), "%s", rg.etag);
 	if (!d->etag[0])
 		rdx_info(1,
@@ -304,20 +409,44 @@ int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
 			 bucket, key);
 	rdx_info(1,
 		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time",
-		 bucket, key, d->total, d->nranges, o->concurrency);
+		 bucket, key, d->total - start, d->nranges, o->concurrency);
 	ret = download_rest(c, o, d);
-	if (!ret && !out->is_stdout &&
-	    (fstat(out->fd, &st) || (uint64_t)st.st_size != d->total)) {
-		struct s3_error e = {.attempts = 1};
-
-		snprintf(e.message, sizeof(e.message),
-			 "the file has %lld bytes of %" PRIu64,
-			 (long long)st.st_size, d->total);
-		s3_set_error(c, &e);
-		ret = -RDX_EINTEGRITY;
-	}
+out:
+	free(d->done);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 	return ret;
+}
+
+int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
+		   const char *bucket, const char *key, struct s3_out *out,
+		   uint64_t start, const char *if_match,
+		   struct s3_object_info *info)
+{
+	struct s3_object_info got;
+	EVP_MD_CTX *md = NULL;
+	int ret;
+
+	if (out->is_stdout) {
+		md = EVP_MD_CTX_new();
+		if (!md || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
+			EVP_MD_CTX_free(md);
+			return -ENOMEM;
+		}
+	}
+	ret = fetch(c, o, bucket, key, out, start, if_match, md, &got);
+	if (!ret)
+		ret = s3_download_verify(c, o, out, md, &got);
+	if (info)
+		*info = got;
+	EVP_MD_CTX_free(md);
+	return ret;
+}
+
+int s3_download(struct s3_client *c, const struct s3_xfer_opts *o,
+		const char *bucket, const char *key, struct s3_out *out,
+		struct s3_object_info *info)
+{
+	return s3_download_at(c, o, bucket, key, out, 0, NULL, info);
 }

@@ -48,6 +48,22 @@
 //   POST /__proxy/headsize?bytes=N
 //        the next HeadObject answers Content-Length N (a huge object
 //        without storing one)
+//   POST /__proxy/corrupt?count=N[&op=PutObject|UploadPart|GetObject]
+//        the next N such requests have one byte of their body flipped "in
+//        flight": an upload's before the proxy's checks (so S3's
+//        Content-MD5 check answers BadDigest), a GET's answer on its way
+//        back (its length and headers kept)
+//   POST /__proxy/slow?bps=N
+//        GetObject bodies go back at about N bytes/s (0: at full speed)
+//   POST /__proxy/drop?count=N[&op=OP[,OP...]][&after=BYTES]
+//        the next N requests (of those operations only) lose their connection
+//        once BYTES of their body arrived (0: at once), with no answer
+//   POST /__proxy/putetag?etag=wrong|kms
+//        the next PutObject answers an ETag other than the body's MD5
+//        (wrong), or a random one with x-amz-server-side-encryption:
+//        aws:kms (kms)
+//   POST /__proxy/setetag?bucket=B&key=K&etag=E
+//        GET and HEAD of B/K answer ETag E from now on (If-Match too)
 //   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
 //                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
 //                          "ifMatch":N (GETs that carried If-Match)}
@@ -66,12 +82,16 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0 };
+const stats = { verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 let completeMode = "";
 let deleteFail = null; // { key, code }
 let copyError = "";
 let headSize = "";
+let corrupt = { count: 0, op: "" };
+let slowBps = 0;
+let drop = { count: 0, op: "", after: 0 };
+let putEtag = "";
 const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
 const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
 const MIN_PART = 5 << 20;
@@ -317,6 +337,30 @@ function forward(req, res, body, d, after) {
       ur.headers["content-length"] = headSize;
       headSize = "";
     }
+    const flip = d && d.op === "GetObject" && ur.statusCode < 300 && corrupt.count > 0 &&
+      (!corrupt.op || corrupt.op === "GetObject");
+    if (flip) corrupt.count--;
+    if (!after && (flip || (slowBps && d && d.op === "GetObject"))) {
+      // Chunk by chunk: one byte flipped, or paced to slowBps.
+      let first = true;
+      res.writeHead(ur.statusCode, ur.headers);
+      res.on("close", () => ur.destroy());
+      ur.on("data", (c) => {
+        if (flip && first && c.length) {
+          c = Buffer.from(c);
+          c[0] ^= 0xff;
+          stats.corrupted++;
+        }
+        first = false;
+        res.write(c);
+        if (slowBps) {
+          ur.pause();
+          setTimeout(() => ur.resume(), Math.ceil((c.length * 1000) / slowBps));
+        }
+      });
+      ur.on("end", () => res.end());
+      return;
+    }
     if (!after) {
       res.writeHead(ur.statusCode, ur.headers);
       ur.pipe(res);
@@ -417,6 +461,22 @@ function multipart(req, res, body, d) {
     etags.delete(`${d.bucket}/${d.key}`);
     break;
   case "PutObject":
+    etags.delete(`${d.bucket}/${d.key}`);
+    if (putEtag) {
+      const mode = putEtag;
+      putEtag = "";
+      forward(req, res, body, d, (ur, b) => {
+        if (mode === "kms") {
+          ur.headers.etag = `"${crypto.randomBytes(16).toString("hex")}"`;
+          ur.headers["x-amz-server-side-encryption"] = "aws:kms";
+        } else {
+          ur.headers.etag = `"${crypto.createHash("md5").update(String(ur.headers.etag)).digest("hex")}"`;
+        }
+        return { status: ur.statusCode, body: b };
+      });
+      return;
+    }
+    break;
   case "DeleteObject":
     etags.delete(`${d.bucket}/${d.key}`);
     break;
@@ -426,10 +486,63 @@ function multipart(req, res, body, d) {
 
 const server = http.createServer((req, res) => {
   const chunks = [];
-  req.on("data", (c) => chunks.push(c));
+  // drop: this request's connection goes once `after` body bytes are in.
+  let cut = -1, got = 0;
+  if (drop.count > 0 && !req.url.startsWith("/__proxy/")) {
+    let op = "";
+    try {
+      op = describe(req).op;
+    } catch (e) {
+      op = "unparsable";
+    }
+    if (!drop.op || drop.op.split(",").includes(op)) {
+      drop.count--;
+      stats.dropped++;
+      cut = drop.after;
+      console.error(`${req.method} ${req.url} -> dropped after ${cut} bytes`);
+      if (!cut) {
+        req.socket.destroy();
+        return;
+      }
+    }
+  }
+  req.on("data", (c) => {
+    got += c.length;
+    if (cut >= 0 && got >= cut) req.socket.destroy();
+    else chunks.push(c);
+  });
   req.on("end", async () => {
+    if (cut >= 0) return;
     const body = Buffer.concat(chunks);
-    const line = `${req.method} ${req.url}`;
+    const line = `${req.method} ${req.url}${req.headers.range ? ` [${req.headers.range}]` : ""}`;
+    if (req.url.startsWith("/__proxy/corrupt")) {
+      const q = parseQuery(req.url.split("?")[1] || "");
+      corrupt = { count: Number(q.count || 1), op: q.op || "" };
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/slow")) {
+      slowBps = Number(parseQuery(req.url.split("?")[1] || "").bps || 0);
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/drop")) {
+      const q = parseQuery(req.url.split("?")[1] || "");
+      drop = { count: Number(q.count || 1), op: q.op || "", after: Number(q.after || 0) };
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/putetag")) {
+      putEtag = parseQuery(req.url.split("?")[1] || "").etag || "";
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/setetag")) {
+      const q = parseQuery(req.url.split("?")[1] || "");
+      etags.set(`${q.bucket}/${q.key}`, q.etag);
+      res.end("ok\n");
+      return;
+    }
     if (req.url.startsWith("/__proxy/fault")) {
       const q = parseQuery(req.url.split("?")[1] || "");
       fault = { status: Number(q.status || 503), count: Number(q.count || 1), code: q.code || "ServiceUnavailable",
@@ -468,6 +581,23 @@ const server = http.createServer((req, res) => {
       d = describe(req);
     } catch (e) {
       d = { op: "unparsable", bucket: "", key: "", q: {} };
+    }
+    if ((d.op === "PutObject" || d.op === "UploadPart") && corrupt.count > 0 &&
+        (!corrupt.op || corrupt.op === d.op) && body.length) {
+      corrupt.count--;
+      stats.corrupted++;
+      body[body.length >> 1] ^= 0xff;
+      console.error(`${line} -> one byte of the body flipped`);
+    }
+    // S3 checks Content-MD5 against the body it received; s3rver does not.
+    if ((d.op === "PutObject" || d.op === "UploadPart") && req.headers["content-md5"] !== undefined) {
+      if (crypto.createHash("md5").update(body).digest("base64") !== req.headers["content-md5"]) {
+        stats.badDigest++;
+        console.error(`${line} -> BadDigest`);
+        s3error(res, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+        return;
+      }
+      stats.contentMd5++;
     }
     if (fault.count > 0 && (!fault.op || fault.op === d.op) && fault.skip > 0) {
       fault.skip--;

@@ -1,0 +1,460 @@
+#!/usr/bin/env bats
+# rds3's integrity and robustness against a real third-party S3 server
+# (s3rver behind tests/s3/proxy.js, as in s3.bats): Content-MD5 on every
+# upload and what happens when a byte is flipped on the way, the ETag
+# checks of uploads and downloads, get --resume after a SIGKILL, dropped
+# connections, and the Debian aws CLI reading what rds3 wrote and the
+# reverse (sizes around the part size, keys with characters that need
+# encoding).  s3.bats covers the rest (plain retries, bad credentials,
+# multipart, presign, cp, rm -r).
+
+load ../lib/common
+
+RDS3=$RDX_BUILD/rds3
+AWS=/usr/bin/aws
+PS=$((5 << 20))
+
+setup_file() {
+	local dir=$BATS_FILE_TMPDIR p
+	bash "$BATS_TEST_DIRNAME/../s3/setup.sh" >"$dir/setup.log" 2>&1 || {
+		cat "$dir/setup.log" >&3
+		return 1
+	}
+	p=$(free_port)
+	local legacy=()
+	node --openssl-legacy-provider -e '' 2>/dev/null && legacy=(--openssl-legacy-provider)
+	node "${legacy[@]}" "$BATS_TEST_DIRNAME/../s3/node_modules/s3rver/bin/s3rver.js" \
+		-d "$dir/data" -a 127.0.0.1 -p "$p" --silent >"$dir/s3rver.log" 2>&1 3>&- &
+	echo $! >"$dir/s3rver.pid"
+	: >"$dir/proxy.out"
+	node "$BATS_TEST_DIRNAME/../s3/proxy.js" --port 0 --upstream "$p" \
+		--key S3RVER --secret S3RVER >"$dir/proxy.out" 2>"$dir/proxy.log" 3>&- &
+	echo $! >"$dir/proxy.pid"
+	local i
+	for i in $(seq 1 100); do
+		grep -q '^listening' "$dir/proxy.out" && is_listening "$p" && break
+		sleep 0.1
+	done
+	PROXY_PORT=$(sed -n 's/^listening //p' "$dir/proxy.out")
+	[ -n "$PROXY_PORT" ] || { cat "$dir/proxy.log" "$dir/s3rver.log" >&3; return 1; }
+	export PROXY_PORT
+}
+
+teardown_file() {
+	local f
+	for f in proxy s3rver; do
+		[ -f "$BATS_FILE_TMPDIR/$f.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/$f.pid")" 2>/dev/null
+	done
+	return 0
+}
+
+setup() {
+	common_setup
+	[ -x "$RDS3" ] || fail "rds3 not built: $RDS3"
+	unset AWS_PROFILE AWS_REGION AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_SESSION_TOKEN
+	export HOME=$D/home AWS_SHARED_CREDENTIALS_FILE=$D/home/.aws/credentials
+	export AWS_CONFIG_FILE=$D/home/.aws/config
+	mkdir -p "$HOME/.aws"
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+	export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$PROXY_PORT
+	B=c$BATS_TEST_NUMBER-$RANDOM
+	xrun "$RDS3" mb "s3://$B" || fail "cannot make bucket $B"
+	stats0=$(proxy_stats)
+}
+
+teardown() {
+	# Faults a test set and did not use up must not reach the next one.
+	control corrupt count=0
+	control drop count=0
+	control slow bps=0
+	control fault count=0
+	# Every signed request of a passing test was verified by the proxy.
+	if [ -n "${BATS_TEST_COMPLETED:-}" ]; then
+		[ "$(stat_delta rejected)" -eq 0 ] ||
+			{ echo "the proxy rejected requests:" >&2; tail -n 20 "$BATS_FILE_TMPDIR/proxy.log" >&2; return 1; }
+	fi
+	common_teardown
+}
+
+proxy_stats() {
+	curl -sf "http://127.0.0.1:$PROXY_PORT/__proxy/stats"
+}
+
+# control WHAT ARGS...: POST /__proxy/WHAT?ARG&ARG... (see proxy.js).
+control() {
+	local what=$1 q
+	shift
+	q=$(IFS='&' && echo "$*")
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/$what?$q" >/dev/null
+}
+
+# stat_delta FIELD: how much the proxy's counter FIELD grew in this test.
+stat_delta() {
+	echo $(($(proxy_stats | jq ".$1") - $(jq ".$1" <<<"$stats0")))
+}
+
+aws_() {
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 "$@"
+}
+
+rds3() {
+	run_t "$RDS3" "$@"
+}
+
+# open_uploads: the UploadIds of the bucket's open multipart uploads, as
+# aws lists them, one per line.
+open_uploads() {
+	aws_ s3api list-multipart-uploads --bucket "$B"
+	assert_status 0
+	[ -n "$output" ] || output='{}'
+	jq -r '.Uploads // [] | .[].UploadId' <<<"$output"
+}
+
+# mp_etag FILE PART_BYTES: S3's ETag for FILE uploaded in such parts.
+mp_etag() {
+	local size off=0 n=0 hex=""
+	size=$(stat -c %s "$1")
+	while [ "$off" -lt "$size" ]; do
+		hex+=$(dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$2" status=none |
+			md5sum | cut -c1-32)
+		off=$((off + $2))
+		n=$((n + 1))
+	done
+	printf '"%s-%d"' "$(perl -e 'print pack("H*", $ARGV[0])' "$hex" | md5sum | cut -c1-32)" "$n"
+}
+
+md5_etag() {
+	printf '"%s"' "$(md5sum <"$1" | cut -c1-32)"
+}
+
+# --------------------------------------------------------------- uploads
+
+@test "Content-MD5 goes with every PutObject and UploadPart (files, stdin, parts) and matches" {
+	mkrand "$D/small" 1000
+	mkrand "$D/big" $((2 * PS + 4321))
+	rds3 put "$D/small" "s3://$B/file"
+	assert_status 0
+	run_t bash -c 'cat "$1" | "$2" put - "$3"' _ "$D/small" "$RDS3" "s3://$B/stdin"
+	assert_status 0
+	rds3 --part-size 5M put "$D/big" "s3://$B/mp-file"
+	assert_status 0
+	run_t bash -c 'cat "$1" | "$2" --part-size 5M put - "$3"' _ "$D/big" "$RDS3" "s3://$B/mp-stdin"
+	assert_status 0
+	# 1 + 1 PutObject, 3 + 3 UploadPart, each with a Content-MD5 the proxy
+	# checked against the body (s3rver itself does not look at it).
+	[ "$(stat_delta contentMd5)" -eq 8 ] || fail "Content-MD5 on $(stat_delta contentMd5) of 8 requests"
+	[ "$(stat_delta parts)" -eq 6 ]
+	[ "$(stat_delta badDigest)" -eq 0 ]
+	for k in mp-file mp-stdin; do
+		rds3 stat --json "s3://$B/$k"
+		[ "$(jq -r .etag <<<"$output")" = "$(mp_etag "$D/big" "$PS")" ]
+	done
+}
+
+@test "a byte flipped in flight: BadDigest, retried once; flipped again: exit 6, nothing stored, the upload aborted" {
+	mkrand "$D/f" 70000
+	control corrupt count=1 op=PutObject
+	rds3 -v put "$D/f" "s3://$B/once"
+	assert_status 0
+	assert_match "$stderr" "BadDigest: The Content-MD5 you specified did not match what we received\., retrying \(attempt 2 of 5\)"
+	rds3 get "s3://$B/once" "$D/once"
+	assert_same "$D/f" "$D/once"
+	# From stdin (the part in memory) too.
+	control corrupt count=1 op=PutObject
+	run_t bash -c 'cat "$1" | "$2" put - "$3"' _ "$D/f" "$RDS3" "s3://$B/stdin"
+	assert_status 0
+	control corrupt count=2 op=PutObject
+	rds3 put "$D/f" "s3://$B/twice"
+	assert_status 6
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/twice: BadDigest: The Content-MD5 you specified did not match what we received$"
+	rds3 stat "s3://$B/twice"
+	assert_status 5
+	# A part: one part at a time, so both flips hit part 1.
+	mkrand "$D/big" $((2 * PS + 1))
+	control corrupt count=2 op=UploadPart
+	rds3 -v --concurrency 1 --part-size 5M put "$D/big" "s3://$B/mp"
+	assert_status 6
+	last=$(tail -n 1 <<<"$stderr")
+	assert_match "$last" "^rds3: put s3://$B/mp: BadDigest: part 1: The Content-MD5 you specified"
+	assert_match "$stderr" "aborted the multipart upload"
+	[ -z "$(open_uploads)" ] || fail "uploads left: $(open_uploads)"
+	rds3 stat "s3://$B/mp"
+	assert_status 5
+	[ "$(stat_delta badDigest)" -eq 6 ] || fail "BadDigest answers: $(stat_delta badDigest)"
+	[ "$(stat_delta corrupted)" -eq 6 ]
+}
+
+@test "a single PUT's ETag other than the data's MD5: exit 6; a KMS one is not checked" {
+	mkrand "$D/f" 5000
+	control putetag etag=wrong
+	rds3 put "$D/f" "s3://$B/k"
+	assert_status 6
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: put s3://$B/k: integrity check failed: the object's ETag is \"[0-9a-f]{32}\", the data's MD5 is $(md5_etag "$D/f")$"
+	control putetag etag=kms
+	rds3 -v put "$D/f" "s3://$B/k"
+	assert_status 0
+	assert_match "$stderr" "encrypted with KMS or a customer key: not checked"
+}
+
+# ------------------------------------------------------------- downloads
+
+@test "get: a byte flipped on the way is caught by the MD5 of a single-part object: exit 6, the object named, no file" {
+	mkrand "$D/f" 3000
+	xrun "$RDS3" put "$D/f" "s3://$B/small"
+	control corrupt count=1 op=GetObject
+	rds3 get "s3://$B/small" "$D/out"
+	assert_status 6
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: get s3://$B/small: integrity check failed: the data's MD5 is \"[0-9a-f]{32}\", the object's ETag $(md5_etag "$D/f")$"
+	assert_no_output_file "$D/out"
+	control corrupt count=1 op=GetObject
+	run_t bash -c '"$1" cat "$2" >"$3"' _ "$RDS3" "s3://$B/small" "$D/cat"
+	assert_status 6
+	assert_match "$stderr" "^rds3: cat s3://$B/small: integrity check failed: "
+	# One PutObject of 7 MiB comes back in two ranges of 5 MiB: the file
+	# is read back for its MD5.
+	mkrand "$D/seven" 7M
+	xrun "$RDS3" --part-size 8M put "$D/seven" "s3://$B/seven"
+	control corrupt count=1 op=GetObject
+	rds3 --part-size 5M get "s3://$B/seven" "$D/out"
+	assert_status 6
+	assert_match "$stderr" "^rds3: get s3://$B/seven: integrity check failed: the data's MD5"
+	assert_no_output_file "$D/out"
+	rds3 -vv --part-size 5M get "s3://$B/seven" "$D/out"
+	assert_status 0
+	assert_same "$D/seven" "$D/out"
+	[ "$(stat_delta corrupted)" -eq 3 ]
+}
+
+@test "get: a multipart ETag is checked for a part count that can make the size" {
+	mkrand "$D/f" $((2 * PS + 10))
+	xrun "$RDS3" --part-size 5M put "$D/f" "s3://$B/mp"
+	rds3 -vv --part-size 5M get "s3://$B/mp" "$D/out"
+	assert_status 0
+	assert_same "$D/f" "$D/out"
+	assert_match "$stderr" "multipart ETag \"[0-9a-f]{32}-3\": 3 parts can make $((2 * PS + 10)) bytes"
+	rm "$D/out"
+	# 4 parts cannot hold less than 3 x 5 MiB; 0 parts nothing.
+	for n in 4 0; do
+		control setetag "bucket=$B" key=mp "etag=%220123456789abcdef0123456789abcdef-$n%22"
+		rds3 --part-size 5M get "s3://$B/mp" "$D/out"
+		assert_status 6
+		assert_one_line_error "$stderr" rds3
+		assert_match "$stderr" "^rds3: get s3://$B/mp: integrity check failed: the object's ETag \"0123456789abcdef0123456789abcdef-$n\" says $n parts, which cannot make $((2 * PS + 10)) bytes$"
+		assert_no_output_file "$D/out"
+	done
+}
+
+# ---------------------------------------------------------------- resume
+
+@test "get --resume: SIGKILLed mid-download, resumed from the partial's record without fetching the first ranges again" {
+	size=$((4 * PS + 12345))
+	mkrand "$D/src" "$size"
+	xrun "$RDS3" --part-size 5M put "$D/src" "s3://$B/k" || fail put
+	control slow bps=$((3 << 20))
+	bg_start get "$RDS3" --part-size 5M --concurrency 2 get --resume "s3://$B/k" "$D/out"
+	# Ranges 0 and 1 take about 2 s at 3 MiB/s each; the record says so
+	# once they are synced.
+	wait_until 30 grep -q "^have [1-9]" "$D/.out.rdx-part.meta" || fail "no record: $(cat "$D/get.err")"
+	kill -KILL "$BG_PID"
+	wait_exit "$BG_PID" 10
+	assert_rc get "$WAIT_RC" 137
+	control slow bps=0
+	have=$(sed -n 's/^have //p' "$D/.out.rdx-part.meta")
+	[ "$have" -ge "$PS" ] && [ "$have" -lt "$size" ] || fail "have $have of $size"
+	[ $((have % PS)) -eq 0 ] || fail "have $have is not a whole number of ranges"
+	grep -qx "etag $(mp_etag "$D/src" "$PS")" "$D/.out.rdx-part.meta" || fail "$(cat "$D/.out.rdx-part.meta")"
+	[ ! -e "$D/out" ]
+	n0=$(wc -l <"$BATS_FILE_TMPDIR/proxy.log")
+	rds3 -v --part-size 5M get --resume "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_match "$stderr" "resuming at byte $have of $size"
+	assert_same "$D/src" "$D/out"
+	assert_no_temp "$D/out"
+	# The resumed run asked for no byte before $have, and for $have first.
+	starts=$(tail -n +"$((n0 + 1))" "$BATS_FILE_TMPDIR/proxy.log" |
+		sed -n "s|^GET /$B/k \[bytes=\([0-9]*\)-[0-9]*\] -> verified$|\1|p")
+	[ "$(head -n 1 <<<"$starts")" = "$have" ] || fail "ranges asked for: $starts"
+	[ "$(sort -n <<<"$starts" | head -n 1)" = "$have" ] || fail "ranges asked for: $starts"
+	[ "$(grep -c '' <<<"$starts")" -eq $(((size - have + PS - 1) / PS)) ] || fail "ranges asked for: $starts"
+}
+
+@test "get --resume: a changed object starts over (said), bad data is thrown away (exit 6), stdout is refused" {
+	mkrand "$D/src" 3M
+	xrun "$RDS3" put "$D/src" "s3://$B/k" || fail put
+	etag=$(md5_etag "$D/src")
+	# A record of another version: started over, with a warning.
+	head -c 1M /dev/urandom >"$D/.out.rdx-part"
+	printf 'etag "00000000000000000000000000000000"\nsize 3145728\nhave 1048576\n' >"$D/.out.rdx-part.meta"
+	n0=$(wc -l <"$BATS_FILE_TMPDIR/proxy.log")
+	rds3 get --resume "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_match "$stderr" "^rds3: warning: get s3://$B/k: the object changed since the partial download \(ETag $etag, 3145728 bytes; was \"0{32}\", 3145728\): starting over$"
+	assert_same "$D/src" "$D/out"
+	assert_no_temp "$D/out"
+	tail -n +"$((n0 + 1))" "$BATS_FILE_TMPDIR/proxy.log" | grep -q "^GET /$B/k \[bytes=0-" || fail "not from byte 0"
+	# The record's version, but the partial's bytes are not the object's:
+	# the MD5 read back says so, and the partial goes.
+	rm "$D/out"
+	head -c 1M /dev/zero >"$D/.out.rdx-part"
+	printf 'etag %s\nsize 3145728\nhave 1048576\n' "$etag" >"$D/.out.rdx-part.meta"
+	rds3 -v get --resume "s3://$B/k" "$D/out"
+	assert_status 6
+	assert_match "$stderr" "resuming at byte 1048576 of 3145728"
+	assert_match "$(tail -n 1 <<<"$stderr")" "^rds3: get s3://$B/k: integrity check failed: the data's MD5 is "
+	assert_no_output_file "$D/out"
+	[ ! -e "$D/.out.rdx-part.meta" ]
+	# A complete partial is only checked and renamed.
+	cp "$D/src" "$D/.out.rdx-part"
+	printf 'etag %s\nsize 3145728\nhave 3145728\n' "$etag" >"$D/.out.rdx-part.meta"
+	rds3 -v get --resume "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_match "$stderr" "all 3145728 bytes were in already"
+	assert_same "$D/src" "$D/out"
+	assert_no_temp "$D/out"
+	rds3 get --resume "s3://$B/k" -
+	assert_status 2
+	assert_one_line_error "$stderr" rds3
+	rds3 cat --resume "s3://$B/k"
+	assert_status 2
+}
+
+# ---------------------------------------------------------------- faults
+
+@test "connections dropped mid-upload: retried, exit 3, the upload aborted; with the abort dropped too, its UploadId is named and left to list" {
+	mkrand "$D/src" $((3 * PS))
+	control drop count=100 op=UploadPart after=1048576
+	rds3 -v --retries 1 --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 3
+	assert_match "$stderr" "retrying \(attempt 2 of 2\)"
+	assert_match "$(tail -n 1 <<<"$stderr")" "^rds3: put s3://$B/k: connection failed: part [1-3]: "
+	assert_match "$stderr" "aborted the multipart upload"
+	[ -z "$(open_uploads)" ] || fail "uploads left: $(open_uploads)"
+	# The server "gone" for parts and the abort alike.
+	control drop count=100 op=UploadPart,AbortMultipartUpload
+	rds3 --retries 1 --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 3
+	id=$(sed -n "s|^rds3: warning: cannot abort the multipart upload \(.*\) of s3://$B/k: .*|\1|p" <<<"$stderr")
+	[ -n "$id" ] || fail "no warning naming the upload: $stderr"
+	assert_match "$(tail -n 1 <<<"$stderr")" "^rds3: put s3://$B/k: connection failed: part [1-3]: "
+	# Back: the upload is there to clean up, by the id named.
+	control drop count=0
+	[ "$(open_uploads)" = "$id" ] || fail "open uploads: $(open_uploads), warned about $id"
+	aws_ s3api abort-multipart-upload --bucket "$B" --key k --upload-id "$id"
+	assert_status 0
+	[ -z "$(open_uploads)" ]
+	rds3 stat "s3://$B/k"
+	assert_status 5
+	[ "$(stat_delta completed)" -eq 0 ]
+}
+
+@test "a 503 on a part and on a range, then success: retried, byte-identical" {
+	mkrand "$D/src" $((2 * PS + 99))
+	control fault status=503 count=1 code=SlowDown op=UploadPart skip=1
+	rds3 -v --part-size 5M put "$D/src" "s3://$B/k"
+	assert_status 0
+	assert_match "$stderr" "SlowDown: injected by the test proxy, retrying"
+	assert_match "$stderr" "ETag $(mp_etag "$D/src" "$PS")$"
+	control fault status=503 count=1 code=ServiceUnavailable op=GetObject skip=2
+	rds3 -v --part-size 5M get "s3://$B/k" "$D/out"
+	assert_status 0
+	assert_match "$stderr" "ServiceUnavailable: injected by the test proxy, retrying"
+	assert_same "$D/src" "$D/out"
+	[ "$(stat_delta faults)" -eq 2 ]
+}
+
+# ----------------------------------------------------- aws cli, both ways
+
+# The sizes around the part size (5 MiB here) and keys that need encoding.
+SIZES=(0 1 $((PS - 1)) $PS $((PS + 1)) $((2 * PS + 1234)))
+KEYS=("sp ace/zero" "ünï/cödé ✓" "plus+eq=/x" "tilde~star*" "(paren)!bang" "a+b=c ~*()! ✓")
+
+# make_tree DIR: one file per size, named by its key.
+make_tree() {
+	local i
+	for i in "${!SIZES[@]}"; do
+		mkdir -p "$1/$(dirname "${KEYS[$i]}")"
+		mkrand "$1/${KEYS[$i]}" "${SIZES[$i]}"
+	done
+}
+
+# same_listing: rds3 ls -r and aws s3 ls --recursive give the same keys
+# and sizes, and aws's ListObjectsV2 the same ETags as rds3 ls --json.
+same_listing() {
+	rds3 ls -r "s3://$B"
+	assert_status 0
+	mine=$(sed -E 's/^[0-9-]{10} [0-9:]{8} +([0-9]+) (.*)$/\1 \2/' <<<"$output" | sort)
+	aws_ s3 ls --recursive "s3://$B"
+	assert_status 0
+	theirs=$(sed -E 's/^[0-9-]{10} [0-9:]{8} +([0-9]+) (.*)$/\1 \2/' <<<"$output" | sort)
+	[ "$mine" = "$theirs" ] || fail "rds3 ls -r: $mine; aws s3 ls: $theirs"
+	[ "$(grep -c '' <<<"$mine")" -eq "${#KEYS[@]}" ]
+	rds3 ls -r --json "s3://$B"
+	mine=$(jq -r '"\(.key) \(.size) \(.etag)"' <<<"$output" | sort)
+	aws_ s3api list-objects-v2 --bucket "$B"
+	theirs=$(jq -r '.Contents[] | "\(.Key) \(.Size) \(.ETag)"' <<<"$output" | sort)
+	[ "$mine" = "$theirs" ] || fail "rds3 ls --json: $mine; aws list-objects-v2: $theirs"
+}
+
+# same_head KEY SIZE ETAG: aws head-object and rds3 stat --json agree
+# with each other and with SIZE and ETAG.
+same_head() {
+	rds3 stat --json "s3://$B/$1"
+	assert_status 0
+	local mine=$output
+	aws_ s3api head-object --bucket "$B" --key "$1"
+	assert_status 0
+	[ "$(jq -r .ETag <<<"$output")" = "$3" ] || fail "$1: aws ETag $(jq -r .ETag <<<"$output"), want $3"
+	[ "$(jq -r .etag <<<"$mine")" = "$3" ] || fail "$1: rds3 ETag $(jq -r .etag <<<"$mine"), want $3"
+	[ "$(jq -r .ContentLength <<<"$output")" = "$2" ]
+	[ "$(jq -r .size <<<"$mine")" = "$2" ]
+	[ "$(jq -r .ContentType <<<"$output")" = "$(jq -r .content_type <<<"$mine")" ] ||
+		fail "$1: content type $(jq -r .ContentType <<<"$output") / $(jq -r .content_type <<<"$mine")"
+	[ "$(date -d "$(jq -r .LastModified <<<"$output")" +%s)" = "$(date -d "$(jq -r .last_modified <<<"$mine")" +%s)" ] ||
+		fail "$1: dates $(jq -r .LastModified <<<"$output") / $(jq -r .last_modified <<<"$mine")"
+}
+
+@test "aws reads back what rds3 wrote: 0, 1, part size - 1, part size, + 1, 3 parts; keys with ' +=~*()!' and unicode" {
+	[ -x "$AWS" ] || fail "awscli is not installed (scripts/deps.sh test)"
+	make_tree "$D/src"
+	for i in "${!SIZES[@]}"; do
+		rds3 --part-size 5M put "$D/src/${KEYS[$i]}" "s3://$B/${KEYS[$i]}"
+		assert_status 0
+	done
+	aws_ s3 cp --recursive --quiet "s3://$B/" "$D/by-aws/"
+	assert_status 0
+	diff -r "$D/src" "$D/by-aws" || fail "aws read back other bytes"
+	for i in "${!SIZES[@]}"; do
+		if [ "${SIZES[$i]}" -gt "$PS" ]; then
+			want=$(mp_etag "$D/src/${KEYS[$i]}" "$PS")
+		else
+			want=$(md5_etag "$D/src/${KEYS[$i]}")
+		fi
+		same_head "${KEYS[$i]}" "${SIZES[$i]}" "$want"
+	done
+	same_listing
+}
+
+@test "rds3 reads back what aws wrote (parts of 5 MiB), the same sizes and keys, and lists them as aws does" {
+	[ -x "$AWS" ] || fail "awscli is not installed (scripts/deps.sh test)"
+	printf '[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n' >"$AWS_CONFIG_FILE"
+	make_tree "$D/src"
+	aws_ s3 cp --recursive --quiet "$D/src/" "s3://$B/"
+	assert_status 0
+	for i in "${!SIZES[@]}"; do
+		out=$D/by-rds3/${KEYS[$i]}
+		mkdir -p "$(dirname "$out")"
+		rds3 -vv --part-size 5M get "s3://$B/${KEYS[$i]}" "$out"
+		assert_status 0
+		# aws went multipart from 5 MiB on: those ETags are MD5-N.
+		if [ "${SIZES[$i]}" -ge "$PS" ]; then
+			assert_match "$stderr" "multipart ETag \"[0-9a-f]{32}-[0-9]+\": [0-9]+ parts can make ${SIZES[$i]} bytes"
+		fi
+	done
+	diff -r "$D/src" "$D/by-rds3" || fail "rds3 read back other bytes"
+	same_head "${KEYS[5]}" "${SIZES[5]}" "$(mp_etag "$D/src/${KEYS[5]}" "$PS")"
+	same_head "${KEYS[1]}" "${SIZES[1]}" "$(md5_etag "$D/src/${KEYS[1]}")"
+	same_listing
+}
