@@ -336,6 +336,9 @@ static void *pack_main(void *arg)
 		goto out;
 	}
 	archive_write_set_format_pax_restricted(w);
+	/* Names are bytes, as on disk: no translation through the locale
+	 * (which fails for non-ASCII under LANG=C). */
+	archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
 	archive_write_set_bytes_per_block(w, PACK_BLOCK);
 	archive_write_set_bytes_in_last_block(w, 1);
 	archive_entry_linkresolver_set_strategy(lr, archive_format(w));
@@ -436,7 +439,9 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 struct rdx_tree_unpack {
 	pthread_t thread;
 	int fd;		  /* the stream's read end: the thread's */
-	int cwd;	  /* where to return to */
+	char *root;	  /* realpath of the extraction root: no symlink */
+	size_t rootlen;
+	char *checked;	  /* a directory known to have no symlink in it */
 	char *rename_top; /* dst's name when it is created, else NULL */
 	char *top_seen;	  /* the first entry's first component */
 	bool as_root;
@@ -484,9 +489,17 @@ static la_ssize_t unpack_read(struct archive *a, void *arg, const void **buf)
 	return n;
 }
 
+/* A local name as the user sees it: relative to the root. */
+static const char *shown(const struct rdx_tree_unpack *u, const char *full)
+{
+	if (!strncmp(full, u->root, u->rootlen) && full[u->rootlen] == '/')
+		return full + u->rootlen + 1;
+	return full;
+}
+
 /* Refuses a name whose directories (not its last component) include a
  * symlink: we never write or link through one. */
-static bool parents_real(const char *name)
+static bool parents_real(const char *name, size_t rootlen)
 {
 	char *copy = strdup(name), *slash;
 	struct stat st;
@@ -494,7 +507,8 @@ static bool parents_real(const char *name)
 
 	if (!copy)
 		return false;
-	for (slash = strchr(copy, '/'); slash && ok; slash = strchr(slash + 1, '/')) {
+	/* name is root/...: the root itself has no symlink (realpath). */
+	for (slash = strchr(copy + rootlen + 1, '/'); slash && ok; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (lstat(copy, &st) == 0)
 			ok = S_ISDIR(st.st_mode);
@@ -506,6 +520,23 @@ static bool parents_real(const char *name)
 	}
 	free(copy);
 	return ok;
+}
+
+/* parents_real(), skipped for the directory checked last: entries come
+ * directory by directory.  Only a symlink made since can change the
+ * answer, and making one forgets it (unpack_entry). */
+static bool parents_checked(struct rdx_tree_unpack *u, const char *full)
+{
+	const char *slash = strrchr(full, '/');
+	size_t len = slash ? (size_t)(slash - full) : 0;
+
+	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
+		return true;
+	if (!parents_real(full, u->rootlen))
+		return false;
+	free(u->checked);
+	u->checked = strndup(full, len);
+	return true;
 }
 
 /* The local name for a received one: checked, and with the top component
@@ -535,11 +566,10 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 			    u->rename_top);
 		return NULL;
 	}
-	if (!u->rename_top)
-		out = strdup(in);
-	else if (asprintf(&out, "%s%s", u->rename_top, slash) < 0)
+	if (asprintf(&out, "%s/%s%s", u->root, u->rename_top ? u->rename_top : "",
+		     u->rename_top ? slash : in) < 0)
 		out = NULL;
-	if (out && !parents_real(out)) {
+	if (out && !parents_checked(u, out)) {
 		unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'", in);
 		free(out);
 		return NULL;
@@ -591,7 +621,7 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
 				   archive_error_string(rd));
 	if (n == 0) {
-		rdx_warn("'%s' was not sent: the sender could not read it", u->pend_final);
+		rdx_warn("'%s' was not sent: the sender could not read it", shown(u, u->pend_final));
 		u->failed++;
 	} else if (!u->pend_tmp) {
 		/* failed here; named already */
@@ -600,12 +630,12 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 		if (n != (la_ssize_t)sizeof(got.digest) || memcmp(want, got.digest, sizeof(got.digest))) {
 			unpack_fail(u, -RDX_EINTEGRITY,
 				    "data of '%s' corrupted in transit (xxh3-128 mismatch)",
-				    u->pend_final);
+				    shown(u, u->pend_final));
 			drop_pending(u);
 			return u->err;
 		}
 		if (rename(u->pend_tmp, u->pend_final)) {
-			rdx_warn("cannot create '%s': %s", u->pend_final, strerror(errno));
+			rdx_warn("cannot create '%s': %s", shown(u, u->pend_final), strerror(errno));
 			u->failed++;
 		} else {
 			free(u->pend_tmp);
@@ -660,7 +690,7 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO,
-				   "malformed tree stream: no hash after '%s'", u->pend_final);
+				   "malformed tree stream: no hash after '%s'", shown(u, u->pend_final));
 	final = map_name(u, archive_entry_pathname(e));
 	if (!final)
 		return u->err ? u->err : -ENOMEM;
@@ -673,7 +703,7 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 		archive_entry_copy_hardlink(e, target);
 	} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK &&
 		   type != AE_IFIFO) {
-		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", final);
+		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", shown(u, final));
 		archive_read_data_skip(rd);
 		goto out;
 	}
@@ -691,7 +721,7 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	}
 	r = archive_write_header(wd, e);
 	if (r < ARCHIVE_OK)
-		rdx_warn("cannot create '%s': %s", u->pend_final ? u->pend_final : final,
+		rdx_warn("cannot create '%s': %s", shown(u, u->pend_final ? u->pend_final : final),
 			 archive_error_string(wd));
 	if (r < ARCHIVE_WARN) {
 		u->failed++;
@@ -703,13 +733,14 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	if (regular) {
 		u->pend_tmp = tmp;
 		tmp = NULL;
-		r = unpack_data(u, rd, wd, u->pend_final);
+		r = unpack_data(u, rd, wd, shown(u, u->pend_final));
 		if (r < -1) {
 			ret = r;
 			goto out;
 		}
 		if (archive_write_finish_entry(wd) < ARCHIVE_WARN && r == 0) {
-			rdx_warn("cannot write '%s': %s", u->pend_final, archive_error_string(wd));
+			rdx_warn("cannot write '%s': %s", shown(u, u->pend_final),
+				 archive_error_string(wd));
 			u->failed++;
 			r = -1;
 		}
@@ -720,6 +751,10 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 		}
 	} else {
 		archive_write_finish_entry(wd);
+		if (type == AE_IFLNK) {
+			free(u->checked);
+			u->checked = NULL;
+		}
 		if (type != AE_IFDIR)
 			atomic_fetch_add(&u->files, 1);
 	}
@@ -737,8 +772,7 @@ static void *unpack_main(void *arg)
 	struct archive *wd = archive_write_disk_new();
 	struct archive_entry *e;
 	int flags = ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-		    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-		    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS;
+		    ARCHIVE_EXTRACT_SECURE_NODOTDOT;
 	int r;
 
 	if (!rd || !wd) {
@@ -774,7 +808,7 @@ static void *unpack_main(void *arg)
 	}
 	if (!u->err && u->pend_final)
 		unpack_fail(u, -RDX_EPROTO, "tree stream ended before the hash of '%s'",
-			    u->pend_final);
+			    shown(u, u->pend_final));
 out:
 	/* Unblock the core's writer at once; what it sends now is moot. */
 	close(u->fd);
@@ -802,7 +836,6 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 
 	if (!u)
 		return -ENOMEM;
-	u->cwd = -1;
 	u->fd = -1;
 	u->as_root = as_root;
 	u->stop = stop;
@@ -847,31 +880,34 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		ret = -ENOMEM;
 		goto err;
 	}
-	u->cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (u->cwd < 0 || chdir(root)) {
+	/* Names are made absolute under the root's real path: no working
+	 * directory to change, and no symlink above what we check. */
+	u->root = realpath(root, NULL);
+	if (!u->root) {
 		ret = -errno;
 		goto err;
 	}
+	u->rootlen = strlen(u->root);
+	if (u->rootlen == 1) { /* "/": names are "/x" */
+		u->root[0] = '\0';
+		u->rootlen = 0;
+	}
 	ret = new_pipe(fds);
 	if (ret)
-		goto err_cwd;
+		goto err;
 	u->fd = fds[0];
 	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
 	if (ret) {
 		close(fds[0]);
 		close(fds[1]);
-		goto err_cwd;
+		goto err;
 	}
 	free(root);
 	*fd = fds[1];
 	*out = u;
 	return 0;
-err_cwd:
-	if (fchdir(u->cwd))
-		rdx_warn("cannot return to the working directory: %s", strerror(errno));
 err:
-	if (u->cwd >= 0)
-		close(u->cwd);
+	free(u->root);
 	free(root);
 	free(u->rename_top);
 	free(u->buf);
@@ -889,9 +925,6 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	if (len)
 		why[0] = '\0';
 	pthread_join(u->thread, NULL);
-	if (fchdir(u->cwd))
-		rdx_warn("cannot return to the working directory: %s", strerror(errno));
-	close(u->cwd);
 	ret = u->err;
 	if (ret)
 		snprintf(why, len, "%s", u->why);
@@ -901,6 +934,8 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 			 u->failed, u->failed == 1 ? "y" : "ies");
 	}
 	free(u->top_seen);
+	free(u->checked);
+	free(u->root);
 	free(u->rename_top);
 	free(u->buf);
 	XXH3_freeState(u->hash);

@@ -34,8 +34,10 @@ struct rdx_tree_unpack;
 /* Starts walking paths[0..n) (each one a file or directory, sent under its
  * base name) on a thread of its own; *fd is the read end of the stream,
  * owned by the caller.  follow: follow symlinks (-L) rather than sending
- * them.  Unreadable files are skipped with a warning and counted.
- * Returns 0 or -errno. */
+ * them (the paths themselves are always followed).  Unreadable files are
+ * skipped with a warning and counted.  libarchive's walk descends with
+ * fchdir() and returns: nothing else in the process may resolve relative
+ * paths until rdx_tree_pack_finish().  Returns 0 or -errno. */
 int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
 			unsigned n, bool follow, int *fd);
 
@@ -49,10 +51,10 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
  * sent trees by their names; a name that does not exist (in an existing
  * directory) becomes the one tree sent, as with cp -r.  Starts the
  * unpacking thread; *fd is the write end of the stream, owned by the
- * caller.  The thread changes the process's working directory to the
- * extraction root until rdx_tree_unpack_finish(): callers must not use
- * relative paths meanwhile.  as_root: restore ownership.  Returns 0 or
- * -errno (-ENOTDIR: dst exists and is not a directory). */
+ * caller.  Every name is made absolute under the real path of the
+ * extraction root (no working directory is changed).  as_root: restore
+ * ownership.  Returns 0 or -errno (-ENOTDIR: dst exists and is not a
+ * directory). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, const atomic_int *stop, int *fd);
 

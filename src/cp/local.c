@@ -296,24 +296,6 @@ out:
 	return ret;
 }
 
-/* The packer reads src after the unpacker moved the working directory to
- * dst's: a relative src must be made absolute first (without resolving
- * symlinks, so that the tree keeps the name given). */
-static char *absolute(const char *path)
-{
-	char *cwd, *out;
-
-	if (path[0] == '/')
-		return strdup(path);
-	cwd = getcwd(NULL, 0);
-	if (!cwd)
-		return NULL;
-	if (asprintf(&out, "%s/%s", cwd, path) < 0)
-		out = NULL;
-	free(cwd);
-	return out;
-}
-
 /* Moves the packed stream into the unpacker until its end, a failure or
  * an interruption.  Returns the bytes moved or -errno. */
 static int64_t pump(int from, int to, const atomic_int *stop)
@@ -354,27 +336,21 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	uint64_t t0 = rdx_now_ns();
 	struct rdx_tree_pack *p = NULL;
 	struct rdx_tree_unpack *u = NULL;
-	char *abs = absolute(src), why[256];
+	char why[256];
 	int rfd = -1, wfd = -1, ret, pret, uret;
 	int64_t moved;
 
-	if (!abs) {
-		rdx_error("out of memory");
-		return -ENOMEM;
-	}
 	ret = rdx_tree_unpack_start(&u, dst, geteuid() == 0, o->xo.interrupted, &wfd);
 	if (ret) {
 		rdx_error("cannot copy a tree into '%s': %s", dst,
 			  ret == -ENOTDIR ? "not a directory" : rdx_strerror(ret));
-		free(abs);
 		return -RDX_ELOCAL;
 	}
-	ret = rdx_tree_pack_start(&p, (const char *const *)&abs, 1, o->xo.tree_follow, &rfd);
+	ret = rdx_tree_pack_start(&p, &src, 1, o->xo.tree_follow, &rfd);
 	if (ret) {
 		close(wfd);
 		rdx_tree_unpack_finish(u, false, why, sizeof(why));
 		rdx_error("cannot copy '%s': %s", src, rdx_strerror(ret));
-		free(abs);
 		return -RDX_ELOCAL;
 	}
 	moved = pump(rfd, wfd, o->xo.interrupted);
@@ -382,7 +358,6 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	close(wfd);
 	pret = rdx_tree_pack_finish(p);
 	uret = rdx_tree_unpack_finish(u, moved >= 0, why, sizeof(why));
-	free(abs);
 	if (moved == -ECANCELED) {
 		rdx_error("interrupted");
 		return -RDX_EINTR;
