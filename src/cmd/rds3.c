@@ -988,6 +988,11 @@ static int run(struct s3_cmd *s, char **args, int n)
 {
 	const char *c = s->cmd;
 
+	if ((s->sync_opt || s->sync.dry_run || s->nrules) && strcmp(c, "sync") &&
+	    !(s->recursive && !strcmp(c, "cp"))) {
+		rdx_error("--delete, --dry-run, --checksum, --include and --exclude are for sync and cp -r");
+		return RDX_EXIT_USAGE;
+	}
 	if (!strcmp(c, "put"))
 		return cmd_put(s, args, n);
 	if (!strcmp(c, "get"))
@@ -998,11 +1003,6 @@ static int run(struct s3_cmd *s, char **args, int n)
 		return cmd_ls(s, args, n);
 	if (!strcmp(c, "rm"))
 		return cmd_rm(s, args, n);
-	if ((s->sync_opt || s->sync.dry_run || s->nrules) && strcmp(c, "sync") &&
-	    !(s->recursive && !strcmp(c, "cp"))) {
-		rdx_error("--delete, --dry-run, --checksum, --include and --exclude are for sync and cp -r");
-		return RDX_EXIT_USAGE;
-	}
 	if (!strcmp(c, "cp"))
 		return cmd_cp(s, args, n);
 	if (!strcmp(c, "sync"))

@@ -48,6 +48,10 @@
 //   POST /__proxy/headsize?bytes=N
 //        the next HeadObject answers Content-Length N (a huge object
 //        without storing one)
+//   POST /__proxy/listkey?bucket=B&real=K&key=SHOWN
+//        from now on, ListObjectsV2 answers for bucket B show the stored
+//        key K as SHOWN (a key s3rver cannot store, 'a/../../x' say, which
+//        it would normalize)
 //   POST /__proxy/corrupt?count=N[&op=PutObject|UploadPart|GetObject]
 //        the next N such requests have one byte of their body flipped "in
 //        flight": an upload's before the proxy's checks (so S3's
@@ -84,6 +88,7 @@ const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
 const stats = { verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
+const listKeys = new Map(); // "bucket/key" -> the key its listings show
 let completeMode = "";
 let deleteFail = null; // { key, code }
 let copyError = "";
@@ -117,6 +122,25 @@ function describe(req) {
   else if (key && m === "PUT") op = "PutObject";
   else if (key && m === "DELETE") op = "DeleteObject";
   return { op, bucket, key, q };
+}
+
+function xmlUnescape(s) {
+  return String(s).replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'").replace(/&#(\d+);/g, (m, n) => String.fromCodePoint(Number(n))).replace(/&amp;/g, "&");
+}
+
+// A ListObjectsV2 answer as S3 would give it: multipart objects' ETags are
+// S3's MD5-N (as on GET and HEAD), and keys set by listkey are shown so.
+function rewriteListing(bucket, xml) {
+  return xml.replace(/<Contents>([\s\S]*?)<\/Contents>/g, (all, inner) => {
+    const m = /<Key>([^<]*)<\/Key>/.exec(inner);
+    if (!m) return all;
+    const id = `${bucket}/${xmlUnescape(m[1])}`;
+    const mp = etags.get(id);
+    if (mp) inner = inner.replace(/<ETag>[^<]*<\/ETag>/, `<ETag>${xmlEscape(mp)}</ETag>`);
+    if (listKeys.has(id)) inner = inner.replace(m[0], `<Key>${xmlEscape(listKeys.get(id))}</Key>`);
+    return `<Contents>${inner}</Contents>`;
+  });
 }
 
 function xmlEscape(s) {
@@ -448,6 +472,12 @@ function multipart(req, res, body, d) {
   case "DeleteObjects":
     deleteObjects(req, res, body, d);
     return;
+  case "GET bucket":
+    forward(req, res, body, d, (ur, b) => ({
+      status: ur.statusCode,
+      body: ur.statusCode === 200 ? rewriteListing(d.bucket, b.toString()) : b,
+    }));
+    return;
   case "CopyObject":
     stats.copies++;
     if (copyError) {
@@ -563,6 +593,12 @@ const server = http.createServer((req, res) => {
     }
     if (req.url.startsWith("/__proxy/headsize")) {
       headSize = String(Number(parseQuery(req.url.split("?")[1] || "").bytes || 0));
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/listkey")) {
+      const q = parseQuery(req.url.split("?")[1] || "");
+      listKeys.set(`${q.bucket}/${q.real}`, q.key);
       res.end("ok\n");
       return;
     }
