@@ -68,4 +68,14 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 	    const struct s3_loc *src, const struct s3_loc *dst,
 	    struct s3_sync_stats *st);
 
+/* Whether the file fd (size bytes, read with pread) has this ETag
+ * (quotes or not): a plain one is its MD5; "MD5S-N" is a multipart
+ * upload's, tried with the part size rds3 would have used (part_size,
+ * grown to fit 10000 parts) and with the smallest whole MiB that makes N
+ * parts (other tools' usual choice).  Any other ETag (SSE-KMS, SSE-C)
+ * never matches, so such objects are always sent.  Returns 0 (*same
+ * set), -errno, -ENODATA (the file is shorter than size) or -RDX_EINTR. */
+int s3_sync_etag_match(int fd, uint64_t size, const char *etag,
+		       uint64_t part_size, const atomic_int *stop, bool *same);
+
 #endif
