@@ -244,6 +244,11 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 			rdx_error("copies between two remote hosts are not supported yet");
 			return -RDX_EUSAGE;
 		}
+	for (i = 0; i <= nsrc && r->cp.recursive; i++)
+		if (!strcmp(i < nsrc ? srcs[i].path : dst->path, "-")) {
+			rdx_error("'-' cannot be used with -r: trees go to and from directories");
+			return -RDX_EUSAGE;
+		}
 	if (nsrc == 1)
 		return 0;
 	for (i = 0; i <= nsrc; i++)

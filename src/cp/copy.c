@@ -219,10 +219,6 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 	struct stat sb;
 
 	*path = NULL;
-	if (recursive && (!strcmp(src->path, "-") || !strcmp(dst->path, "-"))) {
-		rdx_error("'-' cannot be used with -r: trees go to and from directories");
-		return -RDX_EUSAGE;
-	}
 	if ((src->remote && !strcmp(src->path, "-")) || (dst->remote && !strcmp(dst->path, "-"))) {
 		rdx_error("'-' names standard input or output here, not on the remote host");
 		return -RDX_EUSAGE;

@@ -212,9 +212,7 @@ int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
 		goto out;
 	}
 	if (S_ISDIR(ss.st_mode)) {
-		rdx_error("'%s' is a directory (copying trees is not supported "
-			  "yet)",
-			  src);
+		rdx_error("'%s' is a directory (use -r)", src);
 		ret = -RDX_EUSAGE;
 		goto out;
 	}

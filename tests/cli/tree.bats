@@ -1,0 +1,191 @@
+#!/usr/bin/env bats
+# Trees (-r): rdsend -r / rdrecv -r on loopback, rdcp -r both ways against
+# a real sshd (tests/lib/sshd.bash: sshd in namespace A, rdcp in B, one
+# shared file system), and same-host rdcp -r.  Every copy is compared by
+# content and metadata (tests/lib/tree.bash): modes, mtimes, symlinks,
+# hard links, empty directories, a sparse file, hostile names.
+
+load ../lib/common
+load ../lib/netns
+load ../lib/sshd
+load ../lib/tree
+
+RDCP=$RDX_BUILD/rdcp
+
+setup_file() {
+	CLEANUPS=()
+	sshd_setup
+	# One big tree for the whole file: making 5000 files takes seconds.
+	mktree "$BATS_FILE_TMPDIR/big" 5000
+	mktree "$BATS_FILE_TMPDIR/small" 100
+}
+
+teardown_file() {
+	sshd_teardown
+}
+
+setup() {
+	common_setup
+	[ -x "$RDCP" ] || fail "rdcp not built: $RDCP"
+	unset SSH_AUTH_SOCK
+	BIG=$BATS_FILE_TMPDIR/big
+	SMALL=$BATS_FILE_TMPDIR/small
+}
+
+rdcp_b() {
+	run_t --secs 120 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$RDX_BUILD" --timeout 20 "$@"
+}
+
+# send_tree RECV_ARGS -- SEND_ARGS: rdrecv -r in the background, rdsend -r
+# in the foreground; sets RECV_RC and status/stderr of rdsend.
+send_tree() {
+	local recv=() port
+	while [ "$1" != -- ]; do recv+=("$1"); shift; done
+	shift
+	port=$(free_port)
+	start_recv --wait 30 "${recv[@]/PORT/$port}"
+	wait_listen "$port"
+	run_t "$RDSEND" "${@/PORT/$port}"
+	wait_recv
+}
+
+@test "rdsend -r / rdrecv -r: a tree with every kind of entry arrives whole" {
+	mkdir "$D/out"
+	send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$BIG"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$BIG" "$D/out/big"
+}
+
+@test "rdsend -r: several paths into a directory; --streams 4 --compress --encrypt" {
+	mkdir "$D/out"
+	send_tree -r PORT key "$D/out" -- -r --streams 4 --compress --encrypt 127.0.0.1 PORT key \
+		"$SMALL" "$SMALL/large2" "$SMALL/d3/"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$SMALL" "$D/out/small"
+	assert_same "$SMALL/large2" "$D/out/large2"
+	diff -r "$SMALL/d3" "$D/out/d3" || fail "d3 differs"
+}
+
+@test "rdrecv -r: a DST that does not exist becomes the tree; two trees need a directory" {
+	send_tree -r PORT key "$D/copy" -- -r 127.0.0.1 PORT key "$SMALL/"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$SMALL" "$D/copy"
+	send_tree -r PORT key "$D/new" -- -r 127.0.0.1 PORT key "$SMALL/d1" "$SMALL/d2"
+	assert_nonzero
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "several trees were sent but 'new' is not a directory"
+	[ -z "$(find "$D" -name '.*.rdx-*')" ] || fail "temporaries left"
+}
+
+@test "rdrecv without -r refuses a tree, rdrecv -r refuses a stream, rdrecv -r into a file" {
+	send_tree PORT key "$D/out.tar" -- -r 127.0.0.1 PORT key "$SMALL"
+	assert_nonzero
+	assert_rc recv "$RECV_RC" 2
+	assert_file_match "$D/recv.err" "sends a directory tree: receive it with -r"
+	[ ! -e "$D/out.tar" ] || fail "a tree was written as a file"
+	mkrand "$D/in" 1000
+	mkdir "$D/dir"
+	send_tree -r PORT key "$D/dir" -- 127.0.0.1 PORT key "$D/in"
+	assert_nonzero
+	assert_rc recv "$RECV_RC" 2
+	assert_file_match "$D/recv.err" "sends a stream, not a directory tree"
+	send_tree -r PORT key "$D/in" -- -r 127.0.0.1 PORT key "$SMALL"
+	assert_nonzero
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "not a directory"
+	run_t "$RDSEND" -r 127.0.0.1 1 key
+	assert_status 2
+	run_t "$RDSEND" -L 127.0.0.1 1 key "$D/in"
+	assert_status 2
+	run_t "$RDRECV" -r 1 key -
+	assert_status 2
+}
+
+@test "rdsend -r killed in the middle of a file: no partial file, no temporary, rdrecv fails" {
+	mkdir -p "$D/src" "$D/out"
+	echo done >"$D/src/first"
+	mktext "$D/src/zlarge" $((48 * 1024 * 1024))
+	port=$(free_port)
+	start_recv -r --wait 30 --timeout 5 "$port" key "$D/out"
+	wait_listen "$port"
+	# zstd at level 19 on text is slow: the copy is still running.
+	start_send -r --compress=19 127.0.0.1 "$port" key "$D/src"
+	wait_temp "$D/out/src/zlarge" 30
+	kill -KILL "$SEND_PID"
+	wait_recv 30
+	assert_rc recv "$RECV_RC" 3
+	[ ! -e "$D/out/src/zlarge" ] || fail "a partial file under its final name"
+	[ -z "$(find "$D/out" -name '.*.rdx-*')" ] || fail "temporary left: $(find "$D/out" -name '.*.rdx-*')"
+}
+
+@test "rdcp -r: 5000 files and every kind of entry, local to remote and back" {
+	mkdir "$D/far" "$D/back"
+	rdcp_b -r "$BIG" "rdxhost:$D/far"
+	assert_status 0
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	assert_same_tree "$BIG" "$D/far/big"
+	rdcp_b -r "rdxhost:$D/far/big" "$D/back"
+	assert_status 0
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	assert_same_tree "$BIG" "$D/back/big"
+}
+
+@test "rdcp -r: cp's rules for DST, several sources, --streams 3 --encrypt --compress" {
+	rdcp_b -r --streams 3 --encrypt --compress "$SMALL" "rdxhost:$D/named"
+	assert_status 0
+	assert_same_tree "$SMALL" "$D/named"
+	rdcp_b -r "rdxhost:$D/named/" "$D/named-back"
+	assert_status 0
+	assert_same_tree "$SMALL" "$D/named-back"
+	mkdir "$D/many"
+	rdcp_b -r "$SMALL/d1" "$SMALL/large1" "$SMALL/empty" "rdxhost:$D/many"
+	assert_status 0
+	diff -r "$SMALL/d1" "$D/many/d1" || fail "d1 differs"
+	assert_same "$SMALL/large1" "$D/many/large1"
+	[ -d "$D/many/empty" ] || fail "empty directory missing"
+	mkrand "$D/plain" 10
+	rdcp_b -r "$SMALL/d1" "$SMALL/d2" "rdxhost:$D/plain"
+	assert_nonzero
+	assert_match "$stderr" "not a directory"
+	rdcp_b -r "$SMALL" "rdxhost:$D/plain"
+	assert_status 5
+	assert_match "$stderr" "not a directory"
+	[ "$(fsize "$D/plain")" -eq 10 ] || fail "the file DST was changed"
+}
+
+@test "rdcp -r: hostile DST names reach the far side as one word; -L follows symlinks" {
+	local pw=rdx-pwned-tree-$$
+	mkdir "$D/far"
+	for name in "a b" "\$(touch $pw-1)" "; touch $pw-2 #" "'; touch $pw-3; '" "ünïcødé ✓"; do
+		rdcp_b -r "$SMALL/d4" "rdxhost:$D/far/$name"
+		assert_status 0
+		diff -r "$SMALL/d4" "$D/far/$name" || fail "'$name' differs"
+	done
+	home=$(getent passwd root | cut -d: -f6)
+	for i in 1 2 3; do
+		[ ! -e "$home/$pw-$i" ] || { rm -f "$home/$pw-$i"; fail "injected command ran ($i)"; }
+	done
+	rdcp_b -r -L "$SMALL" "rdxhost:$D/followed"
+	assert_status 0
+	[ -f "$D/followed/rel-link" ] && [ ! -L "$D/followed/rel-link" ] || fail "-L did not follow"
+	assert_same "$SMALL/large1" "$D/followed/rel-link"
+	[ -d "$D/followed/dir-link" ] || fail "-L did not follow the directory link"
+}
+
+@test "rdcp -r on one host: the same tree code, no SSH" {
+	run_t "$RDCP" -r "$BIG" "$D/local"
+	assert_status 0
+	assert_same_tree "$BIG" "$D/local"
+	run_t "$RDCP" -r "$BIG" "$D/local/large1"
+	assert_status 4
+	assert_match "$stderr" "not a directory"
+	run_t "$RDCP" "$BIG" "$D/x"
+	assert_status 2
+	assert_match "$stderr" "is a directory \\(use -r\\)"
+	run_t "$RDCP" -r - "$D/x"
+	assert_status 2
+}
