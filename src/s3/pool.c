@@ -39,7 +39,7 @@ static void *work(void *arg)
 int s3_pool_run(const struct s3_client_opts *co, unsigned jobs, size_t n,
 		int (*fn)(void *ctx, struct s3_client *c, size_t i), void *ctx)
 {
-	struct pool p = { .co = co, .n = n, .fn = fn, .ctx = ctx };
+	struct pool p = {.co = co, .n = n, .fn = fn, .ctx = ctx};
 	struct worker *w;
 	unsigned nw, i, started = 0;
 	sigset_t old;

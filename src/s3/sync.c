@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define PUT_MAX ((uint64_t)5 << 30) /* one PutObject, one CopyObject */
-#define KEY_MAX 1024
+#define PUT_MAX	 ((uint64_t)5 << 30) /* one PutObject, one CopyObject */
+#define KEY_MAX	 1024
 #define PATH_BUF 8192
 #define NAME_BUF (PATH_BUF + 300)
 
@@ -26,7 +26,7 @@ enum act { ACT_UPLOAD, ACT_DOWNLOAD, ACT_COPY, ACT_DEL_S3, ACT_DEL_LOCAL };
 
 struct action {
 	enum act kind;
-	bool check;		/* sizes equal: the worker decides (HEAD or MD5) */
+	bool check; /* sizes equal: the worker decides (HEAD or MD5) */
 	const struct s3_item *src; /* NULL for a delete */
 	const struct s3_item *dst; /* NULL when the destination has none */
 };
@@ -37,14 +37,15 @@ struct run {
 	struct action *cur; /* the pass the pool runs: deletes, then transfers */
 	pthread_mutex_t lock; /* guards st and err */
 	struct s3_sync_stats *st;
-	int err;	      /* the first failure's code */
-	pthread_mutex_t big;  /* objects over one part go one at a time */
+	int err;	     /* the first failure's code */
+	pthread_mutex_t big; /* objects over one part go one at a time */
 };
 
 /* ------------------------------------------------------------ names */
 
 /* "DIR/rel" or "s3://bucket/prefix/rel", for messages. */
-static void loc_name(const struct s3_loc *l, const char *rel, char *out, size_t n)
+static void loc_name(const struct s3_loc *l, const char *rel, char *out,
+		     size_t n)
 {
 	if (l->is_s3)
 		snprintf(out, n, "s3://%s/%s%s", l->bucket, l->prefix, rel);
@@ -105,7 +106,8 @@ static void failed(struct run *r, int ret)
 
 /* "rds3: upload d/a to s3://b/a: InvalidRequest: message", as rds3's
  * single-object commands say it. */
-static void s3_failed(struct run *r, struct s3_client *c, const char *what, int ret)
+static void s3_failed(struct run *r, struct s3_client *c, const char *what,
+		      int ret)
 {
 	const struct s3_error *e = s3_last_error(c);
 	char msg[sizeof(e->message)];
@@ -113,12 +115,17 @@ static void s3_failed(struct run *r, struct s3_client *c, const char *what, int 
 
 	snprintf(msg, sizeof(msg), "%s", e->message);
 	n = strlen(msg);
-	while (n && (msg[n - 1] == '.' || msg[n - 1] == ' ' || msg[n - 1] == '\n'))
+	while (n &&
+	       (msg[n - 1] == '.' || msg[n - 1] == ' ' || msg[n - 1] == '\n'))
 		msg[--n] = '\0';
-	if (ret == -RDX_EINTR)
-		rdx_error("%s: interrupted", what);
-	else if (e->code[0])
-		rdx_error("%s: %s: %s", what, e->code, msg[0] ? msg : "(no message)");
+	/* Interrupted: the caller says so once, not once per worker. */
+	if (ret == -RDX_EINTR) {
+		failed(r, ret);
+		return;
+	}
+	if (e->code[0])
+		rdx_error("%s: %s: %s", what, e->code,
+			  msg[0] ? msg : "(no message)");
 	else if (msg[0])
 		rdx_error("%s: %s: %s", what, rdx_strerror(ret), msg);
 	else
@@ -126,7 +133,8 @@ static void s3_failed(struct run *r, struct s3_client *c, const char *what, int 
 	failed(r, ret);
 }
 
-static void local_failed(struct run *r, const char *verb, const char *path, int ret)
+static void local_failed(struct run *r, const char *verb, const char *path,
+			 int ret)
 {
 	rdx_error("cannot %s '%s': %s", verb, path, strerror(-ret));
 	failed(r, ret);
@@ -143,7 +151,8 @@ static void say(struct run *r, const char *verb, const char *a, const char *b)
 {
 	if (r->o->dry_run) {
 		flockfile(stdout);
-		printf("(dryrun) %s: %s%s%s\n", verb, a, b ? " to " : "", b ? b : "");
+		printf("(dryrun) %s: %s%s%s\n", verb, a, b ? " to " : "",
+		       b ? b : "");
 		funlockfile(stdout);
 	} else {
 		rdx_info(1, "%s: %s%s%s", verb, a, b ? " to " : "", b ? b : "");
@@ -194,11 +203,16 @@ static int put_small(struct run *r, struct s3_client *c, const char *key,
 {
 	struct s3_body_sum sum;
 	char b64[32];
-	struct s3_kv h[2] = { *meta, { "Content-MD5", b64 } };
+	struct s3_kv h[2] = {*meta, {"Content-MD5", b64}};
 	uint64_t size = 0;
 	struct s3_req q = {
-		.method = "PUT", .op = "put", .bucket = r->dst->bucket, .key = key,
-		.headers = h, .nheaders = 2, .body_fd = fd,
+		.method = "PUT",
+		.op = "put",
+		.bucket = r->dst->bucket,
+		.key = key,
+		.headers = h,
+		.nheaders = 2,
+		.body_fd = fd,
 		.payload_hash = sum.sha256_hex,
 	};
 	int ret = s3_local_hash(fd, PUT_MAX, r->o->stop, &size, &sum);
@@ -230,16 +244,18 @@ static int put_large(struct run *r, struct s3_client *c, const char *key,
 }
 
 /* Whether the file open as fd (st) is what the object already holds. */
-static int upload_same(struct run *r, struct s3_client *c, const struct action *a,
-		       int fd, const struct stat *st, const char *key, bool *same)
+static int upload_same(struct run *r, struct s3_client *c,
+		       const struct action *a, int fd, const struct stat *st,
+		       const char *key, bool *same)
 {
 	bool gone, has;
 	int64_t t;
 	int ret;
 
 	if (r->o->checksum)
-		return s3_sync_etag_match(fd, (uint64_t)st->st_size, a->dst->etag,
-				  r->o->xfer->part_size, r->o->stop, same);
+		return s3_sync_etag_match(fd, (uint64_t)st->st_size,
+					  a->dst->etag, r->o->xfer->part_size,
+					  r->o->stop, same);
 	/* The plan saw a file not newer than the object: the same unless
 	 * the object says it came from a file of another mtime. */
 	ret = head_mtime(c, r->dst->bucket, key, &gone, &has, &t);
@@ -247,11 +263,13 @@ static int upload_same(struct run *r, struct s3_client *c, const struct action *
 	return ret;
 }
 
-static void do_upload(struct run *r, struct s3_client *c, const struct action *a)
+static void do_upload(struct run *r, struct s3_client *c,
+		      const struct action *a)
 {
 	const char *rel = a->src->rel;
-	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF], to[NAME_BUF], mt[24];
-	struct s3_kv meta = { "x-amz-meta-mtime", mt };
+	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF], to[NAME_BUF],
+		mt[24];
+	struct s3_kv meta = {"x-amz-meta-mtime", mt};
 	struct stat st;
 	bool same = false;
 	int fd, ret;
@@ -270,7 +288,8 @@ static void do_upload(struct run *r, struct s3_client *c, const struct action *a
 		return;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		local_failed(r, "read", path, S_ISREG(st.st_mode) ? -errno : -EINVAL);
+		local_failed(r, "read", path,
+			     S_ISREG(st.st_mode) ? -errno : -EINVAL);
 		goto out;
 	}
 	if (a->check) {
@@ -299,7 +318,9 @@ static void do_upload(struct run *r, struct s3_client *c, const struct action *a
 	else
 		ret = put_large(r, c, key, fd, (uint64_t)st.st_size, &meta);
 	if (ret == -ENODATA || ret == -EFBIG) {
-		rdx_error("cannot read '%s': the file changed during the upload", path);
+		rdx_error("cannot read '%s': the file changed during the "
+			  "upload",
+			  path);
 		failed(r, -ENODATA);
 	} else if (ret && is_local(ret)) {
 		local_failed(r, "read", path, ret);
@@ -315,8 +336,9 @@ out:
 
 /* ------------------------------------------------------- downloads */
 
-static int download_same(struct run *r, struct s3_client *c, const struct action *a,
-			 const char *path, const char *key, bool *same)
+static int download_same(struct run *r, struct s3_client *c,
+			 const struct action *a, const char *path,
+			 const char *key, bool *same)
 {
 	bool gone, has;
 	int64_t t;
@@ -327,14 +349,16 @@ static int download_same(struct run *r, struct s3_client *c, const struct action
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
-		ret = s3_sync_etag_match(fd, a->dst->size, a->src->etag, r->o->xfer->part_size,
-				 r->o->stop, same);
+		ret = s3_sync_etag_match(fd, a->dst->size, a->src->etag,
+					 r->o->xfer->part_size, r->o->stop,
+					 same);
 		close(fd);
 		return ret;
 	}
 	ret = head_mtime(c, r->src->bucket, key, &gone, &has, &t);
 	if (!ret && !gone)
-		*same = has ? t == a->dst->mtime : a->src->mtime <= a->dst->mtime;
+		*same = has ? t == a->dst->mtime
+			    : a->src->mtime <= a->dst->mtime;
 	return ret;
 }
 
@@ -350,11 +374,13 @@ static int64_t got_mtime(const struct s3_client *c, const struct action *a)
 	return t >= 0 ? t : a->src->mtime;
 }
 
-static void do_download(struct run *r, struct s3_client *c, const struct action *a)
+static void do_download(struct run *r, struct s3_client *c,
+			const struct action *a)
 {
 	const char *rel = a->src->rel;
-	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF], from[NAME_BUF];
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { 0 } };
+	char path[PATH_BUF], key[KEY_MAX + 1], what[2 * NAME_BUF],
+		from[NAME_BUF];
+	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {0}};
 	struct s3_out out;
 	bool same = false, big;
 	int ret;
@@ -388,7 +414,8 @@ static void do_download(struct run *r, struct s3_client *c, const struct action 
 	}
 	ret = s3_local_prepare(r->dst->dir, rel);
 	if (ret == -ELOOP) {
-		rdx_warn("skipping %s: '%s' would be written through a symlink", from, path);
+		rdx_warn("skipping %s: '%s' would be written through a symlink",
+			 from, path);
 		count(r, REFUSED);
 		return;
 	}
@@ -445,7 +472,9 @@ static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
 		return;
 	}
 	if (a->src->size > PUT_MAX) {
-		rdx_error("%s: %" PRIu64 " bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet",
+		rdx_error("%s: %" PRIu64 " bytes: a server-side copy of more "
+					 "than 5 GiB needs UploadPartCopy, "
+					 "which rds3 does not support yet",
 			  what, a->src->size);
 		failed(r, -ENOTSUP);
 		return;
@@ -455,7 +484,8 @@ static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
 		count(r, DONE);
 		return;
 	}
-	ret = s3_copy_object(c, r->src->bucket, skey, r->dst->bucket, dkey, NULL);
+	ret = s3_copy_object(c, r->src->bucket, skey, r->dst->bucket, dkey,
+			     NULL);
 	if (ret) {
 		s3_failed(r, c, what, ret);
 		return;
@@ -464,7 +494,8 @@ static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
 	count(r, DONE);
 }
 
-static void do_delete(struct run *r, struct s3_client *c, const struct action *a)
+static void do_delete(struct run *r, struct s3_client *c,
+		      const struct action *a)
 {
 	const char *rel = a->dst->rel;
 	char name[NAME_BUF], key[KEY_MAX + 1], what[NAME_BUF + 16];
@@ -544,9 +575,12 @@ static int decide(const struct run *r, enum act kind, const struct s3_item *s,
 }
 
 static int plan(struct run *r, const struct s3_tree *s, const struct s3_tree *d,
-		struct action *xfers, size_t *nx, struct action *dels, size_t *nd)
+		struct action *xfers, size_t *nx, struct action *dels,
+		size_t *nd)
 {
-	enum act kind = !r->src->is_s3 ? ACT_UPLOAD : r->dst->is_s3 ? ACT_COPY : ACT_DOWNLOAD;
+	enum act kind = !r->src->is_s3	? ACT_UPLOAD
+			: r->dst->is_s3 ? ACT_COPY
+					: ACT_DOWNLOAD;
 	char name[NAME_BUF];
 	const char *why;
 	size_t i;
@@ -568,14 +602,16 @@ static int plan(struct run *r, const struct s3_tree *s, const struct s3_tree *d,
 			r->st->unchanged++;
 			continue;
 		}
-		xfers[(*nx)++] = (struct action){ .kind = kind, .check = check, .src = it, .dst = o };
+		xfers[(*nx)++] = (struct action){
+			.kind = kind, .check = check, .src = it, .dst = o};
 	}
 	if (!r->o->del)
 		return 0;
 	for (i = 0; i < d->n; i++)
 		if (!s3_tree_find(s, d->v[i].rel))
 			dels[(*nd)++] = (struct action){
-				.kind = r->dst->is_s3 ? ACT_DEL_S3 : ACT_DEL_LOCAL,
+				.kind = r->dst->is_s3 ? ACT_DEL_S3
+						      : ACT_DEL_LOCAL,
 				.dst = &d->v[i],
 			};
 	return 0;
@@ -594,12 +630,13 @@ static int list_side(struct s3_client *c, const struct s3_sync_opts *o,
 
 	if (l->is_s3) {
 		/* Folder markers ("dir/") have no file to become. */
-		ret = s3_walk_remote(c, l->bucket, l->prefix, o->rules, o->nrules,
-				     !other_local, t);
+		ret = s3_walk_remote(c, l->bucket, l->prefix, o->rules,
+				     o->nrules, !other_local, t);
 		if (!ret)
 			return 0;
 		e = s3_last_error(c);
-		snprintf(what, sizeof(what), "s3://%s/%s", l->bucket, l->prefix);
+		snprintf(what, sizeof(what), "s3://%s/%s", l->bucket,
+			 l->prefix);
 		if (e->code[0])
 			rdx_error("ls %s: %s: %s", what, e->code, e->message);
 		else
@@ -641,9 +678,9 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 	    const struct s3_loc *src, const struct s3_loc *dst,
 	    struct s3_sync_stats *st)
 {
-	struct s3_tree s = { 0 }, d = { 0 };
+	struct s3_tree s = {0}, d = {0};
 	struct action *xfers = NULL, *dels = NULL;
-	struct run r = { .o = o, .src = src, .dst = dst, .st = st };
+	struct run r = {.o = o, .src = src, .dst = dst, .st = st};
 	size_t nx = 0, nd = 0;
 	int ret;
 
@@ -664,7 +701,9 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 		goto out;
 	}
 	plan(&r, &s, &d, xfers, &nx, dels, &nd);
-	rdx_info(1, "%zu to send or check, %zu unchanged, %zu to delete, %u at a time",
+	rdx_info(1,
+		 "%zu to send or check, %zu unchanged, %zu to delete, %u at a "
+		 "time",
 		 nx, st->unchanged, nd, o->jobs);
 	if (!o->dry_run && !dst->is_s3 && nx && (ret = make_root(dst->dir))) {
 		rdx_error("cannot make '%s': %s", dst->dir, strerror(-ret));

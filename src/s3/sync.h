@@ -42,11 +42,11 @@ struct s3_loc {
 struct s3_sync_opts {
 	const struct s3_client_opts *client; /* the workers' clients' */
 	const struct s3_xfer_opts *xfer;     /* objects over one part */
-	unsigned jobs;			     /* objects at once, 1..S3_JOBS_MAX */
-	bool copy_all;			     /* cp -r: no comparison */
-	bool del;			     /* --delete */
-	bool dry_run;			     /* print "(dryrun) ..." lines on stdout */
-	bool checksum;			     /* --checksum */
+	unsigned jobs; /* objects at once, 1..S3_JOBS_MAX */
+	bool copy_all; /* cp -r: no comparison */
+	bool del;      /* --delete */
+	bool dry_run;  /* print "(dryrun) ..." lines on stdout */
+	bool checksum; /* --checksum */
 	const struct s3_rule *rules;
 	size_t nrules;
 	const atomic_int *stop;

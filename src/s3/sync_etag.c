@@ -26,7 +26,8 @@ static int md5_file(int fd, uint64_t size, uint64_t part, unsigned char md[16],
 	int ret = 0;
 
 	*nparts = 0;
-	if (!whole || !one || !buf || !EVP_DigestInit_ex(whole, EVP_md5(), NULL)) {
+	if (!whole || !one || !buf ||
+	    !EVP_DigestInit_ex(whole, EVP_md5(), NULL)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -37,7 +38,9 @@ static int md5_file(int fd, uint64_t size, uint64_t part, unsigned char md[16],
 			goto out;
 		}
 		while (left) {
-			ssize_t n = pread(fd, buf, left < cap ? (size_t)left : cap, (off_t)off);
+			ssize_t n = pread(fd, buf,
+					  left < cap ? (size_t)left : cap,
+					  (off_t)off);
 
 			if (n < 0 && errno == EINTR)
 				continue;
@@ -80,8 +83,12 @@ static int unhex(const char *s, size_t n, unsigned char *out)
 		int hi, lo;
 		char a = s[2 * i], b = s[2 * i + 1];
 
-		hi = a >= '0' && a <= '9' ? a - '0' : a >= 'a' && a <= 'f' ? a - 'a' + 10 : -1;
-		lo = b >= '0' && b <= '9' ? b - '0' : b >= 'a' && b <= 'f' ? b - 'a' + 10 : -1;
+		hi = a >= '0' && a <= '9'   ? a - '0'
+		     : a >= 'a' && a <= 'f' ? a - 'a' + 10
+					    : -1;
+		lo = b >= '0' && b <= '9'   ? b - '0'
+		     : b >= 'a' && b <= 'f' ? b - 'a' + 10
+					    : -1;
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);
@@ -89,8 +96,8 @@ static int unhex(const char *s, size_t n, unsigned char *out)
 	return 0;
 }
 
-int s3_sync_etag_match(int fd, uint64_t size, const char *etag, uint64_t part_size,
-		      const atomic_int *stop, bool *same)
+int s3_sync_etag_match(int fd, uint64_t size, const char *etag,
+		       uint64_t part_size, const atomic_int *stop, bool *same)
 {
 	unsigned char want[16], got[16];
 	uint64_t tries[2], p;
@@ -124,7 +131,8 @@ int s3_sync_etag_match(int fd, uint64_t size, const char *etag, uint64_t part_si
 	p = (size + n - 1) / n;
 	tries[1] = (p + (1 << 20) - 1) / (1 << 20) * (1 << 20);
 	for (i = 0; i < 2; i++) {
-		if ((size + tries[i] - 1) / tries[i] != n || (i && tries[1] == tries[0]))
+		if ((size + tries[i] - 1) / tries[i] != n ||
+		    (i && tries[1] == tries[0]))
 			continue;
 		ret = md5_file(fd, size, tries[i], got, &parts, stop);
 		if (ret)

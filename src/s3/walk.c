@@ -58,7 +58,8 @@ static int tree_add(struct s3_tree *t, const char *rel, uint64_t size,
 
 static int cmp_item(const void *a, const void *b)
 {
-	return strcmp(((const struct s3_item *)a)->rel, ((const struct s3_item *)b)->rel);
+	return strcmp(((const struct s3_item *)a)->rel,
+		      ((const struct s3_item *)b)->rel);
 }
 
 static void tree_sort(struct s3_tree *t)
@@ -69,7 +70,7 @@ static void tree_sort(struct s3_tree *t)
 
 const struct s3_item *s3_tree_find(const struct s3_tree *t, const char *rel)
 {
-	struct s3_item k = { .rel = (char *)rel };
+	struct s3_item k = {.rel = (char *)rel};
 
 	if (!t->n)
 		return NULL;
@@ -129,15 +130,17 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 		if (!de) {
 			if (errno) {
 				ret = -errno;
-				snprintf(w->errpath, w->errlen, "%s/%s", w->root, rel);
+				snprintf(w->errpath, w->errlen, "%s/%s",
+					 w->root, rel);
 			}
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "",
-				     de->d_name) > REL_MAX) {
-			rdx_warn("skipping '%s/%s': the name is too long", w->root, sub);
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", rel,
+				     *rel ? "/" : "", de->d_name) > REL_MAX) {
+			rdx_warn("skipping '%s/%s': the name is too long",
+				 w->root, sub);
 			(*w->warned)++;
 			continue;
 		}
@@ -148,11 +151,13 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 		}
 		if (S_ISDIR(st.st_mode)) {
 			int fd = openat(dirfd(d), de->d_name,
-					O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+					O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+						O_CLOEXEC);
 
 			if (fd < 0) {
 				ret = -errno;
-				snprintf(w->errpath, w->errlen, "%s/%s", w->root, sub);
+				snprintf(w->errpath, w->errlen, "%s/%s",
+					 w->root, sub);
 				break;
 			}
 			if ((ret = walk_dir(w, fd, sub)))
@@ -161,18 +166,21 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 		}
 		if (!S_ISREG(st.st_mode)) {
 			rdx_warn("skipping '%s/%s': %s", w->root, sub,
-				 S_ISLNK(st.st_mode) ? "a symlink (not followed)" :
-						       "not a regular file");
+				 S_ISLNK(st.st_mode) ? "a symlink (not "
+						       "followed)"
+						     : "not a regular file");
 			(*w->warned)++;
 			continue;
 		}
 		if (is_temp(de->d_name)) {
-			rdx_info(1, "skipping '%s/%s': an unfinished download", w->root, sub);
+			rdx_info(1, "skipping '%s/%s': an unfinished download",
+				 w->root, sub);
 			continue;
 		}
 		if (!s3_rules_pass(w->rules, w->nrules, sub))
 			continue;
-		if ((ret = tree_add(w->t, sub, (uint64_t)st.st_size, st.st_mtim.tv_sec, NULL)))
+		if ((ret = tree_add(w->t, sub, (uint64_t)st.st_size,
+				    st.st_mtim.tv_sec, NULL)))
 			break;
 	}
 	closedir(d);
@@ -180,11 +188,17 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 }
 
 int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
-		  struct s3_tree *t, size_t *warned, char *errpath, size_t errlen)
+		  struct s3_tree *t, size_t *warned, char *errpath,
+		  size_t errlen)
 {
 	struct walk w = {
-		.rules = rules, .nrules = nrules, .t = t, .warned = warned,
-		.errpath = errpath, .errlen = errlen, .root = root,
+		.rules = rules,
+		.nrules = nrules,
+		.t = t,
+		.warned = warned,
+		.errpath = errpath,
+		.errlen = errlen,
+		.root = root,
 	};
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int ret;
@@ -199,10 +213,10 @@ int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
 }
 
 int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
-		   const struct s3_rule *rules, size_t nrules, bool keep_markers,
-		   struct s3_tree *t)
+		   const struct s3_rule *rules, size_t nrules,
+		   bool keep_markers, struct s3_tree *t)
 {
-	struct s3_list l = { 0 };
+	struct s3_list l = {0};
 	size_t plen = strlen(prefix), i;
 	char *token = NULL;
 	int ret;
@@ -218,14 +232,16 @@ int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
 			const char *rel;
 			size_t n = strlen(e->name);
 
-			if (e->is_prefix || n <= plen || strncmp(e->name, prefix, plen))
+			if (e->is_prefix || n <= plen ||
+			    strncmp(e->name, prefix, plen))
 				continue;
 			rel = e->name + plen;
 			if (rel[strlen(rel) - 1] == '/' && !keep_markers)
 				continue;
 			if (!s3_rules_pass(rules, nrules, rel))
 				continue;
-			ret = tree_add(t, rel, e->size, s3_parse_time(e->mtime), e->etag);
+			ret = tree_add(t, rel, e->size, s3_parse_time(e->mtime),
+				       e->etag);
 		}
 		if (!ret && l.truncated) {
 			token = l.next_token ? strdup(l.next_token) : NULL;
@@ -307,10 +323,15 @@ int s3_local_prepare(const char *root, const char *rel)
 		}
 		/* O_NOFOLLOW: a symlink here (made by anyone, any time
 		 * before this open) is ELOOP, never followed. */
-		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dfd, comp,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
-			ret = errno == ENOTDIR && !fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) &&
-					      S_ISLNK(st.st_mode) ? -ELOOP : -errno;
+			ret = errno == ENOTDIR &&
+					      !fstatat(dfd, comp, &st,
+						       AT_SYMLINK_NOFOLLOW) &&
+					      S_ISLNK(st.st_mode)
+				      ? -ELOOP
+				      : -errno;
 			goto out;
 		}
 		close(dfd);

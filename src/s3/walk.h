@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 struct s3_item {
-	char *rel;	   /* relative name, '/'-separated */
+	char *rel; /* relative name, '/'-separated */
 	uint64_t size;
-	int64_t mtime;	   /* seconds: a file's st_mtime, an object's LastModified */
-	char *etag;	   /* objects only, quotes included */
+	int64_t mtime; /* seconds: a file's st_mtime, an object's LastModified */
+	char *etag;    /* objects only, quotes included */
 };
 
 struct s3_tree {
@@ -43,7 +43,8 @@ bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel);
  * 0 or -errno (the root, or a directory that cannot be read; errors
  * names the path in errpath). */
 int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
-		  struct s3_tree *t, size_t *warned, char *errpath, size_t errlen);
+		  struct s3_tree *t, size_t *warned, char *errpath,
+		  size_t errlen);
 
 /* Lists every key under prefix (ListObjectsV2, no delimiter, page by
  * page) and appends those passing the rules to t with rel = the key
@@ -51,8 +52,8 @@ int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
  * are kept only when keep_markers.  Returns 0 or an s3_last_error(c)
  * code. */
 int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
-		   const struct s3_rule *rules, size_t nrules, bool keep_markers,
-		   struct s3_tree *t);
+		   const struct s3_rule *rules, size_t nrules,
+		   bool keep_markers, struct s3_tree *t);
 
 /* Finds rel in the sorted t; NULL when absent. */
 const struct s3_item *s3_tree_find(const struct s3_tree *t, const char *rel);

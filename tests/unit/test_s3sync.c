@@ -19,11 +19,12 @@
 static void test_rel_paths(void)
 {
 	static const char *const bad[] = {
-		"", "/abs", "..", "../x", "a/..", "a/../../x", "a//b", "a/", ".",
-		"./a", "a/./b",
+		"",	"/abs", "..", "../x", "a/..",  "a/../../x",
+		"a//b", "a/",	".",  "./a",  "a/./b",
 	};
 	static const char *const good[] = {
-		"a", "a/b/c", "..a", "a..", ".hidden/x", "a b/c d", "\xc3\xbc/x", "...",
+		"a",	     "a/b/c",	"..a",	      "a..",
+		".hidden/x", "a b/c d", "\xc3\xbc/x", "...",
 	};
 	char longname[300];
 	const char *why = NULL;
@@ -31,35 +32,48 @@ static void test_rel_paths(void)
 
 	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		why = NULL;
-		CHECK(!s3_rel_path_ok(bad[i], &why) && why, "refused: '%s' (%s)", bad[i],
-		      why ? why : "no reason");
+		CHECK(!s3_rel_path_ok(bad[i], &why) && why,
+		      "refused: '%s' (%s)", bad[i], why ? why : "no reason");
 	}
 	for (i = 0; i < sizeof(good) / sizeof(*good); i++)
 		CHECK(s3_rel_path_ok(good[i], &why), "taken: '%s'", good[i]);
 	memset(longname, 'x', 256);
 	longname[256] = '\0';
-	CHECK(!s3_rel_path_ok(longname, &why), "a 256-byte component is refused");
+	CHECK(!s3_rel_path_ok(longname, &why), "a 256-byte component is "
+					       "refused");
 }
 
 static void test_rules(void)
 {
 	struct s3_rule r[] = {
-		{ "*.log", false }, { "logs/keep*", true }, { "*", false }, { "*.txt", true },
+		{"*.log", false},
+		{"logs/keep*", true},
+		{"*", false},
+		{"*.txt", true},
 	};
 
-	CHECK(s3_rules_pass(NULL, 0, "anything"), "no rules: everything passes");
-	CHECK(!s3_rules_pass(r, 1, "a/b.log"), "'*' matches '/' too (aws s3's rule)");
+	CHECK(s3_rules_pass(NULL, 0, "anything"), "no rules: everything "
+						  "passes");
+	CHECK(!s3_rules_pass(r, 1, "a/b.log"), "'*' matches '/' too (aws s3's "
+					       "rule)");
 	CHECK(s3_rules_pass(r, 2, "logs/keep.log"), "a later --include wins");
-	CHECK(!s3_rules_pass(r, 2, "logs/x.log"), "the exclude stays for the rest");
-	CHECK(s3_rules_pass(r, 4, "a.txt") && !s3_rules_pass(r, 4, "logs/keep.log"),
+	CHECK(!s3_rules_pass(r, 2, "logs/x.log"), "the exclude stays for the "
+						  "rest");
+	CHECK(s3_rules_pass(r, 4, "a.txt") &&
+		      !s3_rules_pass(r, 4, "logs/keep.log"),
 	      "--exclude '*' --include '*.txt': the last matching rule wins");
 }
 
 static void test_times(void)
 {
-	CHECK(s3_parse_time("2024-05-01T10:00:00.000Z") == 1714557600, "ListObjectsV2's date");
-	CHECK(s3_parse_time("Wed, 01 May 2024 10:00:00 GMT") == 1714557600, "Last-Modified's date");
-	CHECK(s3_parse_time("yesterday") == -1 && s3_parse_time(NULL) == -1, "not a date: -1");
+	CHECK(s3_parse_time("2024-05-01T10:00:00.000Z") == 1714557600, "ListObj"
+								       "ectsV2'"
+								       "s "
+								       "date");
+	CHECK(s3_parse_time("Wed, 01 May 2024 10:00:00 GMT") == 1714557600,
+	      "Last-Modified's date");
+	CHECK(s3_parse_time("yesterday") == -1 && s3_parse_time(NULL) == -1,
+	      "not a date: -1");
 }
 
 static void md5_hex(const unsigned char *p, size_t n, char out[33])
@@ -83,8 +97,8 @@ static void mp_etag(const unsigned char *buf, size_t n, size_t part, char *out)
 	int i;
 
 	for (off = 0; off < n; off += part, k++)
-		EVP_Digest(buf + off, n - off < part ? n - off : part, all + 16 * k, &dl,
-			   EVP_md5(), NULL);
+		EVP_Digest(buf + off, n - off < part ? n - off : part,
+			   all + 16 * k, &dl, EVP_md5(), NULL);
 	EVP_Digest(all, 16 * k, d, &dl, EVP_md5(), NULL);
 	for (i = 0; i < 16; i++)
 		sprintf(hex + 2 * i, "%02x", d[i]);
@@ -117,19 +131,26 @@ static void test_etags(void)
 	CHECK(!s3_sync_etag_match(fd, n, etag, 5 * mib, NULL, &same) && same,
 	      "multipart, rds3's --part-size: %s", etag);
 	CHECK(!s3_sync_etag_match(fd, n, etag, 8 * mib, NULL, &same) && !same,
-	      "multipart with another part size (8 MiB: 2 parts, not 3) does not match");
+	      "multipart with another part size (8 MiB: 2 parts, not 3) does "
+	      "not match");
 	mp_etag(buf, n, 4 * mib, etag);
 	CHECK(!s3_sync_etag_match(fd, n, etag, 8 * mib, NULL, &same) && same,
 	      "multipart, the smallest whole MiB for N parts (4 MiB x 3)");
 	mp_etag(buf, n, 16 * mib, etag);
 	CHECK(!s3_sync_etag_match(fd, n, etag, 16 * mib, NULL, &same) && same,
 	      "one part of a multipart upload: \"MD5(MD5)-1\"");
-	CHECK(!s3_sync_etag_match(fd, n, "\"0123456789abcdef0123456789abcdef-x\"", 5 * mib, NULL,
-				  &same) && !same, "a malformed part count never matches");
-	CHECK(!s3_sync_etag_match(fd, n, "kms:whatever", 5 * mib, NULL, &same) && !same,
+	CHECK(!s3_sync_etag_match(fd, n,
+				  "\"0123456789abcdef0123456789abcdef-x\"",
+				  5 * mib, NULL, &same) &&
+		      !same,
+	      "a malformed part count never matches");
+	CHECK(!s3_sync_etag_match(fd, n, "kms:whatever", 5 * mib, NULL,
+				  &same) &&
+		      !same,
 	      "a non-MD5 ETag (SSE-KMS) never matches");
 	md5_hex(buf, n, hex);
-	CHECK(s3_sync_etag_match(fd, n + 10, hex, 5 * mib, NULL, &same) == -ENODATA,
+	CHECK(s3_sync_etag_match(fd, n + 10, hex, 5 * mib, NULL, &same) ==
+		      -ENODATA,
 	      "a file shorter than listed: -ENODATA");
 	close(fd);
 	unlink(path);
@@ -152,12 +173,16 @@ static void test_prepare(void)
 	mkdir(p, 0700);
 	snprintf(q, sizeof(q), "%s/link", root);
 	CHECK(!symlink(p, q), "a symlink to a directory beside the root");
-	CHECK(s3_local_prepare(root, "link/x") == -ELOOP, "through a symlinked directory: -ELOOP");
-	CHECK(s3_local_prepare(root, "link") == -ELOOP, "onto a symlink: -ELOOP");
-	CHECK(s3_local_prepare(root, "a/b") == -EISDIR, "onto a directory: -EISDIR");
+	CHECK(s3_local_prepare(root, "link/x") == -ELOOP, "through a symlinked "
+							  "directory: -ELOOP");
+	CHECK(s3_local_prepare(root, "link") == -ELOOP, "onto a symlink: "
+							"-ELOOP");
+	CHECK(s3_local_prepare(root, "a/b") == -EISDIR, "onto a directory: "
+							"-EISDIR");
 	snprintf(p, sizeof(p), "%s/f", root);
 	close(open(p, O_CREAT | O_WRONLY, 0600));
-	CHECK(s3_local_prepare(root, "f/x") == -ENOTDIR || s3_local_prepare(root, "f/x") == -EEXIST,
+	CHECK(s3_local_prepare(root, "f/x") == -ENOTDIR ||
+		      s3_local_prepare(root, "f/x") == -EEXIST,
 	      "under a file: refused");
 	unlink(p);
 	unlink(q);
