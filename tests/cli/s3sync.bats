@@ -295,6 +295,29 @@ keys() {
 	[ -z "$(find "$D/dst" -name '.*.rdx-*')" ] || fail "a temporary was left"
 }
 
+@test "SIGINT during sync: exit 130, one line, no temporary left" {
+	mkdir "$D/src"
+	for i in $(seq 1 10); do echo "$i" >"$D/src/f$i"; done
+	rds3 sync "$D/src" "s3://$B"
+	assert_status 0
+	# The fourth GET on and every later one fail, retried with backoff:
+	# the sync is still running when the signal comes.
+	CLEANUPS+=(clear_fault)
+	proxy_fault 503 1000 ServiceUnavailable GetObject 3
+	bg_start sync "$RDS3" --retries 20 --jobs 2 sync "s3://$B" "$D/dst"
+	wait_until 10 eval '[ "$(stat_delta faults)" -ge 1 ]' || fail "no fault: $(cat "$D/sync.err")"
+	kill -INT "$BG_PID"
+	wait_exit "$BG_PID" 10
+	assert_rc sync "$WAIT_RC" 130
+	[ "$(cat "$D/sync.err")" = "rds3: sync: interrupted" ] || fail "$(cat "$D/sync.err")"
+	[ "$(find "$D/dst" -type f | wc -l)" = 3 ] || fail "$(ls -a "$D/dst")"
+	[ -z "$(find "$D/dst" -name '.*.rdx-*')" ] || fail "a temporary was left"
+}
+
+clear_fault() {
+	proxy_fault 503 0
+}
+
 @test "sync: usage errors" {
 	rds3 sync "$D" "$D"
 	assert_status 2
