@@ -782,7 +782,8 @@ static void *unpack_main(void *arg)
 	if (u->as_root)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(wd, flags);
-	archive_write_disk_set_standard_lookup(wd);
+	if (u->as_root) /* owners by name, as tar does */
+		archive_write_disk_set_standard_lookup(wd);
 	archive_read_support_format_tar(rd);
 	if (archive_read_open(rd, u, NULL, unpack_read, NULL) != ARCHIVE_OK) {
 		unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
@@ -813,14 +814,14 @@ out:
 	/* Unblock the core's writer at once; what it sends now is moot. */
 	close(u->fd);
 	u->fd = -1;
-	drop_pending(u);
 	if (wd) {
-		if (u->err)
-			archive_write_fail(wd);
-		else if (archive_write_close(wd) < ARCHIVE_WARN) /* directory modes, times */
+		/* Directory modes and times; an entry cut short is finished
+		 * under its temporary name, removed just below. */
+		if (archive_write_close(wd) < ARCHIVE_WARN && !u->err)
 			unpack_fail(u, -RDX_ELOCAL, "%s", archive_error_string(wd));
 		archive_write_free(wd);
 	}
+	drop_pending(u);
 	if (rd)
 		archive_read_free(rd);
 	return NULL;
