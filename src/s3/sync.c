@@ -473,8 +473,8 @@ static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
 	}
 	if (a->src->size > PUT_MAX) {
 		rdx_error("%s: %" PRIu64 " bytes: a server-side copy of more "
-					 "than 5 GiB needs UploadPartCopy, "
-					 "which rds3 does not support yet",
+			  "than 5 GiB needs UploadPartCopy, "
+			  "which rds3 does not support yet",
 			  what, a->src->size);
 		failed(r, -ENOTSUP);
 		return;
@@ -508,8 +508,9 @@ static void do_delete(struct run *r, struct s3_client *c,
 		return;
 	}
 	if (a->kind == ACT_DEL_LOCAL) {
-		if (unlink(name) && errno != ENOENT) {
-			local_failed(r, "remove", name, -errno);
+		ret = s3_local_unlink(r->dst->dir, rel);
+		if (ret) {
+			local_failed(r, "remove", name, ret);
 			return;
 		}
 	} else {

@@ -349,6 +349,41 @@ out:
 	return ret;
 }
 
+int s3_local_unlink(const char *root, const char *rel)
+{
+	char comp[256];
+	const char *p = rel, *e;
+	int dfd, fd, ret = 0;
+
+	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	while ((e = strchr(p, '/'))) {
+		size_t n = (size_t)(e - p);
+
+		if (n >= sizeof(comp)) {
+			ret = -ENAMETOOLONG;
+			goto out;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		fd = openat(dfd, comp,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			ret = errno == ENOENT ? 0 : -errno;
+			goto out;
+		}
+		close(dfd);
+		dfd = fd;
+		p = e + 1;
+	}
+	if (unlinkat(dfd, p, 0) && errno != ENOENT)
+		ret = -errno;
+out:
+	close(dfd);
+	return ret;
+}
+
 int64_t s3_parse_time(const char *s)
 {
 	struct tm tm;

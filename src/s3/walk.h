@@ -72,6 +72,12 @@ bool s3_rel_path_ok(const char *rel, const char **why);
  * -ENOTDIR, -EISDIR or another -errno. */
 int s3_local_prepare(const char *root, const char *rel);
 
+/* Removes the file rel under root (--delete), going down with openat and
+ * O_NOFOLLOW as s3_local_prepare() does, so a directory swapped for a
+ * symlink since the walk is not followed (-ELOOP or -ENOTDIR).  A file
+ * already gone is no error.  Returns 0 or -errno. */
+int s3_local_unlink(const char *root, const char *rel);
+
 /* "2024-05-01T10:00:00.000Z" (ListObjectsV2) or "Wed, 01 May 2024
  * 10:00:00 GMT" (Last-Modified) in seconds since the epoch; -1 when it
  * is neither. */

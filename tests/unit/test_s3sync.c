@@ -161,6 +161,7 @@ static void test_prepare(void)
 {
 	char root[] = "/tmp/test_s3sync.XXXXXX", p[256], q[256];
 	struct stat st;
+	int ret;
 
 	if (!mkdtemp(root)) {
 		CHECK(0, "mkdtemp");
@@ -185,6 +186,18 @@ static void test_prepare(void)
 		      s3_local_prepare(root, "f/x") == -EEXIST,
 	      "under a file: refused");
 	unlink(p);
+	snprintf(p, sizeof(p), "%s/out/victim", root);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	CHECK((ret = s3_local_unlink(root, "link/victim")) < 0 &&
+		      (ret == -ELOOP || ret == -ENOTDIR) && !access(p, F_OK),
+	      "--delete does not go through a symlinked directory");
+	snprintf(p, sizeof(p), "%s/a/b/c/f", root);
+	close(open(p, O_CREAT | O_WRONLY, 0600));
+	CHECK(s3_local_unlink(root, "a/b/c/f") == 0 && access(p, F_OK),
+	      "--delete removes a file below the root");
+	CHECK(s3_local_unlink(root, "a/b/c/f") == 0 &&
+		      s3_local_unlink(root, "no/such") == 0,
+	      "a file already gone is no error");
 	unlink(q);
 	snprintf(p, sizeof(p), "rm -rf '%s'", root);
 	CHECK(system(p) == 0, "cleaned up");
