@@ -132,6 +132,10 @@ int main(int argc, char **argv)
 		key = argv[optind_ + 1];
 	if (npos == 3 || (npos == 2 && cli_key_elsewhere(&c)))
 		c.o.path = argv[argc - 1];
+	if (c.tree && c.o.path && !strcmp(c.o.path, "-")) {
+		rdx_error("-r extracts into a directory, not standard output");
+		return RDX_EXIT_USAGE;
+	}
 	ret = cli_load_key(&c, key);
 	if (ret)
 		return ret;
@@ -142,10 +146,6 @@ int main(int argc, char **argv)
 	if (c.o.host && c.o.wait_ms)
 		c.o.connect_timeout_ms = c.o.wait_ms;
 run:
-	if (c.tree && c.o.path && !strcmp(c.o.path, "-")) {
-		rdx_error("-r extracts into a directory, not standard output");
-		return RDX_EXIT_USAGE;
-	}
 	cli_signals(&c.o);
 	ret = rdx_recv(&c.o, &st);
 	rdx_key_release(&c.o.key);

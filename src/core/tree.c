@@ -356,11 +356,11 @@ static void *pack_main(void *arg)
 		if (archive_write_header(w, e) == ARCHIVE_FATAL)
 			ret = -EPIPE;
 	}
-	if (!ret && archive_write_close(w) != ARCHIVE_OK)
+	/* Closing after a failure only fails again, but frees what
+	 * archive_write_fail() would leak. */
+	if (w && archive_write_close(w) != ARCHIVE_OK && !ret)
 		ret = -EPIPE;
 out:
-	if (ret && w)
-		archive_write_fail(w);
 	if (w)
 		archive_write_free(w);
 	archive_entry_linkresolver_free(lr);
