@@ -250,25 +250,29 @@ keys() {
 }
 
 @test "2000 small objects up and down with --jobs 16; aws counts them and reads a sample" {
+	# The sanitizer pass checks the same code on fewer (the server is
+	# the bottleneck, not rds3), still more than one listing page.
+	local per=100 n=2000
+	[ -z "${RDX_SANITIZED:-}" ] || { per=60 n=1200; }
 	mkdir -p "$D/src"
 	for d in $(seq 0 19); do
 		mkdir "$D/src/d$d"
-		for f in $(seq 0 99); do printf 'object %d/%d\n' "$d" "$f" >"$D/src/d$d/f$f"; done
+		for f in $(seq 0 $((per - 1))); do printf 'object %d/%d\n' "$d" "$f" >"$D/src/d$d/f$f"; done
 	done
 	stats1=$(proxy_stats)
 	rds3 -v --jobs 16 sync "$D/src" "s3://$B/many"
 	assert_status 0
-	[ "$(sent "$stderr")" = 2000 ] || fail "$(tail -n 3 <<<"$stderr")"
-	[ "$(keys many/ | wc -l)" = 2000 ] || fail "aws lists $(keys many/ | wc -l) keys"
-	awss3 s3 cp --recursive --exclude '*' --include d0/f0 --include d7/f42 --include d19/f99 \
+	[ "$(sent "$stderr")" = "$n" ] || fail "$(tail -n 3 <<<"$stderr")"
+	[ "$(keys many/ | wc -l)" = "$n" ] || fail "aws lists $(keys many/ | wc -l) keys"
+	awss3 s3 cp --recursive --exclude '*' --include d0/f0 --include d7/f42 --include d19/f49 \
 		"s3://$B/many" "$D/sample"
 	assert_status 0
-	for s in d0/f0 d7/f42 d19/f99; do
+	for s in d0/f0 d7/f42 d19/f49; do
 		assert_same "$D/src/$s" "$D/sample/$s"
 	done
 	rds3 -v --jobs 16 sync "s3://$B/many" "$D/dst"
 	assert_status 0
-	[ "$(sent "$stderr")" = 2000 ] || fail "$(tail -n 3 <<<"$stderr")"
+	[ "$(sent "$stderr")" = "$n" ] || fail "$(tail -n 3 <<<"$stderr")"
 	diff -r "$D/src" "$D/dst" || fail "trees differ"
 	[ "$(jq .rejected <<<"$(proxy_stats)")" = "$(jq .rejected <<<"$stats1")" ]
 }
