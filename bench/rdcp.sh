@@ -66,7 +66,7 @@ TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 50))}
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
 [ -x "$RDCP" ] || die "$RDCP not built (make)"
 bin=$(dirname "$RDCP")
-[ -x "$bin/rdsend" ] && [ -x "$bin/rdrecv" ] || die "no rdsend/rdrecv next to $RDCP"
+{ [ -x "$bin/rdsend" ] && [ -x "$bin/rdrecv" ]; } || die "no rdsend/rdrecv next to $RDCP"
 # private copies: a `make` elsewhere must not swap a binary mid-run
 RDX_BUILD=$TMPD/bin
 mkdir -p "$RDX_BUILD"
@@ -98,6 +98,7 @@ BENCH_CLEANUPS+=(sshd_down)
 export HOME=$TMPD/home # no ~/.ssh of the user's, for ssh nor for libssh
 mkdir -p "$HOME"
 unset SSH_AUTH_SOCK
+# shellcheck disable=SC2119 # sshd_setup takes no arguments
 sshd_setup
 SSHD_PID=$(cat "$SSHD_DIR/sshd.pid")
 # scp speaks SFTP since OpenSSH 9.0; the tests' sshd has no subsystem for

@@ -155,7 +155,7 @@ elif "$RDS3" --help 2>&1 | grep -qE -- '--recursive.*cp'; then
 	RDS3_MANY=cpr
 	RDS3_MANY_DESC="rds3 cp -r DIR s3://... / rds3 cp -r s3://... DIR"
 else
-	RDS3_MANY=xargs
+	RDS3_MANY="xargs"
 	RDS3_MANY_DESC="no tree copy in this rds3 (no cp -r, no sync): xargs -P $PAR of one rds3 put/get per object, the download listing with rds3 ls -r first"
 fi
 export R3_LINE="${R3[*]}" PAR
