@@ -312,6 +312,11 @@ static void do_upload(struct run *r, struct s3_client *c,
 		count(r, DONE);
 		goto out;
 	}
+	if ((uint64_t)st.st_size > S3_OBJECT_MAX) {
+		rdx_error("cannot upload '%s': larger than S3's 5 TiB", path);
+		failed(r, -EFBIG);
+		goto out;
+	}
 	snprintf(mt, sizeof(mt), "%lld", (long long)st.st_mtim.tv_sec);
 	if ((uint64_t)st.st_size <= r->o->xfer->part_size)
 		ret = put_small(r, c, key, fd, &meta);

@@ -299,6 +299,16 @@ keys() {
 	[ -z "$(find "$D/dst" -name '.*.rdx-*')" ] || fail "a temporary was left"
 }
 
+@test "sync up: a (sparse) file over 5 TiB is refused by name, the rest go" {
+	mkdir "$D/src"
+	echo a >"$D/src/a"
+	truncate -s $(((5 << 40) + 1)) "$D/src/huge" || fail "no sparse 5 TiB file here"
+	rds3 sync "$D/src" "s3://$B"
+	assert_status 4
+	assert_match "$stderr" "^rds3: cannot upload '$D/src/huge': larger than S3's 5 TiB$"
+	[ "$(keys "")" = a ] || fail "got $(keys "")"
+}
+
 @test "SIGINT during sync: exit 130, one line, no temporary left" {
 	mkdir "$D/src"
 	for i in $(seq 1 10); do echo "$i" >"$D/src/f$i"; done
