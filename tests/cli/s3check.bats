@@ -216,7 +216,7 @@ md5_etag() {
 	[ "$(grep -c '' <<<"$starts")" -eq $(((size - have + PS - 1) / PS)) ] || fail "ranges asked for: $starts"
 }
 
-@test "get --resume: a changed object starts over (said), bad data is thrown away (exit 6), stdout is refused" {
+@test "get --resume: a changed object starts over (said), bad data is thrown away (exit 6), SIGINT keeps the partial, stdout is refused" {
 	mkrand "$D/src" 3M
 	xrun "$RDS3" put "$D/src" "s3://$B/k" || fail put
 	etag=$(md5_etag "$D/src")
@@ -249,6 +249,20 @@ md5_etag() {
 	assert_match "$stderr" "all 3145728 bytes were in already"
 	assert_same "$D/src" "$D/out"
 	assert_no_temp "$D/out"
+	# SIGINT: exit 130, the partial and its record kept, then resumed.
+	control slow bps=$((1 << 20))
+	bg_start int "$RDS3" get --resume "s3://$B/k" "$D/int"
+	wait_until 10 test -s "$D/.int.rdx-part" || fail "no partial: $(cat "$D/int.err")"
+	kill -INT "$BG_PID"
+	wait_exit "$BG_PID" 10
+	assert_rc int "$WAIT_RC" 130
+	assert_file_match "$D/int.err" "^rds3: get s3://$B/k: interrupted$"
+	[ -e "$D/.int.rdx-part" ] && grep -qx "etag $etag" "$D/.int.rdx-part.meta"
+	control slow bps=0
+	rds3 get --resume "s3://$B/k" "$D/int"
+	assert_status 0
+	assert_same "$D/src" "$D/int"
+	assert_no_temp "$D/int"
 	rds3 get --resume "s3://$B/k" -
 	assert_status 2
 	assert_one_line_error "$stderr" rds3
