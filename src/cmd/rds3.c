@@ -993,6 +993,12 @@ static int run(struct s3_cmd *s, char **args, int n)
 		rdx_error("--delete, --dry-run, --checksum, --include and --exclude are for sync and cp -r");
 		return RDX_EXIT_USAGE;
 	}
+	if (s->resume && strcmp(c, "get") && strcmp(c, "cat") &&
+	    !(!strcmp(c, "cp") && !s->recursive && n == 2 &&
+	      !strncmp(args[0], "s3://", 5) && strncmp(args[1], "s3://", 5))) {
+		rdx_error("--resume is for get (and cp s3://BUCKET/KEY FILE)");
+		return RDX_EXIT_USAGE;
+	}
 	if (!strcmp(c, "put"))
 		return cmd_put(s, args, n);
 	if (!strcmp(c, "get"))

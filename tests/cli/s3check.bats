@@ -268,6 +268,17 @@ md5_etag() {
 	assert_one_line_error "$stderr" rds3
 	rds3 cat --resume "s3://$B/k"
 	assert_status 2
+	for args in "put --resume $D/src s3://$B/x" "ls --resume s3://$B" "cp --resume $D/src s3://$B/x" \
+		"cp -r --resume s3://$B/ $D/tree"; do
+		# shellcheck disable=SC2086 # split on purpose
+		rds3 $args
+		[ "$status" -eq 2 ] || fail "rds3 $args: expected 2, got $status: $stderr"
+		assert_one_line_error "$stderr" rds3
+		assert_match "$stderr" "^rds3: --resume is for get"
+	done
+	rds3 cp --resume "s3://$B/k" "$D/via-cp"
+	assert_status 0
+	assert_same "$D/src" "$D/via-cp"
 }
 
 # ---------------------------------------------------------------- faults
