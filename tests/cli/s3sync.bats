@@ -249,7 +249,7 @@ keys() {
 	[ "$(keys "")" = a ] || fail "got $(keys "")"
 }
 
-@test "2000 small objects up and down with --jobs 16; aws counts them and reads a sample" {
+@test "2000 small objects up and down with --jobs 16 on kept-alive connections; aws counts them and reads a sample" {
 	# The sanitizer pass checks the same code on fewer (the server is
 	# the bottleneck, not rds3), still more than one listing page.
 	local per=100 n=2000
@@ -263,6 +263,10 @@ keys() {
 	rds3 -v --jobs 16 sync "$D/src" "s3://$B/many"
 	assert_status 0
 	[ "$(sent "$stderr")" = "$n" ] || fail "$(tail -n 3 <<<"$stderr")"
+	# Each worker kept its connection: 16, the listing's, and the one
+	# asking the proxy for its counters.
+	conns=$(($(jq .connections <<<"$(proxy_stats)") - $(jq .connections <<<"$stats1")))
+	[ "$conns" -le 18 ] || fail "$n objects took $conns connections"
 	[ "$(keys many/ | wc -l)" = "$n" ] || fail "aws lists $(keys many/ | wc -l) keys"
 	awss3 s3 cp --recursive --exclude '*' --include d0/f0 --include d7/f42 --include d19/f49 \
 		"s3://$B/many" "$D/sample"
@@ -270,9 +274,12 @@ keys() {
 	for s in d0/f0 d7/f42 d19/f49; do
 		assert_same "$D/src/$s" "$D/sample/$s"
 	done
+	stats2=$(proxy_stats)
 	rds3 -v --jobs 16 sync "s3://$B/many" "$D/dst"
 	assert_status 0
 	[ "$(sent "$stderr")" = "$n" ] || fail "$(tail -n 3 <<<"$stderr")"
+	conns=$(($(jq .connections <<<"$(proxy_stats)") - $(jq .connections <<<"$stats2")))
+	[ "$conns" -le 18 ] || fail "$n downloads took $conns connections"
 	diff -r "$D/src" "$D/dst" || fail "trees differ"
 	[ "$(jq .rejected <<<"$(proxy_stats)")" = "$(jq .rejected <<<"$stats1")" ]
 }

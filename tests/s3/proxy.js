@@ -70,7 +70,8 @@
 //        GET and HEAD of B/K answer ETag E from now on (If-Match too)
 //   GET  /__proxy/stats   {"verified":N,"rejected":N,"unsigned":N,"faults":N,
 //                          "uploads":OPEN,"parts":N,"completed":N,"aborted":N,
-//                          "ifMatch":N (GETs that carried If-Match)}
+//                          "ifMatch":N (GETs that carried If-Match),
+//                          "connections":N (TCP connections accepted)}
 //
 // Usage: node proxy.js --port P --upstream PORT --key ID --secret S [--region R]
 // Prints "listening PORT" once it listens; logs one line per request to stderr.
@@ -86,7 +87,7 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0 };
+const stats = { connections: 0, verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 const listKeys = new Map(); // "bucket/key" -> the key its listings show
 let completeMode = "";
@@ -690,6 +691,7 @@ const server = http.createServer((req, res) => {
     multipart(req, res, body, d);
   });
 });
+server.on("connection", () => stats.connections++);
 server.keepAliveTimeout = 30000;
 server.listen(Number(args.port || 0), "127.0.0.1", () => {
   console.log(`listening ${server.address().port}`);
