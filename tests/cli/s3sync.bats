@@ -187,6 +187,19 @@ keys() {
 	rds3 cp -r "s3://$B/copy" "$D/dst"
 	assert_status 0
 	diff -r "$D/src" "$D/dst" || fail "trees differ"
+	# sync between prefixes: nothing while the copies are newer; a
+	# source object written since is copied again.
+	rds3 -v sync "s3://$B/up" "s3://$B/copy"
+	assert_status 0
+	[ "$(sent "$stderr")" = 0 ] || fail "$stderr"
+	sleep 1 # Last-Modified counts whole seconds
+	mkrand "$D/new" 1000
+	xrun "$RDS3" put "$D/new" "s3://$B/up/a"
+	rds3 -v sync "s3://$B/up" "s3://$B/copy"
+	assert_status 0
+	[ "$(sent "$stderr")" = 1 ] || fail "$stderr"
+	xrun "$RDS3" get "s3://$B/copy/a" "$D/got" || fail "get"
+	assert_same "$D/new" "$D/got"
 	rds3 cp -r "$D/src" "$D/elsewhere"
 	assert_status 2
 	rds3 cp -r --delete "$D/src" "s3://$B/up"
