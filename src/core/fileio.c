@@ -469,6 +469,17 @@ int rdx_sink_flush(struct rdx_sink *k, uint64_t total)
 	return 0;
 }
 
+int rdx_sink_set_meta(struct rdx_sink *k, mode_t mode, bool chown, uid_t uid,
+		      gid_t gid, const struct timespec times[2])
+{
+	/* chown first: it clears set-id bits that fchmod then restores. */
+	if (chown && fchown(k->fd, uid, gid))
+		return -errno;
+	if (fchmod(k->fd, mode & 07777) || futimens(k->fd, times))
+		return -errno;
+	return 0;
+}
+
 int rdx_sink_publish(struct rdx_sink *k)
 {
 	if (!k->tmp)

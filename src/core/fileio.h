@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct rdx_source;
 struct rdx_sink;
@@ -69,6 +70,11 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 
 /* Sets the final length and fsyncs when asked.  Returns 0 or -errno. */
 int rdx_sink_flush(struct rdx_sink *k, uint64_t total);
+
+/* Gives the temporary its final metadata once written (owner only when
+ * chown is set; times[0] atime, times[1] mtime).  Returns 0 or -errno. */
+int rdx_sink_set_meta(struct rdx_sink *k, mode_t mode, bool chown, uid_t uid,
+		      gid_t gid, const struct timespec times[2]);
 
 /* Renames the temporary to the final name (then fsyncs the directory when
  * asked); from here on rdx_sink_close() keeps the file.  0 or -errno. */

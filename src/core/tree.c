@@ -5,6 +5,7 @@
 #include "tree.h"
 
 #include "err.h"
+#include "fileio.h"
 #include "io.h"
 #include "log.h"
 
@@ -24,8 +25,13 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define PACK_BLOCK (64u << 10)	 /* libarchive's output blocks */
-#define UNPACK_BUF (256u << 10) /* one read from the stream pipe */
+#define PACK_BLOCK (1u << 20) /* libarchive's output blocks: one pipe write */
+#define UNPACK_BUF (1u << 20) /* one read from the stream pipe */
+/* Files this large (and not sparse) are written with O_DIRECT through
+ * fileio's sink: buffered writes of big files are throttled by dirty page
+ * writeback to a fraction of what the disk takes. */
+#define BIG_FILE (4u << 20)
+#define STAGE (1u << 20) /* aligned staging for O_DIRECT */
 
 /* ---- shared ---------------------------------------------------------- */
 
@@ -450,7 +456,9 @@ struct rdx_tree_unpack {
 	XXH3_state_t *hash;
 	/* The regular file waiting for its hash entry. */
 	char *pend_final; /* NULL: none */
-	char *pend_tmp;	  /* NULL: it failed here, drop it */
+	char *pend_tmp;	  /* written by libarchive; NULL: see pend_sink */
+	struct rdx_sink *pend_sink; /* a big file; neither: it failed here */
+	void *stage;	  /* STAGE bytes, 4 KiB-aligned, for pend_sink */
 	_Atomic uint64_t files, bytes;
 	unsigned failed;
 	int err; /* fatal: the first one */
@@ -596,6 +604,8 @@ static char *temp_name(const char *name)
 
 static void drop_pending(struct rdx_tree_unpack *u)
 {
+	rdx_sink_close(u->pend_sink); /* removes its temporary unless published */
+	u->pend_sink = NULL;
 	if (u->pend_tmp)
 		unlink(u->pend_tmp);
 	free(u->pend_tmp);
@@ -623,9 +633,11 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 	if (n == 0) {
 		rdx_warn("'%s' was not sent: the sender could not read it", shown(u, u->pend_final));
 		u->failed++;
-	} else if (!u->pend_tmp) {
+	} else if (!u->pend_tmp && !u->pend_sink) {
 		/* failed here; named already */
 	} else {
+		int ret;
+
 		XXH128_canonicalFromHash(&got, XXH3_128bits_digest(u->hash));
 		if (n != (la_ssize_t)sizeof(got.digest) || memcmp(want, got.digest, sizeof(got.digest))) {
 			unpack_fail(u, -RDX_EINTEGRITY,
@@ -634,8 +646,12 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 			drop_pending(u);
 			return u->err;
 		}
-		if (rename(u->pend_tmp, u->pend_final)) {
-			rdx_warn("cannot create '%s': %s", shown(u, u->pend_final), strerror(errno));
+		if (u->pend_sink)
+			ret = rdx_sink_publish(u->pend_sink);
+		else
+			ret = rename(u->pend_tmp, u->pend_final) ? -errno : 0;
+		if (ret) {
+			rdx_warn("cannot create '%s': %s", shown(u, u->pend_final), strerror(-ret));
 			u->failed++;
 		} else {
 			free(u->pend_tmp);
@@ -678,6 +694,96 @@ static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
 	}
 }
 
+/* Whether a regular file goes through unpack_big(): large, not sparse,
+ * and its name free or a file or symlink to be replaced (never a device
+ * or fifo that the sink would write into). */
+static bool big_file(struct archive_entry *e, const char *final)
+{
+	struct stat st;
+
+	if (archive_entry_size(e) < (la_int64_t)BIG_FILE || archive_entry_sparse_count(e) > 0)
+		return false;
+	if (lstat(final, &st))
+		return errno == ENOENT;
+	return S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
+}
+
+/* A big file's data, hashed, into an O_DIRECT temporary (fileio's sink)
+ * with its metadata; take_hash() publishes it.  Returns 0 (a local
+ * failure is named and counted) or a fatal code. */
+static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
+		      struct archive_entry *e)
+{
+	uint64_t size = (uint64_t)archive_entry_size(e), off = 0;
+	struct timespec times[2] = {
+		{ archive_entry_atime(e), archive_entry_atime_nsec(e) },
+		{ archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
+	};
+	const char *buf;
+	size_t len, fill = 0;
+	la_int64_t at;
+	int r, ret;
+
+	if (!archive_entry_atime_is_set(e))
+		times[0] = times[1];
+	if (!u->stage && !(u->stage = aligned_alloc(4096, STAGE)))
+		return unpack_fail(u, -ENOMEM, "out of memory");
+	ret = rdx_sink_open(&u->pend_sink, u->pend_final, true, size, false, u->stop, 0, NULL);
+	if (ret) {
+		u->pend_sink = NULL;
+		goto failed;
+	}
+	XXH3_128bits_reset(u->hash);
+	for (;;) {
+		if (atomic_load(u->stop))
+			return unpack_fail(u, -ECANCELED, "stopped");
+		r = archive_read_data_block(rd, (const void **)&buf, &len, &at);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN)
+			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
+					   archive_error_string(rd));
+		if ((uint64_t)at != off + fill)
+			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a hole in '%s'",
+					   shown(u, u->pend_final));
+		XXH3_128bits_update(u->hash, buf, len);
+		atomic_fetch_add(&u->bytes, len);
+		while (len) {
+			size_t n = len < STAGE - fill ? len : STAGE - fill;
+
+			memcpy((char *)u->stage + fill, buf, n);
+			fill += n;
+			buf += n;
+			len -= n;
+			if (fill == STAGE) {
+				ret = rdx_sink_write(u->pend_sink, u->stage, STAGE, off);
+				if (ret)
+					goto failed;
+				off += STAGE;
+				fill = 0;
+			}
+		}
+	}
+	if (fill && (ret = rdx_sink_write(u->pend_sink, u->stage, fill, off)))
+		goto failed;
+	if (off + fill != size)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: '%s' is short",
+				   shown(u, u->pend_final));
+	ret = rdx_sink_flush(u->pend_sink, size);
+	if (!ret)
+		ret = rdx_sink_set_meta(u->pend_sink, archive_entry_perm(e), u->as_root,
+					archive_entry_uid(e), archive_entry_gid(e), times);
+	if (!ret)
+		return 0;
+failed:
+	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-ret));
+	u->failed++;
+	rdx_sink_close(u->pend_sink);
+	u->pend_sink = NULL;
+	archive_read_data_skip(rd);
+	return 0;
+}
+
 /* Extracts one entry (not a hash).  Returns 0 or a fatal code. */
 static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 			struct archive *wd, struct archive_entry *e)
@@ -705,6 +811,12 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 		   type != AE_IFIFO) {
 		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", shown(u, final));
 		archive_read_data_skip(rd);
+		goto out;
+	}
+	if (regular && big_file(e, final)) {
+		u->pend_final = final;
+		final = NULL;
+		ret = unpack_big(u, rd, e);
 		goto out;
 	}
 	if (regular) {
@@ -935,6 +1047,7 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 			 u->failed, u->failed == 1 ? "y" : "ies");
 	}
 	free(u->top_seen);
+	free(u->stage);
 	free(u->checked);
 	free(u->root);
 	free(u->rename_top);

@@ -4,7 +4,7 @@
 # shellcheck disable=SC2034 # globals are used by the .bats files
 
 # mktree DIR [NSMALL]: NSMALL (default 5000) small files of 0-3000 bytes
-# spread over 50 directories, three 1-3 MiB files, symlinks (relative,
+# spread over 350 directories, three 2-6 MiB files, symlinks (relative,
 # absolute, dangling, to a directory), a hard-link group of three,
 # empty directories, a 64 MiB sparse file, odd modes and hostile names.
 mktree() {
@@ -25,7 +25,8 @@ mktree() {
 			close(f)
 		}
 	}'
-	for i in 1 2 3; do head -c $((i * 1024 * 1024 + i)) /dev/urandom >"$dir/large$i"; done
+	# 2, 4 and 6 MiB: the last two take the O_DIRECT path for big files.
+	for i in 1 2 3; do head -c $((i * 2 * 1024 * 1024 + i)) /dev/urandom >"$dir/large$i"; done
 	ln -s large1 "$dir/rel-link"
 	ln -s /etc/hostname "$dir/abs-link"
 	ln -s does-not-exist "$dir/dangling"

@@ -390,6 +390,20 @@ static void round_trip(void)
 		CHECK(link(target, at("src/hard")) == 0, "made a hard link");
 	}
 	CHECK(symlink("sub/file", at("src/link")) == 0, "made a symlink");
+	/* Past BIG_FILE: written through fileio's O_DIRECT sink. */
+	fd = open(at("src/big"), O_CREAT | O_WRONLY, 0640);
+	for (int i = 0; i < 2048; i++) {
+		memset(block, 'a' + i % 26, sizeof(block));
+		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block))
+			perror("write");
+	}
+	CHECK(write(fd, "tail", 4) == 4, "made a big file");
+	close(fd);
+	{
+		struct timespec ts[2] = { { 1400000000, 0 }, { 1400000000, 5000 } };
+
+		utimensat(AT_FDCWD, at("src/big"), ts, 0);
+	}
 	fd = open(at("src/sparse"), O_CREAT | O_WRONLY, 0644);
 	CHECK(pwrite(fd, "end", 3, 64 << 20) == 3, "made a sparse file");
 	close(fd);
@@ -422,6 +436,15 @@ static void round_trip(void)
 	CHECK(stat(at("out/src/sparse"), &b) == 0 && b.st_size == (64 << 20) + 3 &&
 		      b.st_blocks < 1024,
 	      "sparse file stays sparse (%lld blocks)", (long long)b.st_blocks);
+	{
+		char cmd[8300];
+
+		snprintf(cmd, sizeof(cmd), "cmp -s '%s/src/big' '%s/out/src/big'", top, top);
+		CHECK(system(cmd) == 0, "big file content");
+	}
+	CHECK(stat(at("out/src/big"), &b) == 0 && b.st_size == 8 * 1024 * 1024 + 4 &&
+		      (b.st_mode & 07777) == 0640 && b.st_mtime == 1400000000,
+	      "big file size, mode, mtime");
 	CHECK(!temp_left(at("out")), "no temporary left");
 }
 
