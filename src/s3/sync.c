@@ -627,11 +627,10 @@ static int plan(struct run *r, const struct s3_tree *s, const struct s3_tree *d,
 
 static int list_side(struct s3_client *c, const struct s3_sync_opts *o,
 		     const struct s3_loc *l, bool is_dst, bool other_local,
-		     struct s3_tree *t)
+		     struct s3_tree *t, size_t *unreadable)
 {
-	char errpath[PATH_BUF], what[NAME_BUF];
+	char what[NAME_BUF];
 	const struct s3_error *e;
-	size_t warned = 0; /* skipped symlinks: warnings, not failures */
 	int ret;
 
 	if (l->is_s3) {
@@ -649,14 +648,11 @@ static int list_side(struct s3_client *c, const struct s3_sync_opts *o,
 			rdx_error("ls %s: %s", what, rdx_strerror(ret));
 		return ret;
 	}
-	errpath[0] = '\0';
-	ret = s3_walk_local(l->dir, o->rules, o->nrules, t, &warned, errpath,
-			    sizeof(errpath));
-	if (ret == -ENOENT && is_dst && !strcmp(errpath, l->dir))
+	ret = s3_walk_local(l->dir, o->rules, o->nrules, t, unreadable);
+	if (ret == -ENOENT && is_dst)
 		return 0; /* made when the first file comes */
 	if (ret)
-		rdx_error("cannot read '%s': %s", errpath[0] ? errpath : l->dir,
-			  strerror(-ret));
+		rdx_error("cannot read '%s': %s", l->dir, strerror(-ret));
 	return ret;
 }
 
@@ -687,18 +683,22 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 	struct s3_tree s = {0}, d = {0};
 	struct action *xfers = NULL, *dels = NULL;
 	struct run r = {.o = o, .src = src, .dst = dst, .st = st};
-	size_t nx = 0, nd = 0;
+	size_t nx = 0, nd = 0, src_bad = 0, dst_bad = 0;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_mutex_init(&r.big, NULL);
-	ret = list_side(c, o, src, false, !dst->is_s3, &s);
+	ret = list_side(c, o, src, false, !dst->is_s3, &s, &src_bad);
 	/* cp -r without --delete needs nothing from the destination. */
 	if (!ret && !(o->copy_all && !o->del))
-		ret = list_side(c, o, dst, true, !src->is_s3, &d);
+		ret = list_side(c, o, dst, true, !src->is_s3, &d, &dst_bad);
 	if (ret)
 		goto out;
+	/* Unreadable directories fail like objects; the rest goes on. */
+	st->failed = src_bad + dst_bad;
+	if (st->failed)
+		r.err = -EIO;
 	xfers = calloc(s.n + 1, sizeof(*xfers));
 	dels = calloc(d.n + 1, sizeof(*dels));
 	if (!xfers || !dels) {
@@ -707,6 +707,13 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 		goto out;
 	}
 	plan(&r, &s, &d, xfers, &nx, dels, &nd);
+	if (nd && src_bad) {
+		/* What could not be read is not known to be gone. */
+		rdx_warn("not deleting anything: part of '%s' could not be "
+			 "read",
+			 src->dir);
+		nd = 0;
+	}
 	rdx_info(1,
 		 "%zu to send or check, %zu unchanged, %zu to delete, %u at a "
 		 "time",
@@ -726,7 +733,7 @@ int s3_sync(struct s3_client *c, const struct s3_sync_opts *o,
 		goto out;
 	}
 	ret = r.err;
-	if (!ret && o->stop && atomic_load(o->stop))
+	if (o->stop && atomic_load(o->stop))
 		ret = -RDX_EINTR;
 out:
 	free(xfers);

@@ -89,26 +89,44 @@ void s3_tree_release(struct s3_tree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* ".NAME.rdx-XXXXXX": what s3_out_open() makes while a download runs. */
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n > k && !memcmp(s + n - k, suffix, k);
+}
+
+/* What rds3 leaves beside a file while it downloads one: .NAME.rdx-XXXXXX
+ * (s3_out_open), .NAME.rdx-part and its .meta (get --resume). */
 static bool is_temp(const char *name)
 {
 	size_t n = strlen(name);
 
-	return name[0] == '.' && n > 12 && !memcmp(name + n - 11, ".rdx-", 5);
+	if (name[0] != '.')
+		return false;
+	return (n > 12 && !memcmp(name + n - 11, ".rdx-", 5)) ||
+	       ends_with(name, n, ".rdx-part") ||
+	       ends_with(name, n, ".rdx-part.meta");
 }
 
 struct walk {
 	const struct s3_rule *rules;
 	size_t nrules;
 	struct s3_tree *t;
-	size_t *warned;
-	char *errpath;
-	size_t errlen;
+	size_t *unreadable;
 	const char *root;
 };
 
+static void cannot_read(struct walk *w, const char *rel, int err)
+{
+	rdx_error("cannot read '%s%s%s': %s", w->root, *rel ? "/" : "", rel,
+		  strerror(err));
+	(*w->unreadable)++;
+}
+
 /* Walks the directory open as dfd, whose name relative to the root is
- * rel ("" for the root itself); takes dfd. */
+ * rel ("" for the root itself); takes dfd.  What cannot be read is
+ * reported and counted, and the walk goes on; only -ENOMEM stops it. */
 static int walk_dir(struct walk *w, int dfd, const char *rel)
 {
 	DIR *d = fdopendir(dfd);
@@ -117,10 +135,9 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 	int ret = 0;
 
 	if (!d) {
-		ret = -errno;
+		cannot_read(w, rel, errno);
 		close(dfd);
-		snprintf(w->errpath, w->errlen, "%s/%s", w->root, rel);
-		return ret;
+		return 0;
 	}
 	for (;;) {
 		struct stat st;
@@ -128,11 +145,8 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 		errno = 0;
 		de = readdir(d);
 		if (!de) {
-			if (errno) {
-				ret = -errno;
-				snprintf(w->errpath, w->errlen, "%s/%s",
-					 w->root, rel);
-			}
+			if (errno)
+				cannot_read(w, rel, errno);
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
@@ -141,13 +155,11 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 				     *rel ? "/" : "", de->d_name) > REL_MAX) {
 			rdx_warn("skipping '%s/%s': the name is too long",
 				 w->root, sub);
-			(*w->warned)++;
 			continue;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW)) {
-			ret = -errno;
-			snprintf(w->errpath, w->errlen, "%s/%s", w->root, sub);
-			break;
+			cannot_read(w, sub, errno);
+			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			int fd = openat(dirfd(d), de->d_name,
@@ -155,10 +167,8 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 						O_CLOEXEC);
 
 			if (fd < 0) {
-				ret = -errno;
-				snprintf(w->errpath, w->errlen, "%s/%s",
-					 w->root, sub);
-				break;
+				cannot_read(w, sub, errno);
+				continue;
 			}
 			if ((ret = walk_dir(w, fd, sub)))
 				break;
@@ -169,7 +179,6 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 				 S_ISLNK(st.st_mode) ? "a symlink (not "
 						       "followed)"
 						     : "not a regular file");
-			(*w->warned)++;
 			continue;
 		}
 		if (is_temp(de->d_name)) {
@@ -188,25 +197,20 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 }
 
 int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
-		  struct s3_tree *t, size_t *warned, char *errpath,
-		  size_t errlen)
+		  struct s3_tree *t, size_t *unreadable)
 {
 	struct walk w = {
 		.rules = rules,
 		.nrules = nrules,
 		.t = t,
-		.warned = warned,
-		.errpath = errpath,
-		.errlen = errlen,
+		.unreadable = unreadable,
 		.root = root,
 	};
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int ret;
 
-	if (fd < 0) {
-		snprintf(errpath, errlen, "%s", root);
+	if (fd < 0)
 		return -errno;
-	}
 	ret = walk_dir(&w, fd, "");
 	tree_sort(t);
 	return ret;

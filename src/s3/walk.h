@@ -37,14 +37,14 @@ struct s3_rule {
 bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel);
 
 /* Walks the directory root (not following symlinks: a symlink, socket,
- * FIFO or device is skipped with a warning; rds3's own temporaries
- * .NAME.rdx-XXXXXX are skipped) and appends every regular file passing
- * the rules to t, sorted by name.  *warned counts the warnings.  Returns
- * 0 or -errno (the root, or a directory that cannot be read; errors
- * names the path in errpath). */
+ * FIFO or device is skipped with a warning; rds3's own temporaries,
+ * .NAME.rdx-XXXXXX and .NAME.rdx-part[.meta], are skipped) and appends
+ * every regular file passing the rules to t, sorted by name.  A directory
+ * or entry below the root that cannot be read is reported ("cannot read
+ * 'PATH': ...") and counted in *unreadable, and the walk goes on.
+ * Returns 0, or -errno for the root itself (not printed), or -ENOMEM. */
 int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
-		  struct s3_tree *t, size_t *warned, char *errpath,
-		  size_t errlen);
+		  struct s3_tree *t, size_t *unreadable);
 
 /* Lists every key under prefix (ListObjectsV2, no delimiter, page by
  * page) and appends those passing the rules to t with rel = the key

@@ -329,6 +329,33 @@ keys() {
 	[ "$(keys "")" = a ] || fail "got $(keys "")"
 }
 
+@test "sync up: an unreadable directory is named, the rest goes, --delete deletes nothing" {
+	# As root every directory can be read: rds3 runs as nobody, from a
+	# directory nobody can reach.
+	PERM=$(mktemp -d /tmp/rds3-sync-perm.XXXXXX)
+	CLEANUPS+=(rm_perm)
+	chmod 755 "$PERM"
+	cp "$RDS3" "$PERM/rds3"
+	mkdir -p "$PERM/src/open" "$PERM/src/locked"
+	echo a >"$PERM/src/open/a"
+	echo b >"$PERM/src/locked/b"
+	xrun "$RDS3" sync "$PERM/src" "s3://$B" || fail "first sync"
+	echo c >"$PERM/src/open/c"
+	chmod -R a+rX "$PERM/src"
+	chmod 000 "$PERM/src/locked"
+	run_t env HOME=/nonexistent AWS_SHARED_CREDENTIALS_FILE=/nonexistent AWS_CONFIG_FILE=/nonexistent \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$PERM/rds3" sync --delete "$PERM/src" "s3://$B"
+	assert_status 4
+	assert_match "$stderr" "^rds3: cannot read '$PERM/src/locked': Permission denied$"
+	assert_match "$stderr" "warning: not deleting anything: part of '$PERM/src' could not be read"
+	[ "$(keys "")" = "$(printf '%s\n' locked/b open/a open/c)" ] || fail "got $(keys "")"
+}
+
+rm_perm() {
+	chmod -R u+rwx "$PERM" 2>/dev/null
+	rm -rf "$PERM"
+}
+
 @test "SIGINT during sync: exit 130, one line, no temporary left" {
 	mkdir "$D/src"
 	for i in $(seq 1 10); do echo "$i" >"$D/src/f$i"; done
