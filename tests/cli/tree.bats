@@ -190,3 +190,32 @@ send_tree() {
 	run_t "$RDCP" -r - "$D/x"
 	assert_status 2
 }
+
+# Both ends under valgrind: the tree code is core code.
+@test "valgrind: rdsend -r and rdrecv -r are clean, on success and on a refused tree" {
+	command -v valgrind >/dev/null || fail "valgrind not installed (scripts/deps.sh test)"
+	[ -z "${RDX_SANITIZED:-}" ] || skip "valgrind does not run ASan binaries"
+	local vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
+	mkdir "$D/out"
+	port=$(free_port)
+	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 "$port" key "$D/out"
+	RECV_PID=$BG_PID
+	wait_listen "$port" 30
+	run_t --secs 120 "${vg[@]}" "$RDSEND" -r --streams 2 --encrypt --compress \
+		127.0.0.1 "$port" key "$SMALL"
+	echo "$stderr"
+	assert_status 0
+	wait_recv 60
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$SMALL" "$D/out/small"
+	# The unpacker refuses the second tree mid-stream: both failure paths.
+	port=$(free_port)
+	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 "$port" key "$D/new"
+	RECV_PID=$BG_PID
+	wait_listen "$port" 30
+	run_t --secs 120 "${vg[@]}" "$RDSEND" -r 127.0.0.1 "$port" key "$SMALL/d1" "$SMALL/d2"
+	echo "$stderr"
+	assert_status 5
+	wait_recv 60
+	assert_rc recv "$RECV_RC" 4
+}
