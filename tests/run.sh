@@ -13,7 +13,7 @@
 #   RDX_FILTER  regex passed to `bats --filter` (test names)
 #   RDX_UNIT_TIMEOUT  seconds one unit binary may run (default 300)
 #   RDX_ASAN_BUILD    a second build (ASan/UBSan) whose unit tests and
-#               CLI transfer/fault/server/s3/s3check/rdcp tests run too (make
+#               CLI transfer/fault/server/s3/s3check/rdcp/rdcp3 tests run too (make
 #               check sets it)
 #   RDX_ASAN_BIG_SIZE size of the big-file test in that pass (default 128M)
 #   RDX_SANITIZED     set when RDX_BUILD itself is a sanitizer build (make
@@ -156,7 +156,7 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
 		export RDX_SANITIZED=1 # tests whose behaviour ASan's runtime changes
 		run_unit "$asan" asan
-		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/rdcp.bats)
+		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats)
 		run_cli "$asan" asan "${files[@]}"
 		unset RDX_BIG_SIZE RDX_SANITIZED
 	fi

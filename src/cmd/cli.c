@@ -169,9 +169,66 @@ bool cli_key_elsewhere(const struct cli_state *c)
 	return c->key_file || getenv("RDX_KEY");
 }
 
+bool cli_key_from_stdin(const struct cli_state *c)
+{
+	return c->server || (c->key_file && !strcmp(c->key_file, "-"));
+}
+
+/* Reads stdin to its end, then asks the transfer to stop: whoever holds
+ * the other end (rdcp, over SSH) has gone or given up. */
+static void *watch_stdin(void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	do
+		n = read(0, buf, sizeof(buf));
+	while (n > 0 || (n < 0 && errno == EINTR));
+	atomic_store(&cli_interrupted, 1);
+	return NULL;
+}
+
+/* The key from the first line of stdin (--server, --key-file -); with
+ * --stop-on-eof, the rest of stdin is watched for its end. */
+static int key_from_stdin(struct cli_state *c, const char *how)
+{
+	pthread_t t;
+	int ret = rdx_key_read_line(&c->o.key, 0);
+
+	if (ret == -RDX_EUSAGE) {
+		rdx_error("%s: no key on the first line of standard input", how);
+		return RDX_EXIT_USAGE;
+	}
+	if (ret) {
+		rdx_error("%s: cannot read the key from standard input: %s", how,
+			  ret == -E2BIG ? "line too long" : rdx_strerror(ret));
+		return RDX_EXIT_IO;
+	}
+	if (c->stop_on_eof) {
+		ret = pthread_create(&t, NULL, watch_stdin, NULL);
+		if (ret) {
+			rdx_error("cannot start a thread: %s", strerror(ret));
+			return RDX_EXIT_FAIL;
+		}
+		pthread_detach(t);
+	}
+	return 0;
+}
+
 int cli_load_key(struct cli_state *c, char *arg)
 {
-	int ret = rdx_key_load(&c->o.key, arg, c->key_file);
+	int ret;
+
+	if (c->key_file && !strcmp(c->key_file, "-")) {
+		if (arg) {
+			memset(arg, 'x', strlen(arg));
+			rdx_error("key given twice: as an argument and with --key-file");
+			return RDX_EXIT_USAGE;
+		}
+		return key_from_stdin(c, "--key-file -");
+	}
+	ret = rdx_key_load(&c->o.key, arg, c->key_file);
 
 	if (arg)
 		memset(arg, 'x', strlen(arg));
@@ -200,30 +257,15 @@ static void print_port(unsigned port, void *arg)
 	fflush(stdout);
 }
 
-/* Reads stdin to its end, then asks the transfer to stop: whoever holds
- * the other end (rdcp, over SSH) has gone or given up. */
-static void *watch_stdin(void *arg)
-{
-	char buf[256];
-	ssize_t n;
-
-	(void)arg;
-	do
-		n = read(0, buf, sizeof(buf));
-	while (n > 0 || (n < 0 && errno == EINTR));
-	atomic_store(&cli_interrupted, 1);
-	return NULL;
-}
-
 int cli_server_setup(struct cli_state *c)
 {
-	pthread_t t;
-	int ret;
-
 	if (!c->server) {
-		if (c->port || c->stop_on_eof) {
-			rdx_error("%s goes with --server (see --help)",
-				  c->port ? "--port" : "--stop-on-eof");
+		if (c->port) {
+			rdx_error("--port goes with --server (see --help)");
+			return RDX_EXIT_USAGE;
+		}
+		if (c->stop_on_eof && !cli_key_from_stdin(c)) {
+			rdx_error("--stop-on-eof goes with --server or --key-file - (see --help)");
 			return RDX_EXIT_USAGE;
 		}
 		return 0;
@@ -236,25 +278,7 @@ int cli_server_setup(struct cli_state *c)
 	c->o.port = c->port ? c->port : "0";
 	c->o.on_listen = print_port;
 	c->o.on_listen_arg = NULL;
-	ret = rdx_key_read_line(&c->o.key, 0);
-	if (ret == -RDX_EUSAGE) {
-		rdx_error("--server: no key on the first line of standard input");
-		return RDX_EXIT_USAGE;
-	}
-	if (ret) {
-		rdx_error("--server: cannot read the key from standard input: %s",
-			  ret == -E2BIG ? "line too long" : rdx_strerror(ret));
-		return RDX_EXIT_IO;
-	}
-	if (c->stop_on_eof) {
-		ret = pthread_create(&t, NULL, watch_stdin, NULL);
-		if (ret) {
-			rdx_error("cannot start a thread: %s", strerror(ret));
-			return RDX_EXIT_FAIL;
-		}
-		pthread_detach(t);
-	}
-	return 0;
+	return key_from_stdin(c, "--server");
 }
 
 void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,

@@ -53,7 +53,7 @@ enum cli_key {
 	  "GID of that port to use (default: the first RoCE v2 GID with an IP)", \
 	  NULL },                                                              \
 	{ "key-file", OPT_KEY_FILE, RDX_ARG_REQUIRED, "FILE",                  \
-	  "read the key from the first line of FILE", "file" },                \
+	  "read the key from the first line of FILE ('-': standard input)", "file" }, \
 	{ "slot-size", OPT_SLOT_SIZE, RDX_ARG_REQUIRED, "SIZE",                \
 	  "bytes per slot, 4K..64M in 4K steps (default 1M)", NULL },          \
 	{ "slots", OPT_SLOTS, RDX_ARG_REQUIRED, "N",                           \
@@ -76,7 +76,7 @@ enum cli_key {
 	{ "port", OPT_PORT, RDX_ARG_REQUIRED, "PORT",                          \
 	  "with --server: the port to listen on (default 0: any free port)", NULL }, \
 	{ "stop-on-eof", OPT_STOP_ON_EOF, RDX_ARG_NONE, NULL,                  \
-	  "with --server and FILE: stop, as if interrupted, when stdin ends after the key", \
+	  "with --server or --key-file -, and FILE: stop, as if interrupted, when stdin ends after the key", \
 	  NULL }
 
 #define CLI_COMMON_TAIL                                                        \
@@ -104,8 +104,10 @@ struct cli_state {
  * common one, or -1 after a usage error (printed). */
 int cli_common_opt(struct cli_state *c, int key, const char *arg);
 
-/* Loads the key (positional arg, --key-file or RDX_KEY); wipes the
- * positional argument in argv so that ps shows less.  Returns 0, or the
+/* Loads the key (positional arg, --key-file or RDX_KEY; --key-file -
+ * reads the first line of stdin and, with --stop-on-eof, then watches it
+ * as --server does); wipes the positional argument in argv so that ps
+ * shows less.  Returns 0, or the
  * exit status after an error it printed (usage, or I/O for the file). */
 int cli_load_key(struct cli_state *c, char *arg);
 
@@ -127,5 +129,9 @@ void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,
 
 /* Says whether a key could come from --key-file or RDX_KEY. */
 bool cli_key_elsewhere(const struct cli_state *c);
+
+/* Says whether the key comes from the first line of stdin: --server, or
+ * --key-file - (how rdcp hands it to a far rdrecv --connect). */
+bool cli_key_from_stdin(const struct cli_state *c);
 
 #endif

@@ -1,5 +1,6 @@
 /* rdcp: scp-style copies of files to or from a host, the far end started
- * over SSH, the data moved by the rdxfer core (src/cp); both ends local, a
+ * over SSH, the data moved by the rdxfer core (src/cp); between two remote
+ * hosts, both ends started over SSH (src/cp/relay.c); both ends local, a
  * local copy (src/cp/local.c). */
 #include "cli.h"
 
@@ -8,6 +9,7 @@
 #include "../core/units.h"
 #include "../cp/copy.h"
 #include "../cp/local.h"
+#include "../cp/relay.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +49,8 @@ static const struct rdx_opt rdcp_opts[] = {
 	{ "remote-path", OPT_REMOTE_PATH, RDX_ARG_REQUIRED, "DIR",
 	  "directory of rdsend and rdrecv on the remote host (default: its PATH)", NULL },
 	{ "rdma-addr", OPT_RDMA_ADDR, RDX_ARG_REQUIRED, "HOST",
-	  "address of the remote host for the data (default: the SSH host)", "host" },
+	  "address of the remote host for the data (default: the SSH host); between two remote hosts, the source's as the destination dials it",
+	  "host" },
 	{ "transport", OPT_TRANSPORT, RDX_ARG_REQUIRED, "MODE",
 	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
@@ -69,8 +72,9 @@ static const struct rdx_cli rdcp_cli = {
 	.summary = "Copy files (with -r, trees) to or from a remote host: SRC and DST are local paths or\n"
 		   "[user@]host:path ([user@][v6addr]:path); with several SRCs, DST is a\n"
 		   "directory.  A local '-' is standard input or output.  The far end is started\n"
-		   "over SSH; the data goes directly between the two hosts.  Both local: a\n"
-		   "plain local copy.",
+		   "over SSH; the data goes directly between the two hosts.  SRC and DST both\n"
+		   "remote: both ends are started over SSH and the data goes from one host to\n"
+		   "the other, not through this one.  Both local: a plain local copy.",
 	.opts = rdcp_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
 		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
@@ -225,9 +229,10 @@ static int parse_addr(const char *arg, struct cp_addr *a)
 }
 
 /* The checks on the whole command line before any copy: every address
- * well formed, no pair of two remote hosts, and with several sources no
- * '-' and a DST that is a directory (a local one checked here, a remote
- * one by the far shell).  Returns 0 or -RDX_EUSAGE, the error printed. */
+ * well formed, no --json for a pair of two remote hosts, and with several
+ * sources no '-' and a DST that is a directory (a local one checked here,
+ * a remote one by the far shell).  Returns 0 or -RDX_EUSAGE, the error
+ * printed. */
 static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 		      struct cp_addr *dst, char **argv)
 {
@@ -240,8 +245,8 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 		if (parse_addr(argv[i], &srcs[i]))
 			return -RDX_EUSAGE;
 	for (i = 0; i < nsrc; i++)
-		if (srcs[i].remote && dst->remote) {
-			rdx_error("copies between two remote hosts are not supported yet");
+		if (srcs[i].remote && dst->remote && r->c.json) {
+			rdx_error("--json: a copy between two remote hosts keeps its statistics there (-v shows them)");
 			return -RDX_EUSAGE;
 		}
 	for (i = 0; i <= nsrc && r->cp.recursive; i++)
@@ -280,6 +285,8 @@ static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 			ret = cp_local_tree(&r->cp, srcs[i].path, dst->path, &st);
 		else if (!srcs[i].remote && !dst->remote)
 			ret = cp_local_copy(&r->cp, srcs[i].path, dst->path, &st);
+		else if (srcs[i].remote && dst->remote)
+			ret = cp_relay(&r->cp, &srcs[i], dst, &st);
 		else
 			ret = cp_copy(&r->cp, &srcs[i], dst, &st);
 		if (!ret) {

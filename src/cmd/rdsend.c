@@ -103,10 +103,6 @@ int main(int argc, char **argv)
 		first = optind_;
 		c.o.path = npos ? argv[optind_] : NULL;
 		c.o.wait_ms = c.o.connect_timeout_ms;
-		if (c.stop_on_eof && !c.tree && (!c.o.path || !strcmp(c.o.path, "-"))) {
-			rdx_error("--stop-on-eof needs FILE: standard input carries the data");
-			return RDX_EXIT_USAGE;
-		}
 	} else {
 		/* HOST PORT [KEY] [FILE], or with -r HOST PORT [KEY] PATH...;
 		 * KEY is left out when it comes from --key-file or RDX_KEY. */
@@ -129,6 +125,11 @@ int main(int argc, char **argv)
 		first = optind_ + 2 + (key != NULL);
 		if (!c.tree && first < argc)
 			c.o.path = argv[argc - 1];
+	}
+	if (c.stop_on_eof && cli_key_from_stdin(&c) && !c.tree &&
+	    (!c.o.path || !strcmp(c.o.path, "-"))) {
+		rdx_error("--stop-on-eof needs FILE: standard input carries the data");
+		return RDX_EXIT_USAGE;
 	}
 	if (c.tree) {
 		if (first >= argc) {

@@ -807,6 +807,10 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 			goto out;
 		}
 		archive_entry_copy_hardlink(e, target);
+		/* A link carries no data of its own: data here would rewrite
+		 * a file already published under its hash. */
+		archive_entry_set_size(e, 0);
+		archive_read_data_skip(rd);
 	} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK &&
 		   type != AE_IFIFO) {
 		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", shown(u, final));

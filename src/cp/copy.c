@@ -1,6 +1,4 @@
-#include "copy.h"
-
-#include "shquote.h"
+#include "copy_int.h"
 
 #include "../core/auth.h"
 #include "../core/err.h"
@@ -15,10 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* How long the far side waits for us once listening, and we for its port
- * line: SSH round trips and a cold start, with room to spare. */
-#define FAR_WAIT_S 30
 
 /* The near end of the transfer, on its own thread: the main thread keeps
  * the SSH channel moving meanwhile (libssh is used from it only). */
@@ -39,9 +33,7 @@ static void *near_main(void *arg)
 	return NULL;
 }
 
-/* A fresh random session key, as text: it travels on the channel's stdin,
- * one line. */
-static int make_key(char hex[65])
+int cp_make_key(char hex[65])
 {
 	unsigned char raw[32];
 	int i, ret = rdx_random(raw, sizeof(raw));
@@ -49,7 +41,22 @@ static int make_key(char hex[65])
 	for (i = 0; i < 32 && !ret; i++)
 		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	OPENSSL_cleanse(raw, sizeof(raw));
+	if (ret)
+		rdx_error("no randomness available for the session key");
 	return ret;
+}
+
+int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
+		 const struct cp_addr *far, const char *cmd, const char *key)
+{
+	struct cp_ssh_opts so = o->ssh;
+	int ret;
+
+	so.host = far->host;
+	if (far->user)
+		so.user = far->user;
+	ret = cp_remote_open(r, &so);
+	return ret ? ret : cp_remote_exec(*r, cmd, key);
 }
 
 static void add_secs(struct cp_cmd *c, const char *opt, uint64_t ms)
@@ -97,9 +104,7 @@ static void add_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool
 	}
 }
 
-/* A remote path relative to the login directory: "~/x" is "x" there, and
- * "" (host:) the directory itself. */
-static const char *far_path(const char *path)
+const char *cp_far_path(const char *path)
 {
 	if (!strcmp(path, "~") || !*path)
 		return ".";
@@ -108,17 +113,51 @@ static const char *far_path(const char *path)
 	return path;
 }
 
-/* Far side receives: a directory as destination gets the source's name
- * in it, decided there by the shell:
+/* The far rdrecv itself: --server, or --connect dialing the source, then
+ * its options and DST ("$d", set by the caller's shell code). */
+static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
+		      const struct cp_dial *dial)
+{
+	char buf[32];
+
+	add_tool(c, o, "rdrecv");
+	if (dial) {
+		cp_cmd_raw(c, " --connect ");
+		cp_cmd_quoted(c, dial->host);
+		cp_cmd_raw(c, " --key-file - --stop-on-eof");
+	} else {
+		cp_cmd_raw(c, " --server --stop-on-eof");
+	}
+	if (o->recursive)
+		cp_cmd_raw(c, " -r");
+	/* Dialing, --wait bounds its retries: our --connect-timeout, as
+	 * when we dial ourselves. */
+	add_secs(c, "--wait", dial ? o->xo.connect_timeout_ms : CP_FAR_WAIT_S * 1000);
+	add_common(c, o);
+	cp_cmd_raw(c, " --");
+	if (dial) {
+		snprintf(buf, sizeof(buf), " %u", dial->port);
+		cp_cmd_raw(c, buf);
+	}
+	cp_cmd_raw(c, " \"$d\"");
+}
+
+/* Far side receives.  A file: a directory as destination gets the
+ * source's name in it, decided there by the shell:
  *   d='PATH'; if [ -d "$d" ]; then d="$d"/'NAME'; fi; exec 'rdrecv' --server ... -- "$d"
- * (with o->dst_dir, anything but a directory ends it with status 1). */
-static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
-		     const char *far, const char *name)
+ * (with o->dst_dir, anything but a directory ends it with status 1).  A
+ * tree: rdrecv -r itself does what cp -r does with DST (into it when a
+ * directory, else DST becomes the tree). */
+void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
+		 const char *name, const struct cp_dial *dial)
 {
 	cp_cmd_raw(c, "d=");
-	cp_cmd_quoted(c, far_path(far));
-	/* From standard input there is no name: DST names the file. */
-	if (name) {
+	cp_cmd_quoted(c, cp_far_path(far));
+	if (o->recursive) {
+		if (o->dst_dir)
+			cp_cmd_raw(c, "; if [ ! -d \"$d\" ]; then printf '%s: not a directory\\n' \"$d\" >&2; exit 1; fi");
+	} else if (name) {
+		/* From standard input there is no name: DST names the file. */
 		cp_cmd_raw(c, "; if [ -d \"$d\" ]; then d=\"$d\"/");
 		cp_cmd_quoted(c, name);
 		/* Several sources: never a file named after DST. */
@@ -127,32 +166,11 @@ static void push_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, "; fi");
 	}
 	cp_cmd_raw(c, "; ");
-	add_tool(c, o, "rdrecv");
-	cp_cmd_raw(c, " --server --stop-on-eof");
-	add_secs(c, "--wait", FAR_WAIT_S * 1000);
-	add_common(c, o);
-	cp_cmd_raw(c, " -- \"$d\"");
-}
-
-/* Far side receives a tree: rdrecv -r itself does what cp -r does with
- * DST (into it when a directory, else DST becomes the tree).
- *   d='PATH'; exec 'rdrecv' --server -r ... -- "$d" */
-static void push_tree_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
-{
-	cp_cmd_raw(c, "d=");
-	cp_cmd_quoted(c, far_path(far));
-	if (o->dst_dir)
-		cp_cmd_raw(c, "; if [ ! -d \"$d\" ]; then printf '%s: not a directory\\n' \"$d\" >&2; exit 1; fi");
-	cp_cmd_raw(c, "; ");
-	add_tool(c, o, "rdrecv");
-	cp_cmd_raw(c, " --server --stop-on-eof -r");
-	add_secs(c, "--wait", FAR_WAIT_S * 1000);
-	add_common(c, o);
-	cp_cmd_raw(c, " -- \"$d\"");
+	recv_tool(c, o, dial);
 }
 
 /* Far side sends: exec 'rdsend' --server ... -- 'PATH' */
-static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
+void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 {
 	char buf[64];
 
@@ -160,7 +178,7 @@ static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
-	add_secs(c, "--connect-timeout", FAR_WAIT_S * 1000);
+	add_secs(c, "--connect-timeout", CP_FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
 	cp_cmd_raw(c, buf);
@@ -169,11 +187,10 @@ static void pull_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 		cp_cmd_raw(c, buf);
 	}
 	cp_cmd_raw(c, " -- ");
-	cp_cmd_quoted(c, far_path(far));
+	cp_cmd_quoted(c, cp_far_path(far));
 }
 
-/* Prints the far side's stderr, each line as "rdcp: HOST: line". */
-static void show_far_stderr(struct cp_remote *r, const char *host)
+void cp_show_far_stderr(struct cp_remote *r, const char *host)
 {
 	size_t len;
 	const char *p = cp_remote_stderr(r, &len), *end = p + len;
@@ -188,13 +205,28 @@ static void show_far_stderr(struct cp_remote *r, const char *host)
 	}
 }
 
-/* The far command ended before it listened: say why as best we can. */
-static int far_failed(struct cp_remote *r, const char *host, const char *tool,
-		      const struct cp_opts *o)
+int cp_port_failed(struct cp_remote *r, int ret, const char *host,
+		   const char *tool, const struct cp_opts *o)
 {
 	int status = cp_remote_status(r);
 
-	show_far_stderr(r, host);
+	if (ret != -RDX_EREMOTE) {
+		cp_remote_terminate(r);
+		cp_show_far_stderr(r, host);
+		if (ret == -RDX_EINTR)
+			rdx_error("interrupted");
+		else if (ret == -RDX_ETIMEOUT)
+			rdx_error("%s on '%s' did not report a port within %d s", tool,
+				  host, CP_FAR_WAIT_S);
+		else if (ret == -RDX_EPROTO)
+			rdx_error("%s on '%s' did not start as expected (is it rdxfer's, and recent enough for --server?)",
+				  tool, host);
+		else
+			rdx_error("lost the SSH connection to '%s'", host);
+		return ret;
+	}
+	/* The far command ended before it listened: say why as best we can. */
+	cp_show_far_stderr(r, host);
 	if (status == 127)
 		rdx_error("%s not found on '%s'%s", tool, host,
 			  o->remote_path ? " in --remote-path" :
@@ -210,6 +242,21 @@ static int far_failed(struct cp_remote *r, const char *host, const char *tool,
 	return -RDX_EREMOTE;
 }
 
+int cp_check_far_paths(const struct cp_addr *src, const struct cp_addr *dst,
+		       bool recursive)
+{
+	if ((src->remote && !strcmp(src->path, "-")) || (dst->remote && !strcmp(dst->path, "-"))) {
+		rdx_error("'-' names standard input or output here, not on the remote host");
+		return -RDX_EUSAGE;
+	}
+	if (src->remote && !recursive &&
+	    (!*cp_basename(cp_far_path(src->path)) || !strcmp(cp_far_path(src->path), "."))) {
+		rdx_error("'%s:%s' names no file", src->host, src->path);
+		return -RDX_EUSAGE;
+	}
+	return 0;
+}
+
 /* Local checks before any SSH: a missing or unreadable source, a
  * directory; and where a pulled file goes.  "-" is standard input or
  * output (*path NULL), on this side only. */
@@ -217,12 +264,12 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 		     bool recursive, char **path)
 {
 	struct stat sb;
+	int ret;
 
 	*path = NULL;
-	if ((src->remote && !strcmp(src->path, "-")) || (dst->remote && !strcmp(dst->path, "-"))) {
-		rdx_error("'-' names standard input or output here, not on the remote host");
-		return -RDX_EUSAGE;
-	}
+	ret = cp_check_far_paths(src, dst, recursive);
+	if (ret)
+		return ret;
 	if (!src->remote && !strcmp(src->path, "-"))
 		return 0; /* standard input */
 	if (!src->remote) {
@@ -236,10 +283,6 @@ static int near_path(const struct cp_addr *src, const struct cp_addr *dst,
 		}
 		*path = strdup(src->path);
 		return *path ? 0 : -ENOMEM;
-	}
-	if (!recursive && (!*cp_basename(far_path(src->path)) || !strcmp(far_path(src->path), "."))) {
-		rdx_error("'%s:%s' names no file", src->host, src->path);
-		return -RDX_EUSAGE;
 	}
 	if (!strcmp(dst->path, "-"))
 		return 0; /* standard output */
@@ -309,7 +352,6 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	const struct cp_addr *far = src->remote ? src : dst;
 	bool push = !src->remote;
 	const char *tool = push ? "rdrecv" : "rdsend";
-	struct cp_ssh_opts so = o->ssh;
 	struct cp_remote *r = NULL;
 	struct cp_cmd cmd = { 0 };
 	struct near *n = NULL;
@@ -321,50 +363,25 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	ret = near_path(src, dst, o->recursive, &path);
 	if (ret)
 		goto out;
-	if (push && o->recursive)
-		push_tree_cmd(&cmd, o, dst->path);
-	else if (push)
-		push_cmd(&cmd, o, dst->path,
-			 strcmp(src->path, "-") ? cp_basename(src->path) : NULL);
+	if (push)
+		cp_recv_cmd(&cmd, o, dst->path,
+			    strcmp(src->path, "-") ? cp_basename(src->path) : NULL, NULL);
 	else
-		pull_cmd(&cmd, o, src->path);
+		cp_send_cmd(&cmd, o, src->path);
 	n = calloc(1, sizeof(*n));
 	if (!n || !cp_cmd_str(&cmd)) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = make_key(key);
-	if (ret) {
-		rdx_error("no randomness available for the session key");
-		goto out;
-	}
-	so.host = far->host;
-	if (far->user)
-		so.user = far->user;
-	ret = cp_remote_open(&r, &so);
+	ret = cp_make_key(key);
 	if (ret)
 		goto out;
-	ret = cp_remote_exec(r, cp_cmd_str(&cmd), key);
+	ret = cp_far_start(&r, o, far, cp_cmd_str(&cmd), key);
 	if (ret)
 		goto out;
-	ret = cp_remote_read_port(r, FAR_WAIT_S * 1000, o->xo.interrupted, &p);
-	if (ret == -RDX_EREMOTE) {
-		ret = far_failed(r, far->host, tool, o);
-		goto out;
-	}
+	ret = cp_remote_read_port(r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &p);
 	if (ret) {
-		cp_remote_terminate(r);
-		show_far_stderr(r, far->host);
-		if (ret == -RDX_EINTR)
-			rdx_error("interrupted");
-		else if (ret == -RDX_ETIMEOUT)
-			rdx_error("%s on '%s' did not report a port within %d s", tool,
-				  far->host, FAR_WAIT_S);
-		else if (ret == -RDX_EPROTO)
-			rdx_error("%s on '%s' did not start as expected (is it rdxfer's, and recent enough for --server?)",
-				  tool, far->host);
-		else
-			rdx_error("lost the SSH connection to '%s'", far->host);
+		ret = cp_port_failed(r, ret, far->host, tool, o);
 		goto out;
 	}
 	snprintf(port, sizeof(port), "%u", p);
@@ -392,7 +409,7 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	if (ret == -RDX_EREMOTE || terminated || (!ret && status == 0))
 		quiet_far = o->verbose == 0 || o->quiet;
 	if (!quiet_far)
-		show_far_stderr(r, far->host);
+		cp_show_far_stderr(r, far->host);
 	if (!ret && status != 0) {
 		rdx_error("%s on '%s' %s", tool, far->host,
 			  status < 0 ? "ended without an exit status" : "failed");

@@ -8,8 +8,6 @@ load ../lib/common
 load ../lib/netns
 load ../lib/sshd
 
-RDCP=$RDX_BUILD/rdcp
-
 setup_file() {
 	CLEANUPS=()
 	sshd_setup
@@ -20,25 +18,7 @@ teardown_file() {
 }
 
 setup() {
-	common_setup
-	[ -x "$RDCP" ] || fail "rdcp not built: $RDCP"
-	unset SSH_AUTH_SOCK # the user's agent is not part of these tests
-}
-
-# rdcp_b ARGS...: rdcp in namespace B with the test's SSH config and the
-# fresh binaries on the far side; sets status, output, stderr.
-rdcp_b() {
-	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
-		--remote-path "$RDX_BUILD" --timeout 10 "$@"
-}
-
-# far_running NAME: a process NAME runs in sshd's namespace.
-far_running() {
-	local p
-	for p in $(ip netns pids "$NS_A"); do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" != "$1" ] || return 0
-	done
-	return 1
+	rdcp_test_setup
 }
 
 @test "rdcp: local to remote, 0, 1, 3 MiB + 1 bytes" {
@@ -104,17 +84,9 @@ far_running() {
 }
 
 @test "rdcp: paths with spaces, quotes, \$, ;, backquotes, newlines and non-ASCII; no injection" {
-	# An injected command would run in the far side's login directory
-	# (root's home): canaries with names that cannot clash.
-	local pw=rdx-pwned-$$
-	names=("a b" "it's" "dq\"x" "\$HOME" "semi;colon" "\$(touch $pw-1)"
-		"\`touch $pw-2\`" "; touch $pw-3 #" "ünïcødé ✓" "-dash" "new
-line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
-	# The sanitizer pass checks memory, not quoting again: a few names
-	# (every login is slow there).
-	[ -z "${RDX_SANITIZED:-}" ] || names=("it's" "\$(touch $pw-1)" "; touch $pw-3 #" "ünïcødé ✓")
+	hostile_names
 	mkdir "$D/far" "$D/near"
-	for name in "${names[@]}"; do
+	for name in "${NAMES[@]}"; do
 		mkrand "$D/src" 4097
 		cp "$D/src" "$D/near/$name"
 		rdcp_b "$D/near/$name" "rdxhost:$D/far/$name"
@@ -125,14 +97,8 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 		assert_status 0
 		assert_same "$D/src" "$D/near/$name"
 	done
-	home=$(getent passwd root | cut -d: -f6)
-	for i in 1 2 3 4; do
-		if [ -e "$home/$pw-$i" ]; then
-			rm -f "$home/$pw-$i"
-			fail "the far side's shell ran an injected command ($i)"
-		fi
-	done
-	[ "$(find "$D/far" -type f -print0 | tr -cd '\0' | wc -c)" -eq "${#names[@]}" ] ||
+	assert_no_canaries
+	[ "$(find "$D/far" -type f -print0 | tr -cd '\0' | wc -c)" -eq "${#NAMES[@]}" ] ||
 		fail "unexpected files on the far side: $(ls -la "$D/far")"
 }
 
@@ -241,7 +207,7 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 }
 
 @test "rdcp: usage errors: exit 2, one line" {
-	for args in "" "a" "h1:a h2:b" "a b c" "a h:b h2:c" "a - h:d" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
+	for args in "" "a" "--json h1:a h2:b" "a b c" "a - h:d" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
 		"-o Bogus=1 a h:b" "-o StrictHostKeyChecking=maybe a h:b" "-P 0 a h:b" \
 		"--streams 0 a h:b" "--compress=20 a h:b"; do
 		# shellcheck disable=SC2086 # split on purpose
@@ -289,24 +255,13 @@ line" "tab	x" "back\\slash" "'; touch $pw-4; '" "\$(id>&2)")
 	assert_status 3
 	assert_one_line_error "$stderr" rdcp
 	assert_match "$stderr" "^rdcp: cannot connect to ${IP_A%.1}\\.9 port [0-9]+"
-	wait_until 10 eval '! far_running rdrecv' || fail "rdrecv still runs on the far side"
+	wait_until 10 eval '! ns_running "$NS_A" rdrecv' || fail "rdrecv still runs on the far side"
 	ip -n "$NS_A" addr del "$ip_c/24" dev veth0
 }
 
 @test "rdcp: SIGINT mid-copy: exit 130, nothing under the final name, the far side gone" {
-	mkfifo "$D/fifo"
-	BG_STDIN=/dev/null bg_start rdcp ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
-		--remote-path "$RDX_BUILD" --timeout 10 "$D/fifo" "rdxhost:$D/dst"
-	rdcp_pid=$BG_PID
-	# A writer that sends a little, then keeps the pipe open.
-	bg_start writer bash -c 'exec 7>"$1"; head -c 1048576 /dev/urandom >&7; sleep 30' _ "$D/fifo"
-	temp_there() { compgen -G "$D/.dst.rdx-*" >/dev/null; }
-	wait_until 20 temp_there || fail "the far side never created its temporary: $(cat "$D/rdcp.err")"
-	kill -INT "$rdcp_pid"
-	wait_exit "$rdcp_pid" 20
-	assert_rc rdcp "$WAIT_RC" 130
-	assert_file_match "$D/rdcp.err" '^rdcp: interrupted$'
-	wait_until 20 eval '! far_running rdrecv' || fail "rdrecv still runs on the far side: $(ps -ef | grep '[r]drecv')"
+	rdcp_sigint "$D/fifo" "rdxhost:$D/dst"
+	wait_until 20 eval '! ns_running "$NS_A" rdrecv' || fail "rdrecv still runs on the far side: $(ps -ef | grep '[r]drecv')"
 	assert_no_output_file "$D/dst"
 }
 

@@ -218,10 +218,29 @@ server_usage() {
 	assert_same "$D/src" "$D/dst"
 }
 
-@test "server: --stop-on-eof goes with --server, and with rdsend needs FILE" {
+@test "server: --stop-on-eof goes with --server or --key-file -, and with rdsend needs FILE" {
 	echo "$KEY" >"$D/key.in"
 	server_usage rdrecv --stop-on-eof 1234 "$KEY" "$D/f"
 	server_usage rdsend --stop-on-eof 127.0.0.1 1234 "$KEY" "$D/f"
 	server_usage rdsend --server --stop-on-eof
+	server_usage rdsend --key-file - --stop-on-eof 127.0.0.1 1234
+	server_usage rdrecv --key-file - --connect 127.0.0.1 1234 "$KEY" "$D/f"
 	[ ! -e "$D/f" ]
+}
+
+@test "server: rdrecv --connect --key-file - reads the key from stdin; --stop-on-eof stops it (130)" {
+	mkrand "$D/src" 300000
+	echo "$KEY" >"$D/s.in"
+	server_start s rdsend --timeout 10 "$D/src"
+	run_t "$RDRECV" --timeout 10 --connect 127.0.0.1 --key-file - --stop-on-eof "$SRV_PORT" "$D/dst" \
+		< <(echo "$KEY"; sleep 20)
+	assert_status 0
+	wait_exit "$SRV_PID" 20
+	assert_rc s "$WAIT_RC" 0
+	assert_same "$D/src" "$D/dst"
+	# The end of stdin after the key: stopped while still dialing.
+	run_t "$RDRECV" --connect 127.0.0.1 --key-file - --stop-on-eof --wait 30 "$(free_port)" "$D/dst2" \
+		< <(echo "$KEY"; sleep 1)
+	assert_status 130
+	assert_no_output_file "$D/dst2"
 }

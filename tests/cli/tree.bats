@@ -10,7 +10,8 @@ load ../lib/netns
 load ../lib/sshd
 load ../lib/tree
 
-RDCP=$RDX_BUILD/rdcp
+RDCP_SECS=120
+RDCP_TIMEOUT=20
 
 setup_file() {
 	CLEANUPS=()
@@ -26,16 +27,9 @@ teardown_file() {
 }
 
 setup() {
-	common_setup
-	[ -x "$RDCP" ] || fail "rdcp not built: $RDCP"
-	unset SSH_AUTH_SOCK
+	rdcp_test_setup
 	BIG=$BATS_FILE_TMPDIR/big
 	SMALL=$BATS_FILE_TMPDIR/small
-}
-
-rdcp_b() {
-	run_t --secs 120 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
-		--remote-path "$RDX_BUILD" --timeout 20 "$@"
 }
 
 # send_tree RECV_ARGS -- SEND_ARGS: rdrecv -r in the background, rdsend -r

@@ -13,6 +13,7 @@
 # runs as root, so a skip would hide a broken setup).
 #
 # After setup:  NS_A NS_B IP_A IP_B  and  in_a CMD... / in_b CMD...
+# (netns3_setup below adds a third namespace C: NS_C IP_C ..., in_c).
 # shellcheck disable=SC2034,SC2317 # LOSSY_HOW is read by the tests; link_up is called via wait_until
 
 netns_setup() {
@@ -31,15 +32,21 @@ netns_setup() {
 	ip netns add "$NS_B" || fail "ip netns add $NS_B not permitted (needs root)"
 	NETNS_CREATED+=("$NS_B")
 
-	ip -n "$NS_A" link add veth0 type veth peer name veth1 netns "$NS_B" ||
+	netns_veth "$NS_A" veth0 "$IP_A" "$NS_B" veth1 "$IP_B" ||
 		fail "cannot create a veth pair in $NS_A"
-	ip -n "$NS_A" addr add "$IP_A/24" dev veth0
-	ip -n "$NS_B" addr add "$IP_B/24" dev veth1
 	ip -n "$NS_A" link set lo up
 	ip -n "$NS_B" link set lo up
-	ip -n "$NS_A" link set veth0 up
-	ip -n "$NS_B" link set veth1 up
 	netns_wait_up || fail "veth pair did not come up"
+}
+
+# netns_veth NS1 DEV1 ADDR1 NS2 DEV2 ADDR2: a veth pair made in NS1, its
+# peer moved straight into NS2, each end with its /24 address and up.
+netns_veth() {
+	ip -n "$1" link add "$2" type veth peer name "$5" netns "$4" &&
+		ip -n "$1" addr add "$3/24" dev "$2" &&
+		ip -n "$4" addr add "$6/24" dev "$5" &&
+		ip -n "$1" link set "$2" up &&
+		ip -n "$4" link set "$5" up
 }
 
 # netns_wait_up: both ends report LOWER_UP (carrier), max 5 s.
@@ -66,6 +73,54 @@ netns_teardown() {
 
 in_a() { ip netns exec "$NS_A" "$@"; }
 in_b() { ip netns exec "$NS_B" "$@"; }
+in_c() { ip netns exec "$NS_C" "$@"; }
+
+# netns3_setup: netns_setup's A and B, and a third namespace C (rdxC<pid>_<n>)
+# for remote-to-remote copies, rdcp in B:
+#
+#        A ── veth0/veth1 (10.231.X.0/24) ── B
+#        │                                   │
+#   vethac/vethca (10.233.X.0/24)   vethbc/vethcb (10.232.X.0/24)
+#        │                                   │
+#        └──────────────── C ────────────────┘
+#
+# IP_C = C on the B-C link (B's address there: IP_BC); IP_AC_A / IP_AC_C =
+# A and C on the A-C link.  C reaches IP_A through the A-C link (a host
+# route via IP_AC_A), so a name B uses for A works from C too; nothing
+# forwards through B (ip_forward stays 0 there), so data between A and C
+# cannot cross B.
+netns3_setup() {
+	netns_setup
+	NS_C=rdxC$$_${BATS_TEST_NUMBER:-0}
+	IP_C=10.232.$NET_X.1
+	IP_BC=10.232.$NET_X.2
+	IP_AC_A=10.233.$NET_X.1
+	IP_AC_C=10.233.$NET_X.2
+	ip netns add "$NS_C" || fail "ip netns add $NS_C not permitted (needs root)"
+	NETNS_CREATED+=("$NS_C")
+	netns_veth "$NS_C" vethcb "$IP_C" "$NS_B" vethbc "$IP_BC" ||
+		fail "cannot create a veth pair between $NS_C and $NS_B"
+	netns_veth "$NS_C" vethca "$IP_AC_C" "$NS_A" vethac "$IP_AC_A" ||
+		fail "cannot create a veth pair between $NS_C and $NS_A"
+	ip -n "$NS_C" link set lo up
+	ip -n "$NS_C" route add "$IP_A/32" via "$IP_AC_A" ||
+		fail "cannot route $IP_A through the A-C link"
+	in_b sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0 ||
+		fail "cannot turn forwarding off in $NS_B"
+	links3_up() {
+		ip -n "$NS_C" link show vethcb | grep -q LOWER_UP &&
+			ip -n "$NS_C" link show vethca | grep -q LOWER_UP &&
+			ip -n "$NS_B" link show vethbc | grep -q LOWER_UP &&
+			ip -n "$NS_A" link show vethac | grep -q LOWER_UP
+	}
+	wait_until 5 links3_up || fail "the veth pairs of $NS_C did not come up"
+}
+
+# netns_bytes NS DEV: bytes received plus sent on DEV in NS so far.
+netns_bytes() {
+	local d=/sys/class/net/$2/statistics
+	ip netns exec "$1" sh -c "echo \$((\$(cat $d/rx_bytes) + \$(cat $d/tx_bytes)))"
+}
 
 # netns_lossy_link: 1% loss and 5 ms delay on B's egress (the data
 # direction when B sends).  Uses tc netem; on a kernel without sch_netem it

@@ -183,6 +183,39 @@ static void b_hardlink_via_symlink(struct craft *c)
 	entry(c, "t/h", AE_IFREG, NULL, "t/s/secret", true);
 }
 
+/* A directory entry where the stream made a symlink to a directory
+ * outside: its mode and times must not reach the outside directory. */
+static void b_dir_over_symlink(struct craft *c)
+{
+	struct archive_entry *e = archive_entry_new();
+
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/s", AE_IFLNK, NULL, at("outside"), false);
+	archive_entry_set_pathname(e, "t/s");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0777);
+	archive_entry_set_mtime(e, 1000000000, 0);
+	archive_write_header(c->a, e);
+	archive_entry_free(e);
+}
+
+/* A hard link carrying data into a file already published. */
+static void b_link_with_data(struct craft *c)
+{
+	struct archive_entry *e;
+
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/a", "published");
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "t/h");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_hardlink(e, "t/a");
+	archive_entry_set_size(e, 8);
+	archive_write_header(c->a, e);
+	archive_write_data(c->a, "REWRITE!", 8);
+	archive_entry_free(e);
+}
+
 static void b_no_hash(struct craft *c)
 {
 	entry(c, "t", AE_IFDIR, NULL, NULL, false);
@@ -268,6 +301,22 @@ static void hostile(void)
 	CHECK(ret == -RDX_EPROTO && strstr(why, "symlink"),
 	      "hard link through a symlink refused: %d %s", ret, why);
 	CHECK(!exists("d5/t/h"), "no link to a file outside");
+
+	{
+		struct stat before, after;
+
+		mkdir(at("d10"), 0755);
+		stat(at("outside"), &before);
+		ret = craft_into(b_dir_over_symlink, "d10", why, sizeof(why));
+		CHECK(ret == -RDX_EPROTO && stat(at("outside"), &after) == 0 &&
+			      after.st_mode == before.st_mode && after.st_mtime == before.st_mtime,
+		      "a directory entry over a symlink is refused, its target untouched: %d %s",
+		      ret, why);
+		mkdir(at("d11"), 0755);
+		ret = craft_into(b_link_with_data, "d11", why, sizeof(why));
+		CHECK(ret == 0 && content_is("d11/t/a", "published") && content_is("d11/t/h", "published"),
+		      "a hard link carrying data does not rewrite a published file: %d %s", ret, why);
+	}
 
 	mkdir(at("d6"), 0755);
 	ret = craft_into(b_no_hash, "d6", why, sizeof(why));

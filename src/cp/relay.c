@@ -1,0 +1,163 @@
+#include "relay.h"
+
+#include "copy_int.h"
+
+#include "../core/err.h"
+#include "../core/log.h"
+#include "../core/units.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One of the two far sides: its SSH session and what became of it.  All
+ * of it is used from the main thread only (libssh). */
+struct far {
+	const char *host; /* as given, for messages */
+	const char *tool; /* rdsend or rdrecv */
+	struct cp_remote *r;
+	bool over;    /* ended (its status known) or its SSH connection lost */
+	bool stopped; /* we stopped it: its words are not the news */
+};
+
+static void far_pump(struct far *f, int wait_ms)
+{
+	/* Ended, or SSH lost: either way nothing more comes (the status
+	 * stays -1 in the second case). */
+	if (!f->over && cp_remote_pump(f->r, wait_ms) != 0)
+		f->over = true;
+}
+
+static bool far_failed(const struct far *f)
+{
+	return f->over && cp_remote_status(f->r) != 0;
+}
+
+static void far_stop(struct far *f)
+{
+	if (f->over || f->stopped)
+		return;
+	cp_remote_terminate(f->r);
+	f->stopped = true;
+}
+
+/* Keeps both channels moving until both far sides have ended.  A side
+ * that fails, or an interruption, stops the other; once one side has
+ * ended (or was stopped) the other gets a grace period to report, as
+ * cp_copy() gives its one far side. */
+static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
+{
+	uint64_t ms = o->xo.timeout_ms < 5000 ? o->xo.timeout_ms : 5000;
+	uint64_t grace = 0;
+
+	for (;;) {
+		far_pump(s, 50);
+		far_pump(d, 50);
+		if (s->over && d->over)
+			return;
+		if ((o->xo.interrupted && atomic_load(o->xo.interrupted)) ||
+		    far_failed(s) || far_failed(d)) {
+			far_stop(s);
+			far_stop(d);
+		}
+		if (!grace && (s->over || d->over || s->stopped))
+			grace = rdx_now_ns() + ms * 1000000;
+		else if (grace && rdx_now_ns() >= grace)
+			return;
+	}
+}
+
+/* The verdict once run_both() is through: prints the far sides' words
+ * (those that failed on their own; all of them with -v) and one line per
+ * failed side.  Returns 0, -RDX_EINTR or -RDX_EREMOTE. */
+static int verdict(struct far *s, struct far *d, const struct cp_opts *o)
+{
+	struct far *both[2] = { s, d };
+	bool intr = o->xo.interrupted && atomic_load(o->xo.interrupted);
+	int i, ret = 0;
+
+	for (i = 0; i < 2; i++) {
+		struct far *f = both[i];
+		int status = cp_remote_status(f->r);
+
+		if (status == 0 || f->stopped || intr) {
+			if (o->verbose && !o->quiet)
+				cp_show_far_stderr(f->r, f->host);
+			continue;
+		}
+		cp_show_far_stderr(f->r, f->host);
+		if (status > 0)
+			rdx_error("%s on '%s' failed (exit status %d)", f->tool,
+				  f->host, status);
+		else
+			rdx_error("%s on '%s' ended without an exit status", f->tool,
+				  f->host);
+		ret = -RDX_EREMOTE;
+	}
+	if (intr) {
+		rdx_error("interrupted");
+		return -RDX_EINTR;
+	}
+	return ret;
+}
+
+int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
+	     const struct cp_addr *dst, struct rdx_xfer_stats *st)
+{
+	struct far s = { .host = src->host, .tool = "rdsend" };
+	struct far d = { .host = dst->host, .tool = "rdrecv" };
+	struct cp_cmd scmd = { 0 }, dcmd = { 0 };
+	struct cp_dial dial;
+	char key[65] = "";
+	unsigned port;
+	int ret;
+
+	ret = cp_check_far_paths(src, dst, o->recursive);
+	if (ret)
+		return ret;
+	cp_send_cmd(&scmd, o, src->path);
+	if (!cp_cmd_str(&scmd)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = cp_make_key(key);
+	if (ret)
+		goto out;
+	/* The source first: the destination needs its port. */
+	ret = cp_far_start(&s.r, o, src, cp_cmd_str(&scmd), key);
+	if (ret)
+		goto out;
+	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &port);
+	if (ret) {
+		ret = cp_port_failed(s.r, ret, s.host, s.tool, o);
+		goto out;
+	}
+	dial.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(s.r);
+	dial.port = port;
+	cp_recv_cmd(&dcmd, o, dst->path, o->recursive ? NULL : cp_basename(src->path),
+		    &dial);
+	if (!cp_cmd_str(&dcmd)) {
+		cp_remote_terminate(s.r);
+		ret = -ENOMEM;
+		goto out;
+	}
+	rdx_info(1, "rdsend on %s listens on port %u; rdrecv on %s dials %s", s.host,
+		 port, d.host, dial.host);
+	ret = cp_far_start(&d.r, o, dst, cp_cmd_str(&dcmd), key);
+	if (ret) {
+		cp_remote_terminate(s.r);
+		goto out;
+	}
+	run_both(&s, &d, o);
+	ret = verdict(&s, &d, o);
+	if (!ret && st)
+		*st = (struct rdx_xfer_stats){ .transport = "remote" };
+out:
+	OPENSSL_cleanse(key, sizeof(key));
+	cp_remote_close(d.r);
+	cp_remote_close(s.r);
+	cp_cmd_release(&dcmd);
+	cp_cmd_release(&scmd);
+	return ret;
+}

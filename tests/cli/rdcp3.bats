@@ -1,0 +1,159 @@
+#!/usr/bin/env bats
+# rdcp between two remote hosts (src/cp/relay.c): three network namespaces
+# (tests/lib/netns.bash netns3_setup), sshd in A (Host rdxhost) and in C
+# (Host rdxc), rdcp in B.  B reaches A and C over their own links; A and
+# C talk over the A-C link, and nothing forwards through B, so the data
+# can only go from A to C directly.  All three share the file system: a
+# remote path is a path in $D on either host.
+
+load ../lib/common
+load ../lib/netns
+load ../lib/sshd
+load ../lib/tree
+
+setup_file() {
+	CLEANUPS=()
+	sshd_setup netns3_setup
+	export NS_C IP_C IP_AC_A
+	sshd_add "$NS_C" "$IP_C" rdxc
+	mktree "$BATS_FILE_TMPDIR/tree" 40
+}
+
+teardown_file() {
+	sshd_teardown
+}
+
+setup() {
+	rdcp_test_setup
+}
+
+# assert_far_gone: neither far side is left running (within 10 s).
+assert_far_gone() {
+	wait_until 10 eval '! ns_running "$NS_A" rdsend && ! ns_running "$NS_C" rdrecv' ||
+		fail "a far side still runs: $(ps -eo pid,comm,args | grep -E '[r]d(send|recv)')"
+}
+
+# b_bytes: bytes through B's two links so far (SSH, and data if any).
+b_bytes() {
+	echo $(($(netns_bytes "$NS_B" veth1) + $(netns_bytes "$NS_B" vethbc)))
+}
+
+@test "rdcp3: a file from A to C goes over the A-C link, not through B" {
+	mkrand "$D/src" $((3 * 1024 * 1024 + 1))
+	b0=$(b_bytes)
+	ac0=$(netns_bytes "$NS_A" vethac)
+	rdcp_b "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_status 0
+	[ -z "$output$stderr" ] || fail "output: $output$stderr"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+	b=$(($(b_bytes) - b0))
+	ac=$(($(netns_bytes "$NS_A" vethac) - ac0))
+	[ "$ac" -gt $((3 * 1024 * 1024)) ] || fail "only $ac bytes on the A-C link"
+	# Two SSH logins and their channels: tens of KiB, never the file.
+	[ "$b" -lt $((512 * 1024)) ] || fail "$b bytes went through B"
+	# A directory as DST gets the source's name; -v shows both sides.
+	mkdir "$D/dir"
+	rdcp_b -v "rdxhost:$D/src" "rdxc:$D/dir"
+	assert_status 0
+	assert_same "$D/src" "$D/dir/src"
+	assert_match "$stderr" "^rdcp: rdsend on rdxhost listens on port [0-9]+; rdrecv on rdxc dials $IP_A$"
+	assert_match "$stderr" "^rdcp: rdxc: rdrecv: "
+	assert_match "$stderr" "^rdcp: rdxhost: rdsend: "
+}
+
+@test "rdcp3: -r trees from A to C, as and into DST; several sources" {
+	T=$BATS_FILE_TMPDIR/tree
+	rdcp_b -r "rdxhost:$T" "rdxc:$D/as"
+	assert_status 0
+	assert_same_tree "$T" "$D/as"
+	mkdir "$D/into"
+	rdcp_b -r --streams 2 --encrypt --compress "rdxhost:$T" "rdxc:$D/into"
+	assert_status 0
+	assert_same_tree "$T" "$D/into/tree"
+	mkdir "$D/many"
+	rdcp_b "rdxhost:$T/large1" "rdxhost:$T/private" "rdxc:$D/many"
+	assert_status 0
+	assert_same "$T/large1" "$D/many/large1"
+	assert_same "$T/private" "$D/many/private"
+}
+
+@test "rdcp3: --rdma-addr names the source's address for the destination" {
+	mkrand "$D/src" 200000
+	# An address C has no route to (B's): rdrecv there fails within
+	# --connect-timeout, and the source is stopped rather than left
+	# waiting for it (--connect-timeout 30 there).
+	rdcp_b --connect-timeout 1 --rdma-addr "$IP_B" "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdxc: rdrecv: cannot connect to $IP_B"
+	assert_match "$stderr" "^rdcp: rdrecv on 'rdxc' failed \\(exit status 3\\)$"
+	if grep -q "rdxhost" <<<"$stderr"; then fail "the stopped source's words: $stderr"; fi
+	assert_far_gone
+	assert_no_output_file "$D/dst"
+	# A's address on the A-C link, which B cannot reach.
+	rdcp_b -v --rdma-addr "$IP_AC_A" "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_match "$stderr" "rdrecv on rdxc dials $IP_AC_A$"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+}
+
+@test "rdcp3: hostile names on both sides reach each far side as one word; no injection" {
+	hostile_names
+	mkdir "$D/a" "$D/c" "$D/into"
+	for name in "${NAMES[@]}"; do
+		mkrand "$D/a/$name" 4097
+		rdcp_b "rdxhost:$D/a/$name" "rdxc:$D/c/$name"
+		assert_status 0
+		assert_same "$D/a/$name" "$D/c/$name"
+	done
+	# Into a directory: the name comes from the source, through C's shell.
+	rdcp_b "rdxhost:$D/a/${NAMES[1]}" "rdxhost:$D/a/${NAMES[2]}" "rdxc:$D/into"
+	assert_status 0
+	assert_same "$D/a/${NAMES[1]}" "$D/into/${NAMES[1]}"
+	assert_same "$D/a/${NAMES[2]}" "$D/into/${NAMES[2]}"
+	assert_no_canaries
+	[ "$(find "$D/c" -type f -print0 | tr -cd '\0' | wc -c)" -eq "${#NAMES[@]}" ] ||
+		fail "unexpected files: $(ls -la "$D/c")"
+}
+
+@test "rdcp3: a missing source: exit 5, rdsend's own words, no receiver, nothing left" {
+	rdcp_b "rdxhost:$D/nope" "rdxc:$D/dst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdxhost: rdsend: cannot open '$D/nope': No such file or directory$"
+	assert_match "$stderr" "^rdcp: rdsend on 'rdxhost' failed before the transfer \\(exit status 4\\)$"
+	assert_far_gone
+	assert_no_output_file "$D/dst"
+	# With -r the source listens first and fails once C has dialed.
+	rdcp_b -r "rdxhost:$D/nope" "rdxc:$D/tdst"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdxhost: rdsend: warning: cannot read '$D/nope'"
+	assert_match "$stderr" "^rdcp: rdsend on 'rdxhost' failed \\(exit status 4\\)$"
+	assert_far_gone
+}
+
+@test "rdcp3: a bad destination: not a directory for several sources, not writable" {
+	echo one >"$D/f1"
+	echo two >"$D/f2"
+	echo keep >"$D/file"
+	rdcp_b "rdxhost:$D/f1" "rdxhost:$D/f2" "rdxc:$D/file"
+	assert_status 5
+	assert_match "$stderr" "^rdcp: rdxc: $D/file: not a directory$"
+	[ "$(cat "$D/file")" = keep ] || fail "DST was overwritten"
+	assert_far_gone
+	# Read-only for root too: a read-only tmpfs in C's sshd's mount
+	# namespace (ip netns exec made it one).
+	mkdir -p "$D/ro"
+	nsenter -t "$(cat "$SSHD_DIR/sshd-rdxc.pid")" -m -- mount -t tmpfs -o ro,size=1m rdxro "$D/ro" ||
+		fail "cannot mount a read-only tmpfs in sshd's mount namespace"
+	rdcp_b "rdxhost:$D/f1" "rdxc:$D/ro/dst"
+	assert_status 5
+	assert_match "$stderr" "cannot create '$D/ro/dst': Read-only file system"
+	assert_match "$stderr" "^rdcp: rdrecv on 'rdxc' failed \\(exit status [0-9]+\\)$"
+	assert_far_gone
+}
+
+@test "rdcp3: SIGINT mid-copy: exit 130, both far sides gone, nothing under the final name" {
+	rdcp_sigint "rdxhost:$D/fifo" "rdxc:$D/dst"
+	assert_far_gone
+	assert_no_output_file "$D/dst"
+}
