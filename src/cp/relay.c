@@ -91,8 +91,8 @@ static int verdict(struct far *s, struct far *d, const struct cp_opts *o)
 			rdx_error("%s on '%s' failed (exit status %d)", f->tool,
 				  f->host, status);
 		else
-			rdx_error("%s on '%s' ended without an exit status", f->tool,
-				  f->host);
+			rdx_error("%s on '%s' ended without an exit status",
+				  f->tool, f->host);
 		ret = -RDX_EREMOTE;
 	}
 	if (intr) {
@@ -128,22 +128,23 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	ret = cp_far_start(&s.r, o, src, cp_cmd_str(&scmd), key);
 	if (ret)
 		goto out;
-	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &port);
+	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted,
+				  &port);
 	if (ret) {
 		ret = cp_port_failed(s.r, ret, s.host, s.tool, o);
 		goto out;
 	}
 	dial.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(s.r);
 	dial.port = port;
-	cp_recv_cmd(&dcmd, o, dst->path, o->recursive ? NULL : cp_basename(src->path),
-		    &dial);
+	cp_recv_cmd(&dcmd, o, dst->path,
+		    o->recursive ? NULL : cp_basename(src->path), &dial);
 	if (!cp_cmd_str(&dcmd)) {
 		cp_remote_terminate(s.r);
 		ret = -ENOMEM;
 		goto out;
 	}
-	rdx_info(1, "rdsend on %s listens on port %u; rdrecv on %s dials %s", s.host,
-		 port, d.host, dial.host);
+	rdx_info(1, "rdsend on %s listens on port %u; rdrecv on %s dials %s",
+		 s.host, port, d.host, dial.host);
 	ret = cp_far_start(&d.r, o, dst, cp_cmd_str(&dcmd), key);
 	if (ret) {
 		cp_remote_terminate(s.r);
