@@ -14,7 +14,7 @@ load ../lib/tree
 setup_file() {
 	CLEANUPS=()
 	sshd_setup netns3_setup
-	export NS_C IP_C IP_AC_A
+	export NS_C IP_C IP_BC IP_AC_A
 	sshd_add "$NS_C" "$IP_C" rdxc
 	mktree "$BATS_FILE_TMPDIR/tree" 40
 }
@@ -116,13 +116,21 @@ b_bytes() {
 		fail "unexpected files: $(ls -la "$D/c")"
 }
 
-@test "rdcp3: a missing source: exit 5, rdsend's own words, no receiver, nothing left" {
+@test "rdcp3: a missing source (exit 5, rdsend's own words), a failed login to C (3): nothing left" {
 	rdcp_b "rdxhost:$D/nope" "rdxc:$D/dst"
 	assert_status 5
 	assert_match "$stderr" "^rdcp: rdxhost: rdsend: cannot open '$D/nope': No such file or directory$"
 	assert_match "$stderr" "^rdcp: rdsend on 'rdxhost' failed before the transfer \\(exit status 4\\)$"
 	assert_far_gone
 	assert_no_output_file "$D/dst"
+	# The destination's login fails: the source, already listening, is
+	# stopped rather than left waiting for a receiver.
+	echo data >"$D/src"
+	rdcp_b "rdxhost:$D/src" "root@$IP_BC:$D/dst"
+	assert_status 3
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "^rdcp: cannot connect to '$IP_BC' over SSH"
+	assert_far_gone
 	# With -r the source listens first and fails once C has dialed.
 	rdcp_b -r "rdxhost:$D/nope" "rdxc:$D/tdst"
 	assert_status 5
