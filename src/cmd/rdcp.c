@@ -273,11 +273,33 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 /* Copies each source in turn; a failed one (its error printed, naming
  * it) does not stop the others, an interruption does.  Returns the first
  * failure's error, else 0; *sum adds up what was copied. */
+/* With -r, sources all local (DST remote), or all on one remote host and
+ * login (DST local), go as one tree: one SSH login, one transfer. */
+static bool one_tree(const struct rdcp *r, const struct cp_addr *srcs, int nsrc,
+		     const struct cp_addr *dst)
+{
+	int i;
+
+	if (!r->cp.recursive || nsrc < 2)
+		return false;
+	for (i = 0; i < nsrc; i++) {
+		if (srcs[i].remote == dst->remote)
+			return false;
+		if (srcs[i].remote && (strcmp(srcs[i].host, srcs[0].host) ||
+				       !srcs[i].user != !srcs[0].user ||
+				       (srcs[i].user && strcmp(srcs[i].user, srcs[0].user))))
+			return false;
+	}
+	return true;
+}
+
 static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 		    const struct cp_addr *dst, struct rdx_xfer_stats *sum)
 {
 	int i, ret, first = 0;
 
+	if (one_tree(r, srcs, nsrc, dst))
+		return cp_copy(&r->cp, srcs, nsrc, dst, sum);
 	for (i = 0; i < nsrc; i++) {
 		struct rdx_xfer_stats st = { 0 };
 
@@ -288,7 +310,7 @@ static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 		else if (srcs[i].remote && dst->remote)
 			ret = cp_relay(&r->cp, &srcs[i], dst, &st);
 		else
-			ret = cp_copy(&r->cp, &srcs[i], dst, &st);
+			ret = cp_copy(&r->cp, &srcs[i], 1, dst, &st);
 		if (!ret) {
 			uint64_t bytes = sum->bytes + st.bytes;
 			double secs = sum->seconds + st.seconds;

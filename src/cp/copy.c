@@ -169,10 +169,12 @@ void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
 	recv_tool(c, o, dial);
 }
 
-/* Far side sends: exec 'rdsend' --server ... -- 'PATH' */
-void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
+/* Far side sends: exec 'rdsend' --server ... -- 'PATH'... */
+void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
+		 const char *const *far, int n)
 {
 	char buf[64];
+	int i;
 
 	add_tool(c, o, "rdsend");
 	cp_cmd_raw(c, " --server --stop-on-eof");
@@ -186,8 +188,11 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far)
 		snprintf(buf, sizeof(buf), " --compress=%d", o->xo.compress);
 		cp_cmd_raw(c, buf);
 	}
-	cp_cmd_raw(c, " -- ");
-	cp_cmd_quoted(c, cp_far_path(far));
+	cp_cmd_raw(c, " --");
+	for (i = 0; i < n; i++) {
+		cp_cmd_raw(c, " ");
+		cp_cmd_quoted(c, cp_far_path(far[i]));
+	}
 }
 
 void cp_show_far_stderr(struct cp_remote *r, const char *host)
@@ -346,7 +351,44 @@ static int run_near(struct near *n, struct cp_remote *r, const struct cp_opts *o
 	return n->ret;
 }
 
-int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
+/* near_path() for each source; with several, *paths holds the local
+ * sources (push) or the far ones (pull), and *path the local DST. */
+static int near_paths(const struct cp_addr *src, int n, const struct cp_addr *dst,
+		      bool recursive, char **path, char ***paths)
+{
+	int i, ret;
+
+	*paths = calloc((size_t)n, sizeof(**paths));
+	if (!*paths)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ret = near_path(&src[i], dst, recursive, &(*paths)[i]);
+		if (ret)
+			return ret;
+		if (src[i].remote) {
+			free((*paths)[i]);
+			(*paths)[i] = strdup(src[i].path);
+			if (!(*paths)[i])
+				return -ENOMEM;
+		}
+	}
+	if (!src->remote) {
+		*path = NULL;
+		return 0;
+	}
+	return near_path(src, dst, recursive, path);
+}
+
+static void free_paths(char **paths, int n)
+{
+	int i;
+
+	for (i = 0; paths && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 	    const struct cp_addr *dst, struct rdx_xfer_stats *st)
 {
 	const struct cp_addr *far = src->remote ? src : dst;
@@ -355,19 +397,24 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	struct cp_remote *r = NULL;
 	struct cp_cmd cmd = { 0 };
 	struct near *n = NULL;
-	char key[65] = "", port[8], *path = NULL;
+	char key[65] = "", port[8], *path = NULL, **paths = NULL;
 	bool quiet_far = false, terminated = false;
 	unsigned p;
 	int ret, status;
 
-	ret = near_path(src, dst, o->recursive, &path);
+	if (nsrc > 1 && !o->recursive)
+		return -EINVAL; /* a caller's error */
+	ret = nsrc > 1 ? near_paths(src, nsrc, dst, o->recursive, &path, &paths)
+		       : near_path(src, dst, o->recursive, &path);
 	if (ret)
 		goto out;
 	if (push)
 		cp_recv_cmd(&cmd, o, dst->path,
 			    strcmp(src->path, "-") ? cp_basename(src->path) : NULL, NULL);
+	else if (paths)
+		cp_send_cmd(&cmd, o, (const char *const *)paths, nsrc);
 	else
-		cp_send_cmd(&cmd, o, src->path);
+		cp_send_cmd(&cmd, o, (const char *const *)&src->path, 1);
 	n = calloc(1, sizeof(*n));
 	if (!n || !cp_cmd_str(&cmd)) {
 		ret = -ENOMEM;
@@ -391,8 +438,8 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
 	n->xo.port = port;
 	n->xo.path = path;
 	if (o->recursive && push) {
-		n->xo.tree_paths = (const char *const *)&path;
-		n->xo.ntree = 1;
+		n->xo.tree_paths = (const char *const *)(paths ? paths : &path);
+		n->xo.ntree = paths ? (unsigned)nsrc : 1;
 		n->xo.path = NULL;
 	} else if (o->recursive) {
 		n->xo.tree = true;
@@ -423,5 +470,6 @@ out:
 	cp_cmd_release(&cmd);
 	free(n);
 	free(path);
+	free_paths(paths, nsrc);
 	return ret;
 }

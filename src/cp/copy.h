@@ -20,11 +20,13 @@ struct cp_opts {
 	bool recursive; /* -r: sources go as trees (src/core/tree.h) */
 };
 
-/* Copies src to dst, exactly one of them remote.  A dst that is a
- * directory gets src's base name in it (on the far side too).  Prints one
- * error line (plus the far side's stderr) on failure.  Returns 0 or a
- * negative error for rdx_exit_code(). */
-int cp_copy(const struct cp_opts *o, const struct cp_addr *src,
+/* Copies src[0..n) to dst, the sources on one side and dst on the other,
+ * one of them remote.  A dst that is a directory gets each source's base
+ * name in it (on the far side too).  Several sources only with -r, all
+ * local or all on one remote host: they go as one tree, over one SSH
+ * login and one transfer.  Prints one error line (plus the far side's
+ * stderr) on failure.  Returns 0 or a negative error for rdx_exit_code(). */
+int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int n,
 	    const struct cp_addr *dst, struct rdx_xfer_stats *st);
 
 #endif

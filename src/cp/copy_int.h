@@ -47,8 +47,9 @@ void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
 		 const char *name, const struct cp_dial *dial);
 
 /* The far sender's command line: rdsend --server (-r with o->recursive)
- * of far.  Errors stay in c->err. */
-void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far);
+ * of far[0..n) (several only with -r).  Errors stay in c->err. */
+void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
+		 const char *const *far, int n);
 
 /* Prints the far side's stderr, each line as "rdcp: HOST: line". */
 void cp_show_far_stderr(struct cp_remote *r, const char *host);

@@ -116,7 +116,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	ret = cp_check_far_paths(src, dst, o->recursive);
 	if (ret)
 		return ret;
-	cp_send_cmd(&scmd, o, src->path);
+	cp_send_cmd(&scmd, o, (const char *const *)&src->path, 1);
 	if (!cp_cmd_str(&scmd)) {
 		ret = -ENOMEM;
 		goto out;

@@ -136,12 +136,20 @@ send_tree() {
 	rdcp_b -r "rdxhost:$D/named/" "$D/named-back"
 	assert_status 0
 	assert_same_tree "$SMALL" "$D/named-back"
-	mkdir "$D/many"
+	# Several sources on one side go as one tree: one SSH login each way.
+	mkdir "$D/many" "$D/many-back"
+	logins=$(grep -c 'Accepted publickey' "$SSHD_DIR/sshd.log")
 	rdcp_b -r "$SMALL/d1" "$SMALL/large1" "$SMALL/empty" "rdxhost:$D/many"
 	assert_status 0
 	diff -r "$SMALL/d1" "$D/many/d1" || fail "d1 differs"
 	assert_same "$SMALL/large1" "$D/many/large1"
 	[ -d "$D/many/empty" ] || fail "empty directory missing"
+	rdcp_b -r "rdxhost:$D/many/d1" "rdxhost:$D/many/large1" "$D/many-back"
+	assert_status 0
+	diff -r "$SMALL/d1" "$D/many-back/d1" || fail "d1 differs coming back"
+	assert_same "$SMALL/large1" "$D/many-back/large1"
+	[ "$(grep -c 'Accepted publickey' "$SSHD_DIR/sshd.log")" -eq $((logins + 2)) ] ||
+		fail "expected 2 SSH logins for 2 copies of several sources, saw $(($(grep -c 'Accepted publickey' "$SSHD_DIR/sshd.log") - logins))"
 	mkrand "$D/plain" 10
 	rdcp_b -r "$SMALL/d1" "$SMALL/d2" "rdxhost:$D/plain"
 	assert_nonzero
