@@ -3,11 +3,13 @@
  * comparison (plain and multipart, part sizes rds3's and other tools'),
  * and that a destination is never written through a symlink. */
 #include "../../src/core/err.h"
+#include "../../src/s3/pool.h"
 #include "../../src/s3/sync.h"
 #include "../../src/s3/walk.h"
 #include "tap.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -203,8 +205,73 @@ static void test_prepare(void)
 	CHECK(system(p) == 0, "cleaned up");
 }
 
+struct pool_check {
+	atomic_int *calls; /* per index */
+	atomic_int *stop;
+	atomic_int done;
+	pthread_mutex_t lock;
+	struct s3_client *seen[S3_JOBS_MAX + 1];
+	size_t nseen;
+	size_t stop_after;
+};
+
+static int pool_fn(void *ctx, struct s3_client *c, size_t i)
+{
+	struct pool_check *p = ctx;
+	size_t k;
+
+	atomic_fetch_add(&p->calls[i], 1);
+	pthread_mutex_lock(&p->lock);
+	for (k = 0; k < p->nseen && p->seen[k] != c; k++)
+		;
+	if (k == p->nseen && p->nseen <= S3_JOBS_MAX)
+		p->seen[p->nseen++] = c;
+	pthread_mutex_unlock(&p->lock);
+	if ((size_t)atomic_fetch_add(&p->done, 1) + 1 == p->stop_after)
+		atomic_store(p->stop, 1);
+	usleep(200); /* as if a request: the other workers get jobs too */
+	return 0;
+}
+
+static void test_pool(void)
+{
+	static atomic_int calls[1000], stop;
+	struct s3_config cfg = {0};
+	struct s3_client_opts co = {.cfg = &cfg, .stop = &stop};
+	struct pool_check p = {.calls = calls, .stop = &stop};
+	size_t i, once = 0, total = 0;
+
+	pthread_mutex_init(&p.lock, NULL);
+	CHECK(s3_pool_run(&co, 8, 1000, pool_fn, &p) == 0, "1000 jobs on 8 "
+							   "workers");
+	for (i = 0; i < 1000; i++)
+		once += atomic_load(&calls[i]) == 1;
+	CHECK(once == 1000, "each job ran exactly once (%zu)", once);
+	CHECK(p.nseen >= 2 && p.nseen <= 8,
+	      "on several clients, at most 8: each worker its own (%zu)",
+	      p.nseen);
+	memset(calls, 0, sizeof(calls));
+	p.nseen = 0;
+	atomic_store(&p.done, 0);
+	p.stop_after = 100;
+	CHECK(s3_pool_run(&co, 4, 1000, pool_fn, &p) == 0, "a run stopped "
+							   "midway returns");
+	for (i = 0; i < 1000; i++)
+		total += (size_t)atomic_load(&calls[i]);
+	CHECK(total >= 100 && total < 1000,
+	      "the stop flag ends it early (%zu jobs ran)", total);
+	atomic_store(&stop, 0);
+	p.nseen = 0;
+	CHECK(s3_pool_run(&co, 64, 3, pool_fn, &p) == 0 && p.nseen <= 3,
+	      "3 jobs need no more than 3 workers");
+	CHECK(s3_pool_run(&co, 8, 0, pool_fn, &p) == 0, "no jobs: nothing to "
+							"do");
+	pthread_mutex_destroy(&p.lock);
+}
+
 int main(void)
 {
+	test_pool();
 	test_rel_paths();
 	test_rules();
 	test_times();
