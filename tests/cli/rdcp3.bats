@@ -60,6 +60,10 @@ b_bytes() {
 	assert_match "$stderr" "^rdcp: rdsend on rdxhost listens on port [0-9]+; rdrecv on rdxc dials $IP_A$"
 	assert_match "$stderr" "^rdcp: rdxc: rdrecv: "
 	assert_match "$stderr" "^rdcp: rdxhost: rdsend: "
+	# Both on one host: two logins there, the host dialing itself.
+	rdcp_b "rdxhost:$D/src" "rdxhost:$D/again"
+	assert_status 0
+	assert_same "$D/src" "$D/again"
 }
 
 @test "rdcp3: -r trees from A to C, as and into DST; several sources" {
