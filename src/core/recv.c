@@ -323,11 +323,15 @@ static int end_tree(struct receiver *x, bool ok)
 {
 	struct rdx_session *s = &x->s;
 	char why[256];
+	struct rdx_tree_counts n;
 	int ret;
 
 	rdx_sink_close(x->sink);
 	x->sink = NULL;
-	ret = rdx_tree_unpack_finish(x->tree, ok, why, sizeof(why));
+	ret = rdx_tree_unpack_finish(x->tree, ok, why, sizeof(why), &n);
+	if (!ret)
+		rdx_info(1, "tree: %llu files and links, %llu bytes of file data",
+			 (unsigned long long)n.files, (unsigned long long)n.bytes);
 	x->tree = NULL;
 	if (ret && ret != -ECANCELED)
 		return sess_fail(s, ret, "%s", why);

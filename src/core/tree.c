@@ -1034,7 +1034,7 @@ err:
 }
 
 int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
-			   size_t len)
+			   size_t len, struct rdx_tree_counts *counts)
 {
 	int ret;
 
@@ -1042,6 +1042,8 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	if (len)
 		why[0] = '\0';
 	pthread_join(u->thread, NULL);
+	if (counts)
+		*counts = (struct rdx_tree_counts){ atomic_load(&u->files), atomic_load(&u->bytes) };
 	ret = u->err;
 	if (ret)
 		snprintf(why, len, "%s", u->why);
@@ -1059,11 +1061,4 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	XXH3_freeState(u->hash);
 	free(u);
 	return ret;
-}
-
-void rdx_tree_unpack_counts(const struct rdx_tree_unpack *u, uint64_t *files,
-			    uint64_t *bytes)
-{
-	*files = atomic_load(&u->files);
-	*bytes = atomic_load(&u->bytes);
 }

@@ -58,17 +58,20 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, const atomic_int *stop, int *fd);
 
-/* Waits for the extraction to end (the caller has closed *fd) and frees
- * it.  ok false: the stream failed, whatever is half-written is removed.
- * Returns 0 or a negative code with why (NUL-terminated, len bytes) set:
- * -RDX_EPROTO for a malformed archive or a refused name, -RDX_EINTEGRITY
- * for a file whose hash did not match, -RDX_ELOCAL when some entries could
- * not be written (each was named in a warning). */
-int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
-			   size_t len);
+/* What an extraction made (for -v). */
+struct rdx_tree_counts {
+	uint64_t files; /* everything but directories */
+	uint64_t bytes; /* file data written */
+};
 
-/* Files and bytes of file data extracted so far (for -v). */
-void rdx_tree_unpack_counts(const struct rdx_tree_unpack *u, uint64_t *files,
-			    uint64_t *bytes);
+/* Waits for the extraction to end (the caller has closed *fd) and frees
+ * it, filling *counts when not NULL.  ok false: the stream failed,
+ * whatever is half-written is removed.  Returns 0 or a negative code with
+ * why (NUL-terminated, len bytes) set: -RDX_EPROTO for a malformed
+ * archive or a refused name, -RDX_EINTEGRITY for a file whose hash did
+ * not match, -RDX_ELOCAL when some entries could not be written (each
+ * was named in a warning). */
+int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
+			   size_t len, struct rdx_tree_counts *counts);
 
 #endif

@@ -347,7 +347,7 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	ret = rdx_tree_pack_start(&p, &src, 1, o->xo.tree_follow, &rfd);
 	if (ret) {
 		close(wfd);
-		rdx_tree_unpack_finish(u, false, why, sizeof(why));
+		rdx_tree_unpack_finish(u, false, why, sizeof(why), NULL);
 		rdx_error("cannot copy '%s': %s", src, rdx_strerror(ret));
 		return -RDX_ELOCAL;
 	}
@@ -355,7 +355,7 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	close(rfd); /* a packer still writing sees EPIPE */
 	close(wfd);
 	pret = rdx_tree_pack_finish(p);
-	uret = rdx_tree_unpack_finish(u, moved >= 0, why, sizeof(why));
+	uret = rdx_tree_unpack_finish(u, moved >= 0, why, sizeof(why), NULL);
 	if (moved == -ECANCELED) {
 		rdx_error("interrupted");
 		return -RDX_EINTR;

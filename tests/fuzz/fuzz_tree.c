@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= (size_t)n;
 	}
 	close(fd);
-	ret = rdx_tree_unpack_finish(u, true, why, sizeof(why));
+	ret = rdx_tree_unpack_finish(u, true, why, sizeof(why), NULL);
 	if (ret && !why[0])
 		abort(); /* a failure must say why */
 	if (entries(outside) != 0 || entries(base) != 2)

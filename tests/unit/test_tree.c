@@ -137,7 +137,7 @@ static int feed(struct craft *c, const char *dst, size_t len, char *why, size_t 
 	if (write(fd, c->buf, len ? len : c->used) < 0)
 		perror("write");
 	close(fd);
-	return rdx_tree_unpack_finish(u, true, why, wlen);
+	return rdx_tree_unpack_finish(u, true, why, wlen, NULL);
 }
 
 static int craft_into(void (*build)(struct craft *), const char *dst,
@@ -471,7 +471,7 @@ static void round_trip(void)
 	close(rfd);
 	close(wfd);
 	CHECK(rdx_tree_pack_finish(p) == 0, "packer ended well");
-	ret = rdx_tree_unpack_finish(u, true, why, sizeof(why));
+	ret = rdx_tree_unpack_finish(u, true, why, sizeof(why), NULL);
 	CHECK(ret == 0, "unpacker ended well: %d %s", ret, why);
 
 	CHECK(stat(at("out/src/sub/file"), &a) == 0 && a.st_size == 300 * 4096 &&
