@@ -229,10 +229,9 @@ static int parse_addr(const char *arg, struct cp_addr *a)
 }
 
 /* The checks on the whole command line before any copy: every address
- * well formed, no --json for a pair of two remote hosts, and with several
- * sources no '-' and a DST that is a directory (a local one checked here,
- * a remote one by the far shell).  Returns 0 or -RDX_EUSAGE, the error
- * printed. */
+ * well formed, and with several sources no '-' and a DST that is a
+ * directory (a local one checked here, a remote one by the far shell).
+ * Returns 0 or -RDX_EUSAGE, the error printed. */
 static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 		      struct cp_addr *dst, char **argv)
 {
@@ -244,11 +243,6 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 	for (i = 0; i < nsrc; i++)
 		if (parse_addr(argv[i], &srcs[i]))
 			return -RDX_EUSAGE;
-	for (i = 0; i < nsrc; i++)
-		if (srcs[i].remote && dst->remote && r->c.json) {
-			rdx_error("--json: a copy between two remote hosts keeps its statistics there (-v shows them)");
-			return -RDX_EUSAGE;
-		}
 	for (i = 0; i <= nsrc && r->cp.recursive; i++)
 		if (!strcmp(i < nsrc ? srcs[i].path : dst->path, "-")) {
 			rdx_error("'-' cannot be used with -r: trees go to and from directories");

@@ -124,7 +124,8 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 	if (dial) {
 		cp_cmd_raw(c, " --connect ");
 		cp_cmd_quoted(c, dial->host);
-		cp_cmd_raw(c, " --key-file - --stop-on-eof");
+		/* Its statistics, for rdcp's own report: one line on stdout. */
+		cp_cmd_raw(c, " --key-file - --stop-on-eof --json");
 	} else {
 		cp_cmd_raw(c, " --server --stop-on-eof");
 	}

@@ -41,7 +41,8 @@ int cp_check_far_paths(const struct cp_addr *src, const struct cp_addr *dst,
 /* The far receiver's command line, DST decided by its shell: a file into
  * a directory DST gets the name name (NULL: DST names it), with -r
  * rdrecv -r decides; o->dst_dir refuses a DST that is no directory.  With
- * dial, rdrecv --connect dials it, else rdrecv --server listens; the key
+ * dial, rdrecv --connect dials it (and prints its --json line for
+ * cp_remote_last_line()), else rdrecv --server listens; the key
  * comes on stdin either way.  Errors stay in c->err. */
 void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
 		 const char *name, const struct cp_dial *dial);

@@ -102,6 +102,34 @@ static int verdict(struct far *s, struct far *d, const struct cp_opts *o)
 	return ret;
 }
 
+/* What the destination's rdrecv --json line says was copied (bytes,
+ * seconds, transport, streams, compress, encrypt), for rdcp's own report;
+ * fields it lacks stay 0, the transport "none". */
+static void far_stats(struct cp_remote *r, struct rdx_xfer_stats *st)
+{
+	const char *line = cp_remote_last_line(r), *p;
+	unsigned long long bytes;
+	unsigned streams;
+	double secs;
+
+	*st = (struct rdx_xfer_stats){ .transport = "none" };
+	p = strstr(line, "\"bytes\":");
+	if (p && sscanf(p + 8, "%llu", &bytes) == 1)
+		st->bytes = bytes;
+	p = strstr(line, "\"seconds\":");
+	if (p && sscanf(p + 10, "%lf", &secs) == 1)
+		st->seconds = secs;
+	p = strstr(line, "\"streams\":");
+	if (p && sscanf(p + 10, "%u", &streams) == 1)
+		st->streams = streams;
+	if (strstr(line, "\"transport\":\"rdma\""))
+		st->transport = "rdma";
+	else if (strstr(line, "\"transport\":\"tcp\""))
+		st->transport = "tcp";
+	st->compress = strstr(line, "\"compress\":true") != NULL;
+	st->encrypt = strstr(line, "\"encrypt\":true") != NULL;
+}
+
 int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	     const struct cp_addr *dst, struct rdx_xfer_stats *st)
 {
@@ -153,7 +181,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	run_both(&s, &d, o);
 	ret = verdict(&s, &d, o);
 	if (!ret && st)
-		*st = (struct rdx_xfer_stats){ .transport = "remote" };
+		far_stats(d.r, st);
 out:
 	OPENSSL_cleanse(key, sizeof(key));
 	cp_remote_close(d.r);

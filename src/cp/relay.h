@@ -9,7 +9,7 @@
  *     │ ── stdin: KEY\n (kept open) ──────────────────────────────────────▶ │
  *     │                                              │ ◀═ rdxfer session ══ │ dials ADDR:N
  *     │ ◀─ stderr, exit status ───────────────────── │                      │
- *     │ ◀─ stderr, exit status ───────────────────────────────────────────── │
+ *     │ ◀─ stdout: its --json line; stderr, exit status ───────────────────── │
  *
  * ADDR is --rdma-addr, else A's SSH host name (after ~/.ssh/config). */
 #ifndef RDX_CP_RELAY_H
@@ -20,8 +20,8 @@
 /* Copies src on one remote host to dst on another (or the same) one, the
  * data going directly between them; dst as cp_copy() treats it.  Prints
  * one error line (plus the far sides' stderr) on failure; stops both far
- * sides on failure or once *o->xo.interrupted is set.  No statistics come
- * back: *st gets the transport only.  Returns 0 or a negative error for
+ * sides on failure or once *o->xo.interrupted is set.  *st is what the
+ * destination's rdrecv reported (--json).  Returns 0 or a negative error for
  * rdx_exit_code(): -RDX_EREMOTE when either far side failed. */
 int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	     const struct cp_addr *dst, struct rdx_xfer_stats *st);

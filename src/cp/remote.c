@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #define ERR_KEEP (64u << 10) /* stderr kept from the far side */
-#define LINE_MAX_ 128	     /* the port line, with room to spare */
+#define LINE_MAX_ 512	     /* the port line, or rdrecv --json's, with room to spare */
 #define CHATTER_MAX (16u << 10) /* login scripts' stdout before it */
 
 struct cp_remote {
@@ -23,6 +23,7 @@ struct cp_remote {
 	char *err;	/* stderr kept, NUL-terminated */
 	size_t err_len;
 	char line[LINE_MAX_]; /* the stdout line being read */
+	char last[LINE_MAX_]; /* the last whole line before any port line */
 	size_t line_len;
 	size_t chatter; /* stdout bytes before the port line */
 	bool port_seen; /* line holds "RDX-PORT ...", or chatter ran over */
@@ -235,10 +236,12 @@ static void keep_out(struct cp_remote *r, const char *buf, size_t n)
 			continue;
 		}
 		r->line[r->line_len] = '\0';
-		if (!strncmp(r->line, "RDX-PORT ", 9))
+		if (!strncmp(r->line, "RDX-PORT ", 9)) {
 			r->port_seen = true;
-		else
+		} else {
+			memcpy(r->last, r->line, r->line_len + 1);
 			r->line_len = 0;
+		}
 	}
 }
 
@@ -316,6 +319,11 @@ void cp_remote_terminate(struct cp_remote *r)
 int cp_remote_status(struct cp_remote *r)
 {
 	return r->status;
+}
+
+const char *cp_remote_last_line(struct cp_remote *r)
+{
+	return r->last;
 }
 
 const char *cp_remote_stderr(struct cp_remote *r, size_t *len)

@@ -70,6 +70,11 @@ void cp_remote_terminate(struct cp_remote *r);
  * a signal, connection lost). */
 int cp_remote_status(struct cp_remote *r);
 
+/* The last whole line the command wrote on stdout, when it prints no
+ * port line (a dialing rdrecv's --json line, after any login chatter);
+ * at most 511 bytes of it, "" when there was none. */
+const char *cp_remote_last_line(struct cp_remote *r);
+
 /* What the command wrote on stderr (at most 64 KiB are kept). */
 const char *cp_remote_stderr(struct cp_remote *r, size_t *len);
 

@@ -207,7 +207,7 @@ setup() {
 }
 
 @test "rdcp: usage errors: exit 2, one line" {
-	for args in "" "a" "--json h1:a h2:b" "a b c" "a - h:d" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
+	for args in "" "a" "a b c" "a - h:d" ":x y" "u@[::1 h:y" "u@:y x" "--bogus a h:b" \
 		"-o Bogus=1 a h:b" "-o StrictHostKeyChecking=maybe a h:b" "-P 0 a h:b" \
 		"--streams 0 a h:b" "--compress=20 a h:b"; do
 		# shellcheck disable=SC2086 # split on purpose

@@ -52,11 +52,13 @@ b_bytes() {
 	[ "$ac" -gt $((3 * 1024 * 1024)) ] || fail "only $ac bytes on the A-C link"
 	# Two SSH logins and their channels: tens of KiB, never the file.
 	[ "$b" -lt $((512 * 1024)) ] || fail "$b bytes went through B"
-	# A directory as DST gets the source's name; -v shows both sides.
+	# A directory as DST gets the source's name; -v shows both sides;
+	# --json is C's count.
 	mkdir "$D/dir"
-	rdcp_b -v "rdxhost:$D/src" "rdxc:$D/dir"
+	rdcp_b -v --json "rdxhost:$D/src" "rdxc:$D/dir"
 	assert_status 0
 	assert_same "$D/src" "$D/dir/src"
+	assert_match "$output" '^\{"tool":"rdcp","bytes":3145729,"seconds":[0-9.]+,.*"transport":"(tcp|rdma)","streams":1,"compress":false,"encrypt":false\}$' "--json"
 	assert_match "$stderr" "^rdcp: rdsend on rdxhost listens on port [0-9]+; rdrecv on rdxc dials $IP_A$"
 	assert_match "$stderr" "^rdcp: rdxc: rdrecv: "
 	assert_match "$stderr" "^rdcp: rdxhost: rdsend: "
@@ -72,8 +74,9 @@ b_bytes() {
 	assert_status 0
 	assert_same_tree "$T" "$D/as"
 	mkdir "$D/into"
-	rdcp_b -r --streams 2 --encrypt --compress "rdxhost:$T" "rdxc:$D/into"
+	rdcp_b -r --streams 2 --encrypt --compress --json "rdxhost:$T" "rdxc:$D/into"
 	assert_status 0
+	assert_match "$output" '"streams":2,"compress":true,"encrypt":true\}$' "--json"
 	assert_same_tree "$T" "$D/into/tree"
 	mkdir "$D/many"
 	rdcp_b "rdxhost:$T/large1" "rdxhost:$T/private" "rdxc:$D/many"
