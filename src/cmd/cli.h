@@ -32,6 +32,7 @@ enum cli_key {
 	OPT_RDMA_DEV,
 	OPT_RDMA_PORT,
 	OPT_GID_INDEX,
+	OPT_SYNC,
 };
 
 /* Table rows both tools have, in --help order. */

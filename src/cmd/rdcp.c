@@ -21,6 +21,7 @@
 enum {
 	OPT_REMOTE_PATH = 512,
 	OPT_RDMA_ADDR,
+	OPT_CP_SYNC,
 };
 
 static const struct rdx_opt rdcp_opts[] = {
@@ -29,6 +30,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	  NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
 	  "with -r, follow every symlink instead of copying it", NULL },
+	{ "sync", OPT_CP_SYNC, RDX_ARG_NONE, NULL,
+	  "implies -r; skip files the destination has with the same size and mtime (and resume an interrupted tree)",
+	  NULL },
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,
 	  "more detail on stderr, the far side's too; a bandwidth line at the end", NULL },
 	{ "quiet", 'q', RDX_ARG_NONE, NULL,
@@ -178,6 +182,10 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'L':
 		r->c.o.tree_follow = true;
+		return 0;
+	case OPT_CP_SYNC:
+		r->c.o.tree_sync = true;
+		r->cp.recursive = true;
 		return 0;
 	case 'P':
 		return set_port(r, "--ssh-port", arg);

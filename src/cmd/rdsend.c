@@ -26,6 +26,8 @@ static const struct rdx_opt rdsend_opts[] = {
 	  "send the FILEs and directories as one tree (rdrecv -r extracts it)", NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
 	  "with -r, follow every symlink instead of sending it", NULL },
+	{ "sync", OPT_SYNC, RDX_ARG_NONE, NULL,
+	  "with -r, skip files the receiver has with the same size and mtime", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -54,6 +56,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'L':
 		c->o.tree_follow = true;
+		return 0;
+	case OPT_SYNC:
+		c->o.tree_sync = true;
 		return 0;
 	case OPT_COMPRESS:
 		c->o.compress = 1;
@@ -139,8 +144,8 @@ int main(int argc, char **argv)
 		c.o.tree_paths = (const char *const *)argv + first;
 		c.o.ntree = (unsigned)(argc - first);
 		c.o.path = NULL;
-	} else if (c.o.tree_follow) {
-		rdx_error("-L is for trees: use it with -r");
+	} else if (c.o.tree_follow || c.o.tree_sync) {
+		rdx_error("%s is for trees: use it with -r", c.o.tree_follow ? "-L" : "--sync");
 		return RDX_EXIT_USAGE;
 	}
 	ret = cli_server_setup(&c);

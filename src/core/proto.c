@@ -82,6 +82,62 @@ int rdx_hdr_decode(const uint8_t in[RDX_HDR_LEN], uint32_t max_data,
 	return 0;
 }
 
+bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,
+		     size_t *used)
+{
+	uint8_t *p = out + *used;
+
+	if (cap - *used < RDX_LIST_FIXED + (size_t)e->len)
+		return false;
+	put64(p, e->size);
+	put64(p + 8, (uint64_t)e->mtime);
+	put16(p + 16, e->len);
+	memcpy(p + RDX_LIST_FIXED, e->name, e->len);
+	*used += RDX_LIST_FIXED + e->len;
+	return true;
+}
+
+/* A name as the tree format allows it: relative, no empty, "." or ".."
+ * component, no NUL. */
+static bool list_name_ok(const char *n, size_t len)
+{
+	size_t i = 0;
+
+	if (!len || n[0] == '/' || memchr(n, '\0', len))
+		return false;
+	while (i < len) {
+		const char *c = n + i, *slash = memchr(c, '/', len - i);
+		size_t clen = slash ? (size_t)(slash - c) : len - i;
+
+		if (!clen || (clen == 1 && c[0] == '.') ||
+		    (clen == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		i += clen + (slash ? 1 : 0);
+		if (slash && i == len)
+			return false; /* trailing slash */
+	}
+	return true;
+}
+
+int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
+		    struct rdx_list_entry *e)
+{
+	const uint8_t *p = in + *off;
+
+	if (len - *off < RDX_LIST_FIXED)
+		return -RDX_EPROTO;
+	e->size = get64(p);
+	e->mtime = (int64_t)get64(p + 8);
+	e->len = get16(p + 16);
+	if (len - *off - RDX_LIST_FIXED < e->len || e->size > (uint64_t)INT64_MAX)
+		return -RDX_EPROTO;
+	e->name = (const char *)p + RDX_LIST_FIXED;
+	if (!list_name_ok(e->name, e->len))
+		return -RDX_EPROTO;
+	*off += RDX_LIST_FIXED + e->len;
+	return 0;
+}
+
 size_t rdx_hello_encode(const struct rdx_hello *m, uint8_t *out)
 {
 	memcpy(out, RDX_MAGIC, 4);
@@ -150,7 +206,9 @@ int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 	if (m->opts.slot_size < RDX_MIN_SLOT || m->opts.slot_size > RDX_MAX_SLOT ||
 	    m->opts.slot_size % RDX_MIN_SLOT || m->opts.streams == 0 ||
 	    m->opts.streams > RDX_MAX_STREAMS || m->opts.encrypt > 1 ||
-	    m->opts.compress > 22 || (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE)) ||
+	    m->opts.compress > 22 ||
+	    (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE | RDX_OPT_SYNC)) ||
+	    ((m->opts.flags & RDX_OPT_SYNC) && !(m->opts.flags & RDX_OPT_TREE)) ||
 	    (!(m->opts.flags & RDX_OPT_SIZE_KNOWN) && m->opts.size) ||
 	    m->opts.size > (uint64_t)INT64_MAX)
 		return -RDX_EPROTO;

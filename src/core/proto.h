@@ -44,6 +44,10 @@ enum rdx_ftype {
 	RDX_F_DONE,
 	RDX_F_ERROR,
 	RDX_F_KEEPALIVE,
+	RDX_F_LIST_REQ, /* --sync: sender asks for the receiver's files under its tops */
+	RDX_F_LIST,	/* receiver: some of them (rdx_list_entry records) */
+	RDX_F_LIST_ACK, /* sender: every RDX_LIST_WINDOW LISTs read */
+	RDX_F_LIST_END, /* receiver: that was all */
 	RDX_F_MAX
 };
 
@@ -74,6 +78,7 @@ struct rdx_opts_wire {
 };
 #define RDX_OPT_SIZE_KNOWN 1u
 #define RDX_OPT_TREE 2u /* the stream is a directory tree (src/core/tree.h) */
+#define RDX_OPT_SYNC 4u /* with TREE: the sender wants the receiver's listing first */
 #define RDX_OPTS_LEN 24
 
 /* What the receiver settles on, in ACCEPT. */
@@ -169,6 +174,26 @@ size_t rdx_done_encode(const struct rdx_done *m, uint8_t *out);
 int rdx_done_decode(const uint8_t *in, size_t len, struct rdx_done *m);
 
 /* Text longer than RDX_ERRTEXT_MAX is cut. */
+/* A receiver's regular file in a LIST frame, named as the sender names
+ * it ("top/dir/file"): size u64, mtime s64 (seconds), name length u16,
+ * name (no NUL, no empty or ".." component, not absolute). */
+struct rdx_list_entry {
+	uint64_t size;
+	int64_t mtime;
+	uint16_t len;
+	const char *name; /* not NUL-terminated: len bytes */
+};
+#define RDX_LIST_FIXED 18
+#define RDX_LIST_WINDOW 32 /* LISTs in flight before the receiver waits */
+
+/* Appends e at out[*used..cap); returns false when it does not fit. */
+bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,
+		     size_t *used);
+/* Decodes the record at in[*off..len) and advances *off.  Returns 0, or
+ * -RDX_EPROTO for a short or malformed record. */
+int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
+		    struct rdx_list_entry *e);
+
 size_t rdx_errmsg_encode(uint32_t code, const char *text, uint8_t *out);
 /* Non-printable bytes in the peer's text become '?'. */
 int rdx_errmsg_decode(const uint8_t *in, size_t len, struct rdx_errmsg *m);

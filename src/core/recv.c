@@ -399,6 +399,97 @@ static int open_file(struct receiver *x)
 	return 0;
 }
 
+/* --sync: our files under the sender's top-level names, in LIST frames;
+ * after every RDX_LIST_WINDOW of them we wait for the sender's LIST_ACK. */
+struct list_out {
+	struct rdx_session *s;
+	uint8_t buf[RDX_CTRL_MAX];
+	size_t used;
+	unsigned frames;
+};
+
+static int list_flush(struct list_out *l)
+{
+	struct rdx_session *s = l->s;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	int ret;
+
+	if (!l->used)
+		return 0;
+	ret = sess_send_ctrl(s, RDX_F_LIST, l->buf, l->used);
+	l->used = 0;
+	if (ret || ++l->frames % RDX_LIST_WINDOW)
+		return ret;
+	ret = sess_recv_ctrl(s, s->streams[0].conn, &h, buf, s->encrypt, &em);
+	if (ret == -RDX_EREMOTE)
+		return sess_peer_failure(s, &em);
+	if (!ret && (h.type != RDX_F_LIST_ACK || h.len))
+		return sess_fail(s, -RDX_EPROTO, "sender sent an unexpected message");
+	return ret;
+}
+
+static int list_emit(void *arg, const struct rdx_list_entry *e)
+{
+	struct list_out *l = arg;
+	int ret;
+
+	if (rdx_list_encode(e, l->buf, sizeof(l->buf), &l->used))
+		return 0;
+	ret = list_flush(l);
+	if (!ret && !rdx_list_encode(e, l->buf, sizeof(l->buf), &l->used))
+		ret = -RDX_EPROTO; /* cannot happen: names are bounded */
+	return ret;
+}
+
+static int serve_list(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_conn *c = s->streams[0].conn;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	struct list_out *l = calloc(1, sizeof(*l));
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	size_t off = 0;
+	int ret;
+
+	if (!l)
+		return sess_fail(s, -ENOMEM, "out of memory");
+	l->s = s;
+	ret = sess_recv_ctrl(s, c, &h, buf, s->encrypt, &em);
+	if (ret == -RDX_EREMOTE) {
+		ret = sess_peer_failure(s, &em);
+		goto out;
+	}
+	if (ret) {
+		ret = sess_fail_conn(s, c, ret, "lost the connection to the sender");
+		goto out;
+	}
+	if (h.type != RDX_F_LIST_REQ || (h.len && buf[h.len - 1] != '\0')) {
+		ret = sess_fail(s, -RDX_EPROTO, "sender sent a malformed listing request");
+		goto out;
+	}
+	/* NUL-terminated top-level names, one tree each. */
+	while (!ret && off < h.len) {
+		const char *top = (const char *)buf + off;
+
+		off += strlen(top) + 1;
+		ret = rdx_tree_unpack_list(x->tree, top, list_emit, l);
+		if (ret == -RDX_EPROTO)
+			ret = sess_fail(s, ret, "sender asked to list an unsafe name: '%s'", top);
+	}
+	if (!ret)
+		ret = list_flush(l);
+	if (!ret)
+		ret = sess_send_ctrl(s, RDX_F_LIST_END, buf, 0);
+	if (ret && !sess_error(s))
+		ret = sess_fail_conn(s, c, ret, "lost the connection to the sender");
+out:
+	free(l);
+	return ret;
+}
+
 /* -r: the unpacker, and the pipe to it as the sink. */
 static int open_tree(struct receiver *x)
 {
@@ -768,6 +859,8 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		goto out;
 	}
 	if (link_open(s) || meet_sender(x) || link_join_streams(s))
+		goto out;
+	if ((s->opts.flags & RDX_OPT_SYNC) && serve_list(x))
 		goto out;
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,

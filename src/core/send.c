@@ -564,8 +564,72 @@ static void stop_pipeline(struct sender *x)
 		pthread_join(x->readers[i], NULL);
 }
 
-/* The file, stdin, or a tree's packer at the far end of a pipe. */
-static int open_source(struct sender *x)
+/* --sync: asks the receiver for its files under our top-level names and
+ * collects them into *plan (LIST frames, acknowledged every
+ * RDX_LIST_WINDOW so that they never pile up on the way). */
+static int fetch_list(struct sender *x, struct rdx_tree_plan **plan)
+{
+	struct rdx_session *s = &x->s;
+	const struct rdx_xfer_opts *o = s->o;
+	struct rdx_conn *c = s->streams[0].conn;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	unsigned i, frames = 0;
+	size_t used = 0, off;
+	int ret;
+
+	if (rdx_tree_plan_new(plan))
+		return sess_fail(s, -ENOMEM, "out of memory");
+	for (i = 0; i < o->ntree; i++) {
+		char *top = rdx_tree_top_name(o->tree_paths[i]);
+		size_t n = top ? strlen(top) + 1 : 0;
+
+		if (used + n > RDX_CTRL_MAX) {
+			free(top);
+			return sess_fail(s, -RDX_EUSAGE, "--sync: the sources' names take more than %u bytes",
+					 RDX_CTRL_MAX);
+		}
+		if (top)
+			memcpy(buf + used, top, n); /* without one, the packer says why */
+		used += n;
+		free(top);
+	}
+	ret = sess_send_ctrl(s, RDX_F_LIST_REQ, buf, used);
+	if (ret)
+		return sess_fail_conn(s, c, ret, "lost the connection to the receiver");
+	for (;;) {
+		ret = sess_recv_ctrl(s, c, &h, buf, s->encrypt, &em);
+		if (ret == -RDX_EREMOTE)
+			return sess_peer_failure(s, &em);
+		if (ret)
+			return sess_fail_conn(s, c, ret, "lost the connection to the receiver");
+		if (h.type == RDX_F_LIST_END && h.len == 0)
+			break;
+		if (h.type != RDX_F_LIST)
+			return sess_fail(s, -RDX_EPROTO, "receiver sent an unexpected message");
+		for (off = 0; off < h.len;) {
+			struct rdx_list_entry e;
+
+			if (rdx_list_decode(buf, h.len, &off, &e))
+				return sess_fail(s, -RDX_EPROTO, "receiver sent a malformed listing");
+			if (rdx_tree_plan_add(*plan, &e))
+				return sess_fail(s, -ENOMEM, "out of memory");
+		}
+		if (++frames % RDX_LIST_WINDOW == 0) {
+			ret = sess_send_ctrl(s, RDX_F_LIST_ACK, buf, 0);
+			if (ret)
+				return sess_fail_conn(s, c, ret, "lost the connection to the receiver");
+		}
+	}
+	rdx_info(2, "--sync: the receiver listed %u frame%s of files", frames,
+		 frames == 1 ? "" : "s");
+	return 0;
+}
+
+/* The file, stdin, or a tree's packer at the far end of a pipe (with
+ * --sync, the receiver's listing, which the packer takes over). */
+static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
@@ -573,8 +637,8 @@ static int open_source(struct sender *x)
 
 	if (o->ntree) {
 		x->src_name = "the tree";
-		ret = rdx_tree_pack_start(&x->pack, o->tree_paths, o->ntree,
-					  o->tree_follow, &fd);
+		ret = rdx_tree_pack_start_plan(&x->pack, o->tree_paths, o->ntree,
+					       o->tree_follow, plan, &fd);
 		if (!ret) {
 			ret = rdx_source_open_fd(&x->src, fd, &s->stop);
 			if (ret)
@@ -609,9 +673,12 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		sess_fail(s, ret, "out of memory");
 		goto out;
 	}
-	ret = open_source(x);
-	if (ret)
-		goto out;
+	/* With --sync the packer starts once the receiver's listing is in. */
+	if (!o->ntree || !o->tree_sync) {
+		ret = open_source(x, NULL);
+		if (ret)
+			goto out;
+	}
 	s->opts = (struct rdx_opts_wire){
 		.slot_size = o->slot_size,
 		.slots = o->slots,
@@ -619,14 +686,24 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		.compress = (uint8_t)o->compress,
 		.encrypt = o->encrypt,
 	};
-	if (x->pack) {
-		s->opts.flags = RDX_OPT_TREE;
+	if (o->ntree) {
+		s->opts.flags = RDX_OPT_TREE | (o->tree_sync ? RDX_OPT_SYNC : 0);
 	} else if (rdx_source_seekable(x->src)) {
 		s->opts.flags = RDX_OPT_SIZE_KNOWN;
 		s->opts.size = rdx_source_size(x->src);
 	}
 	if (link_open(s) || handshake(x))
 		goto out;
+	if (o->ntree && o->tree_sync) {
+		struct rdx_tree_plan *plan = NULL;
+
+		if (fetch_list(x, &plan)) {
+			rdx_tree_plan_free(plan);
+			goto out;
+		}
+		if (open_source(x, plan))
+			goto out;
+	}
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,
 			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);

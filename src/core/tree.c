@@ -6,6 +6,7 @@
 
 #include "err.h"
 #include "fileio.h"
+#include "proto.h"
 #include "io.h"
 #include "log.h"
 
@@ -13,6 +14,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -62,6 +64,104 @@ static bool name_safe(const char *p)
 	return true;
 }
 
+/* ---- --sync: the receiver's listing ----------------------------------- */
+
+struct plan_slot {
+	char *name; /* NULL: free */
+	uint64_t size;
+	int64_t mtime;
+};
+
+struct rdx_tree_plan {
+	struct plan_slot *slots;
+	size_t cap; /* a power of two */
+	size_t used;
+};
+
+int rdx_tree_plan_new(struct rdx_tree_plan **out)
+{
+	struct rdx_tree_plan *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cap = 1024;
+	p->slots = calloc(p->cap, sizeof(*p->slots));
+	if (!p->slots) {
+		free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static struct plan_slot *plan_find(const struct rdx_tree_plan *p, const char *name,
+				   size_t len)
+{
+	size_t i = (size_t)XXH3_64bits(name, len) & (p->cap - 1);
+
+	while (p->slots[i].name &&
+	       (strlen(p->slots[i].name) != len || memcmp(p->slots[i].name, name, len)))
+		i = (i + 1) & (p->cap - 1);
+	return &p->slots[i];
+}
+
+static int plan_grow(struct rdx_tree_plan *p)
+{
+	struct rdx_tree_plan bigger = { .cap = p->cap * 2 };
+	size_t i;
+
+	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (i = 0; i < p->cap; i++)
+		if (p->slots[i].name)
+			*plan_find(&bigger, p->slots[i].name, strlen(p->slots[i].name)) = p->slots[i];
+	free(p->slots);
+	p->slots = bigger.slots;
+	p->cap = bigger.cap;
+	return 0;
+}
+
+int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e)
+{
+	struct plan_slot *slot;
+
+	if ((p->used + 1) * 2 > p->cap && plan_grow(p))
+		return -ENOMEM;
+	slot = plan_find(p, e->name, e->len);
+	if (!slot->name) {
+		slot->name = strndup(e->name, e->len);
+		if (!slot->name)
+			return -ENOMEM;
+		p->used++;
+	}
+	slot->size = e->size;
+	slot->mtime = e->mtime;
+	return 0;
+}
+
+void rdx_tree_plan_free(struct rdx_tree_plan *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->cap; i++)
+		free(p->slots[i].name);
+	free(p->slots);
+	free(p);
+}
+
+/* The receiver has this file as it is here. */
+static bool plan_unchanged(const struct rdx_tree_plan *p, struct archive_entry *e)
+{
+	const char *name = archive_entry_pathname(e);
+	const struct plan_slot *slot = plan_find(p, name, strlen(name));
+
+	return slot->name && slot->size == (uint64_t)archive_entry_size(e) &&
+	       slot->mtime == (int64_t)archive_entry_mtime(e);
+}
+
 /* ---- sender: walk and pack -------------------------------------------- */
 
 struct rdx_tree_pack {
@@ -74,6 +174,8 @@ struct rdx_tree_pack {
 	int err;	     /* the stream itself failed (-errno) */
 	unsigned unreadable; /* files skipped or sent empty */
 	unsigned unwalkable; /* sources that could not be opened */
+	struct rdx_tree_plan *plan; /* --sync, or NULL */
+	uint64_t unchanged;  /* files --sync did not send */
 };
 
 static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
@@ -92,7 +194,7 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 /* The name a source is sent under: its last component ("dir/" and
  * "dir/." give "dir"; "." gives the current directory's name).  NULL for
  * "/", which has none. */
-static char *top_name(const char *path)
+char *rdx_tree_top_name(const char *path)
 {
 	char *real = NULL, *top;
 	const char *base, *end;
@@ -221,6 +323,10 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
 			 archive_entry_sourcepath(e));
 		return 0;
 	}
+	if (p->plan && type == AE_IFREG && plan_unchanged(p->plan, e)) {
+		p->unchanged++;
+		return 0;
+	}
 	archive_entry_linkify(lr, &e, &spare);
 	if (!e)
 		return 0;
@@ -241,7 +347,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 {
 	struct archive *disk = NULL;
 	struct archive_entry *e = NULL;
-	char *root = strdup(path), *top = top_name(path), *name = NULL;
+	char *root = strdup(path), *top = rdx_tree_top_name(path), *name = NULL;
 	size_t rlen, cap = 0;
 	int ret = 0, r;
 
@@ -379,12 +485,22 @@ out:
 int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
 			unsigned n, bool follow, int *fd)
 {
+	return rdx_tree_pack_start_plan(out, paths, n, follow, NULL, fd);
+}
+
+int rdx_tree_pack_start_plan(struct rdx_tree_pack **out, const char *const *paths,
+			     unsigned n, bool follow, struct rdx_tree_plan *plan,
+			     int *fd)
+{
 	struct rdx_tree_pack *p = calloc(1, sizeof(*p));
 	int fds[2], ret;
 	unsigned i;
 
-	if (!p)
+	if (!p) {
+		rdx_tree_plan_free(plan);
 		return -ENOMEM;
+	}
+	p->plan = plan;
 	p->paths = calloc(n ? n : 1, sizeof(*p->paths));
 	if (!p->paths) {
 		free(p);
@@ -416,6 +532,7 @@ err:
 	for (i = 0; i < n; i++)
 		free(p->paths[i]);
 	free(p->paths);
+	rdx_tree_plan_free(p->plan);
 	free(p);
 	return ret;
 }
@@ -433,9 +550,13 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 		rdx_error("%u file%s could not be read (named above)",
 			  p->unwalkable + p->unreadable,
 			  p->unwalkable + p->unreadable == 1 ? "" : "s");
+	if (p->plan)
+		rdx_info(1, "--sync: %llu unchanged file%s not sent",
+			 (unsigned long long)p->unchanged, p->unchanged == 1 ? "" : "s");
 	for (i = 0; i < p->n; i++)
 		free(p->paths[i]);
 	free(p->paths);
+	rdx_tree_plan_free(p->plan);
 	free(p);
 	return ret;
 }
@@ -1030,6 +1151,66 @@ err:
 	free(u->buf);
 	XXH3_freeState(u->hash);
 	free(u);
+	return ret;
+}
+
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+			 int (*emit)(void *arg, const struct rdx_list_entry *e),
+			 void *arg)
+{
+	char *landing = NULL, *argv[2], *name = NULL;
+	struct stat st;
+	FTS *fts;
+	FTSENT *f;
+	size_t llen, tlen = strlen(top), cap = 0;
+	int ret = 0;
+
+	if (!name_safe(top) || strchr(top, '/') || !strcmp(top, "."))
+		return -RDX_EPROTO;
+	if (asprintf(&landing, "%s/%s", u->root, u->rename_top ? u->rename_top : top) < 0)
+		return -ENOMEM;
+	if (lstat(landing, &st) || !S_ISDIR(st.st_mode)) {
+		free(landing);
+		return 0; /* nothing there (or not a tree): everything is sent */
+	}
+	llen = strlen(landing);
+	argv[0] = landing;
+	argv[1] = NULL;
+	fts = fts_open(argv, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
+	while (fts && !ret && (f = fts_read(fts))) {
+		struct rdx_list_entry e;
+		size_t need;
+
+		if (f->fts_info != FTS_F)
+			continue;
+		need = tlen + (f->fts_pathlen - llen) + 1;
+		if (need > RDX_CTRL_MAX - RDX_LIST_FIXED)
+			continue; /* cannot be listed: it is sent again */
+		if (need > cap) {
+			char *bigger = realloc(name, need);
+
+			if (!bigger) {
+				ret = -ENOMEM;
+				break;
+			}
+			name = bigger;
+			cap = need;
+		}
+		snprintf(name, cap, "%s%s", top, f->fts_path + llen);
+		e = (struct rdx_list_entry){
+			.size = (uint64_t)f->fts_statp->st_size,
+			.mtime = (int64_t)f->fts_statp->st_mtime,
+			.len = (uint16_t)strlen(name),
+			.name = name,
+		};
+		ret = emit(arg, &e);
+	}
+	if (fts)
+		fts_close(fts);
+	else
+		ret = -errno;
+	free(name);
+	free(landing);
 	return ret;
 }
 

@@ -30,6 +30,22 @@
 
 struct rdx_tree_pack;
 struct rdx_tree_unpack;
+struct rdx_tree_plan;
+struct rdx_list_entry;
+
+/* --sync: the receiver's regular files (from its LIST frames), by the
+ * names the sender sends them under.  Memory grows with the destination
+ * tree: about 60 bytes plus the name per file. */
+int rdx_tree_plan_new(struct rdx_tree_plan **out);
+
+/* Adds one listed file.  Returns 0 or -ENOMEM. */
+int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e);
+
+void rdx_tree_plan_free(struct rdx_tree_plan *p);
+
+/* The name a source path is sent under (its last component; "." and
+ * "dir/" resolved), malloc'ed; NULL for "/" or out of memory. */
+char *rdx_tree_top_name(const char *path);
 
 /* Starts walking paths[0..n) (each one a file or directory, sent under its
  * base name) on a thread of its own; *fd is the read end of the stream,
@@ -40,6 +56,13 @@ struct rdx_tree_unpack;
  * paths until rdx_tree_pack_finish().  Returns 0 or -errno. */
 int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
 			unsigned n, bool follow, int *fd);
+
+/* With plan (taken over by the packer, freed by rdx_tree_pack_finish()):
+ * regular files the receiver has with the same size and mtime (seconds)
+ * are not sent. */
+int rdx_tree_pack_start_plan(struct rdx_tree_pack **out, const char *const *paths,
+			     unsigned n, bool follow, struct rdx_tree_plan *plan,
+			     int *fd);
 
 /* Waits for the walk to end (the caller has read the stream to its end,
  * or closed it) and frees it.  Returns 0; -RDX_ELOCAL when some files
@@ -57,6 +80,15 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
  * directory). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, const atomic_int *stop, int *fd);
+
+/* --sync: calls emit for every regular file the receiver has where the
+ * sender's top-level name top would land (walked without following
+ * symlinks), named as the sender names it.  A top that is not a plain
+ * name is refused (-RDX_EPROTO); emit's non-zero result stops the walk
+ * and is returned. */
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+			 int (*emit)(void *arg, const struct rdx_list_entry *e),
+			 void *arg);
 
 /* What an extraction made (for -v). */
 struct rdx_tree_counts {

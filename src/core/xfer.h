@@ -25,6 +25,7 @@ struct rdx_xfer_opts {
 	unsigned ntree;
 	bool tree;	   /* receiver */
 	bool tree_follow;  /* sender: follow every symlink (-L) */
+	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
 	struct rdx_key key;
 	enum rdx_transport_mode transport;
 	const char *rdma_dev; /* --rdma-dev, or NULL */

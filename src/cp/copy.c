@@ -181,6 +181,8 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
+	if (o->recursive && o->xo.tree_sync)
+		cp_cmd_raw(c, " --sync");
 	add_secs(c, "--connect-timeout", CP_FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
