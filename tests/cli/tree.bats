@@ -221,3 +221,66 @@ send_tree() {
 	wait_recv 60
 	assert_rc recv "$RECV_RC" 4
 }
+
+@test "--sync: a second copy sends only what changed; an interrupted tree resumes" {
+	mkdir "$D/out"
+	send_tree -r PORT key "$D/out" -- -r --sync 127.0.0.1 PORT key "$SMALL"
+	assert_status 0
+	assert_same_tree "$SMALL" "$D/out/small"
+	ino=$(stat -c %i "$D/out/small/large2")
+	# Nothing changed: no file data goes (the stream is directory headers).
+	send_tree -r PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$SMALL"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(find "$SMALL" -type f | wc -l) unchanged files not sent"
+	sent=$(sed -n 's/.*sent \([0-9]*\) bytes.*/\1/p' <<<"$stderr")
+	[ "$sent" -lt $((1024 * 1024)) ] || fail "sent $sent bytes for an unchanged tree"
+	[ "$(stat -c %i "$D/out/small/large2")" = "$ino" ] || fail "an unchanged file was rewritten"
+	assert_same_tree "$SMALL" "$D/out/small"
+	# A file changed (size and mtime) is sent again, the rest is not.
+	mkdir "$D/src"
+	cp -a "$SMALL" "$D/src/"
+	echo changed >>"$D/src/small/d1/s1/f1"
+	send_tree -r PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$D/src/small"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(($(find "$SMALL" -type f | wc -l) - 1)) unchanged files not sent"
+	cmp "$D/src/small/d1/s1/f1" "$D/out/small/d1/s1/f1" || fail "the changed file was not sent"
+	# A copy killed in its big file: with --sync the next one completes,
+	# without sending again the files that arrived whole.
+	mkdir -p "$D/big" "$D/out2"
+	mkrand "$D/big/a-done" 100000
+	mktext "$D/big/zlarge" $((48 * 1024 * 1024))
+	port=$(free_port)
+	start_recv -r --wait 30 --timeout 5 "$port" key "$D/out2"
+	wait_listen "$port"
+	start_send -r --compress=19 127.0.0.1 "$port" key "$D/big"
+	wait_temp "$D/out2/big/zlarge" 30
+	kill -KILL "$SEND_PID"
+	wait_recv 30
+	[ -f "$D/out2/big/a-done" ] && [ ! -e "$D/out2/big/zlarge" ] || fail "unexpected state after the kill"
+	send_tree -r PORT key "$D/out2" -- -v -r --sync 127.0.0.1 PORT key "$D/big"
+	assert_status 0
+	assert_match "$stderr" "--sync: 1 unchanged file not sent"
+	assert_same "$D/big/zlarge" "$D/out2/big/zlarge"
+	assert_same "$D/big/a-done" "$D/out2/big/a-done"
+}
+
+@test "rdcp --sync: both directions, a second run sends no file data" {
+	# As with cp -r, a second copy of a tree goes into DST when DST is a
+	# directory: both runs use one, so the tree lands at DST/small.
+	mkdir "$D/far" "$D/near"
+	rdcp_b --sync "$SMALL" "rdxhost:$D/far"
+	assert_status 0
+	assert_same_tree "$SMALL" "$D/far/small"
+	rdcp_b -v --sync "$SMALL" "rdxhost:$D/far"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(find "$SMALL" -type f | wc -l) unchanged files not sent"
+	rdcp_b --sync "rdxhost:$D/far/small" "$D/near"
+	assert_status 0
+	assert_same_tree "$SMALL" "$D/near/small"
+	touch -d '2000-01-01' "$D/far/small/large1"
+	rdcp_b -v --sync "rdxhost:$D/far/small" "$D/near"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(($(find "$SMALL" -type f | wc -l) - 1)) unchanged files not sent"
+	[ "$(stat -c %Y "$D/near/small/large1")" = "$(stat -c %Y "$D/far/small/large1")" ] ||
+		fail "large1 was not sent again"
+}

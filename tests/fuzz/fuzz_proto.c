@@ -61,6 +61,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rdx_done_decode(p, n, &done) == 0) {
 		CHECK(rdx_done_encode(&done, out) == n && memcmp(out, p, n) == 0);
 	}
+	if (n <= RDX_CTRL_MAX) {
+		/* A LIST frame's records: each decodes to a safe name and
+		 * re-encodes to the same bytes; a bad one stops the frame. */
+		struct rdx_list_entry le;
+		size_t off = 0, used = 0;
+
+		while (off < n && rdx_list_decode(p, n, &off, &le) == 0) {
+			size_t i;
+
+			CHECK(le.len > 0 && le.name[0] != '/' && !memchr(le.name, 0, le.len));
+			for (i = 0; i + 1 < le.len; i++)
+				CHECK(!(le.name[i] == '.' && le.name[i + 1] == '.' &&
+					(i == 0 || le.name[i - 1] == '/') &&
+					(i + 2 == le.len || le.name[i + 2] == '/')));
+			CHECK(rdx_list_encode(&le, out, sizeof(out), &used));
+			CHECK(used == off && memcmp(out, p, used) == 0);
+		}
+	}
 	if (rdx_errmsg_decode(p, n, &em) == 0) {
 		size_t i, len = strlen(em.text);
 
