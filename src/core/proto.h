@@ -185,6 +185,8 @@ struct rdx_list_entry {
 };
 #define RDX_LIST_FIXED 18
 #define RDX_LIST_WINDOW 32 /* LISTs in flight before the receiver waits */
+/* LIST and LIST_REQ payloads: a control frame, less the tag it may carry. */
+#define RDX_LIST_MAX (RDX_CTRL_MAX - RDX_TAG_LEN)
 
 /* Appends e at out[*used..cap); returns false when it does not fit. */
 bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,

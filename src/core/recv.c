@@ -403,7 +403,7 @@ static int open_file(struct receiver *x)
  * after every RDX_LIST_WINDOW of them we wait for the sender's LIST_ACK. */
 struct list_out {
 	struct rdx_session *s;
-	uint8_t buf[RDX_CTRL_MAX];
+	uint8_t buf[RDX_LIST_MAX];
 	size_t used;
 	unsigned frames;
 };

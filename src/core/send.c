@@ -585,10 +585,10 @@ static int fetch_list(struct sender *x, struct rdx_tree_plan **plan)
 		char *top = rdx_tree_top_name(o->tree_paths[i]);
 		size_t n = top ? strlen(top) + 1 : 0;
 
-		if (used + n > RDX_CTRL_MAX) {
+		if (used + n > RDX_LIST_MAX) {
 			free(top);
 			return sess_fail(s, -RDX_EUSAGE, "--sync: the sources' names take more than %u bytes",
-					 RDX_CTRL_MAX);
+					 RDX_LIST_MAX);
 		}
 		if (top)
 			memcpy(buf + used, top, n); /* without one, the packer says why */

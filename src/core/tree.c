@@ -1184,7 +1184,7 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
 		if (f->fts_info != FTS_F)
 			continue;
 		need = tlen + (f->fts_pathlen - llen) + 1;
-		if (need > RDX_CTRL_MAX - RDX_LIST_FIXED)
+		if (need > RDX_LIST_MAX - RDX_LIST_FIXED)
 			continue; /* cannot be listed: it is sent again */
 		if (need > cap) {
 			char *bigger = realloc(name, need);
