@@ -284,3 +284,13 @@ send_tree() {
 	[ "$(stat -c %Y "$D/near/small/large1")" = "$(stat -c %Y "$D/far/small/large1")" ] ||
 		fail "large1 was not sent again"
 }
+
+@test "--sync --encrypt: a listing of many sealed frames, acknowledged as it goes" {
+	mkdir "$D/out"
+	send_tree -r PORT key "$D/out" -- -r --encrypt 127.0.0.1 PORT key "$BIG"
+	assert_status 0
+	send_tree -r PORT key "$D/out" -- -v -r --sync --encrypt --streams 2 127.0.0.1 PORT key "$BIG"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(find "$BIG" -type f | wc -l) unchanged files not sent"
+	assert_same_tree "$BIG" "$D/out/big"
+}
