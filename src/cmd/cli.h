@@ -33,6 +33,8 @@ enum cli_key {
 	OPT_RDMA_PORT,
 	OPT_GID_INDEX,
 	OPT_SYNC,
+	OPT_TREE_DELETE,
+	OPT_TREE_DRY_RUN,
 };
 
 /* Table rows both tools have, in --help order. */

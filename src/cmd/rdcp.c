@@ -22,6 +22,8 @@ enum {
 	OPT_REMOTE_PATH = 512,
 	OPT_RDMA_ADDR,
 	OPT_CP_SYNC,
+	OPT_CP_DELETE,
+	OPT_CP_DRY_RUN,
 };
 
 static const struct rdx_opt rdcp_opts[] = {
@@ -33,6 +35,11 @@ static const struct rdx_opt rdcp_opts[] = {
 	{ "sync", OPT_CP_SYNC, RDX_ARG_NONE, NULL,
 	  "implies -r; skip files the destination has with the same size and mtime (and resume an interrupted tree)",
 	  NULL },
+	{ "delete", OPT_CP_DELETE, RDX_ARG_NONE, NULL,
+	  "implies --sync; remove what the destination has under the trees and the source does not",
+	  NULL },
+	{ "dry-run", OPT_CP_DRY_RUN, RDX_ARG_NONE, NULL,
+	  "implies --sync; only say what would be copied and deleted", NULL },
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,
 	  "more detail on stderr, the far side's too; a bandwidth line at the end", NULL },
 	{ "quiet", 'q', RDX_ARG_NONE, NULL,
@@ -184,7 +191,11 @@ static int handle(int key, const char *arg, void *ctx)
 		r->c.o.tree_follow = true;
 		return 0;
 	case OPT_CP_SYNC:
+	case OPT_CP_DELETE:
+	case OPT_CP_DRY_RUN:
 		r->c.o.tree_sync = true;
+		r->c.o.tree_delete |= key == OPT_CP_DELETE;
+		r->c.o.tree_dry_run |= key == OPT_CP_DRY_RUN;
 		r->cp.recursive = true;
 		return 0;
 	case 'P':

@@ -28,6 +28,11 @@ static const struct rdx_opt rdsend_opts[] = {
 	  "with -r, follow every symlink instead of sending it", NULL },
 	{ "sync", OPT_SYNC, RDX_ARG_NONE, NULL,
 	  "with -r, skip files the receiver has with the same size and mtime", NULL },
+	{ "delete", OPT_TREE_DELETE, RDX_ARG_NONE, NULL,
+	  "with -r, implies --sync: remove what the receiver has under the trees and we do not",
+	  NULL },
+	{ "dry-run", OPT_TREE_DRY_RUN, RDX_ARG_NONE, NULL,
+	  "with -r, implies --sync: only say what would be sent and deleted", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -59,6 +64,12 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_SYNC:
 		c->o.tree_sync = true;
+		return 0;
+	case OPT_TREE_DELETE:
+		c->o.tree_sync = c->o.tree_delete = true;
+		return 0;
+	case OPT_TREE_DRY_RUN:
+		c->o.tree_sync = c->o.tree_dry_run = true;
 		return 0;
 	case OPT_COMPRESS:
 		c->o.compress = 1;
@@ -145,7 +156,9 @@ int main(int argc, char **argv)
 		c.o.ntree = (unsigned)(argc - first);
 		c.o.path = NULL;
 	} else if (c.o.tree_follow || c.o.tree_sync) {
-		rdx_error("%s is for trees: use it with -r", c.o.tree_follow ? "-L" : "--sync");
+		rdx_error("%s is for trees: use it with -r",
+			  c.o.tree_follow ? "-L" : c.o.tree_delete ? "--delete"
+					      : c.o.tree_dry_run ? "--dry-run" : "--sync");
 		return RDX_EXIT_USAGE;
 	}
 	ret = cli_server_setup(&c);

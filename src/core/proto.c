@@ -89,9 +89,10 @@ bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,
 
 	if (cap - *used < RDX_LIST_FIXED + (size_t)e->len)
 		return false;
-	put64(p, e->size);
-	put64(p + 8, (uint64_t)e->mtime);
-	put16(p + 16, e->len);
+	p[0] = e->type;
+	put64(p + 1, e->size);
+	put64(p + 9, (uint64_t)e->mtime);
+	put16(p + 17, e->len);
 	memcpy(p + RDX_LIST_FIXED, e->name, e->len);
 	*used += RDX_LIST_FIXED + e->len;
 	return true;
@@ -126,10 +127,12 @@ int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
 
 	if (len - *off < RDX_LIST_FIXED)
 		return -RDX_EPROTO;
-	e->size = get64(p);
-	e->mtime = (int64_t)get64(p + 8);
-	e->len = get16(p + 16);
-	if (len - *off - RDX_LIST_FIXED < e->len || e->size > (uint64_t)INT64_MAX)
+	e->type = p[0];
+	e->size = get64(p + 1);
+	e->mtime = (int64_t)get64(p + 9);
+	e->len = get16(p + 17);
+	if (len - *off - RDX_LIST_FIXED < e->len || e->size > (uint64_t)INT64_MAX ||
+	    (e->type != RDX_LIST_FILE && e->type != RDX_LIST_DIR && e->type != RDX_LIST_OTHER))
 		return -RDX_EPROTO;
 	e->name = (const char *)p + RDX_LIST_FIXED;
 	if (!list_name_ok(e->name, e->len))

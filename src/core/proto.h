@@ -174,16 +174,19 @@ size_t rdx_done_encode(const struct rdx_done *m, uint8_t *out);
 int rdx_done_decode(const uint8_t *in, size_t len, struct rdx_done *m);
 
 /* Text longer than RDX_ERRTEXT_MAX is cut. */
-/* A receiver's regular file in a LIST frame, named as the sender names
- * it ("top/dir/file"): size u64, mtime s64 (seconds), name length u16,
- * name (no NUL, no empty or ".." component, not absolute). */
+/* What a receiver has in a LIST frame, named as the sender names it
+ * ("top/dir/file"): type u8 (RDX_LIST_FILE, _DIR, _OTHER), size u64,
+ * mtime s64 (seconds), name length u16, name (no NUL, no empty, "." or
+ * ".." component, not absolute). */
+enum { RDX_LIST_FILE = 'f', RDX_LIST_DIR = 'd', RDX_LIST_OTHER = 'o' };
 struct rdx_list_entry {
+	uint8_t type;
 	uint64_t size;
 	int64_t mtime;
 	uint16_t len;
 	const char *name; /* not NUL-terminated: len bytes */
 };
-#define RDX_LIST_FIXED 18
+#define RDX_LIST_FIXED 19
 #define RDX_LIST_WINDOW 32 /* LISTs in flight before the receiver waits */
 /* LIST and LIST_REQ payloads: a control frame, less the tag it may carry. */
 #define RDX_LIST_MAX (RDX_CTRL_MAX - RDX_TAG_LEN)

@@ -701,6 +701,7 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 			rdx_tree_plan_free(plan);
 			goto out;
 		}
+		rdx_tree_plan_options(plan, o->tree_delete, o->tree_dry_run);
 		if (open_source(x, plan))
 			goto out;
 	}

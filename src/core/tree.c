@@ -70,13 +70,22 @@ struct plan_slot {
 	char *name; /* NULL: free */
 	uint64_t size;
 	int64_t mtime;
+	uint8_t type;
+	bool seen; /* the walk has it too */
 };
 
 struct rdx_tree_plan {
 	struct plan_slot *slots;
 	size_t cap; /* a power of two */
 	size_t used;
+	bool delete, dry_run;
 };
+
+void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run)
+{
+	p->delete = delete;
+	p->dry_run = dry_run;
+}
 
 int rdx_tree_plan_new(struct rdx_tree_plan **out)
 {
@@ -137,6 +146,7 @@ int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e)
 	}
 	slot->size = e->size;
 	slot->mtime = e->mtime;
+	slot->type = e->type;
 	return 0;
 }
 
@@ -152,14 +162,65 @@ void rdx_tree_plan_free(struct rdx_tree_plan *p)
 	free(p);
 }
 
-/* The receiver has this file as it is here. */
-static bool plan_unchanged(const struct rdx_tree_plan *p, struct archive_entry *e)
+/* Notes that the walk has e; returns true when the receiver has it as a
+ * regular file as it is here (same size and mtime). */
+static bool plan_walked(const struct rdx_tree_plan *p, struct archive_entry *e)
 {
 	const char *name = archive_entry_pathname(e);
-	const struct plan_slot *slot = plan_find(p, name, strlen(name));
+	struct plan_slot *slot = plan_find(p, name, strlen(name));
 
-	return slot->name && slot->size == (uint64_t)archive_entry_size(e) &&
+	if (!slot->name)
+		return false;
+	slot->seen = true;
+	return slot->type == RDX_LIST_FILE && archive_entry_filetype(e) == AE_IFREG &&
+	       slot->size == (uint64_t)archive_entry_size(e) &&
 	       slot->mtime == (int64_t)archive_entry_mtime(e);
+}
+
+static int by_name_desc(const void *a, const void *b)
+{
+	return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* --delete: the removal entries for what the receiver listed and the walk
+ * did not see, children first (names in descending order put "d/x"
+ * before "d").  Returns 0, -ENOMEM or -EPIPE. */
+static int pack_deletes(struct rdx_tree_plan *p, struct archive *w)
+{
+	char **names = malloc((p->used ? p->used : 1) * sizeof(*names));
+	size_t i, n = 0;
+	int ret = 0;
+
+	if (!names)
+		return -ENOMEM;
+	for (i = 0; i < p->cap; i++)
+		if (p->slots[i].name && !p->slots[i].seen)
+			names[n++] = p->slots[i].name;
+	qsort(names, n, sizeof(*names), by_name_desc);
+	for (i = 0; i < n && !ret; i++) {
+		struct archive_entry *e;
+		size_t len = strlen(names[i]);
+
+		if (p->dry_run) {
+			rdx_info(0, "would delete '%s'", names[i]);
+			continue;
+		}
+		e = archive_entry_new();
+		if (!e) {
+			ret = -ENOMEM;
+			break;
+		}
+		archive_entry_set_pathname(e, RDX_TREE_DELETE_NAME);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0400);
+		archive_entry_set_size(e, (la_int64_t)len);
+		if (archive_write_header(w, e) < ARCHIVE_WARN ||
+		    archive_write_data(w, names[i], len) != (la_ssize_t)len)
+			ret = -EPIPE;
+		archive_entry_free(e);
+	}
+	free(names);
+	return ret;
 }
 
 /* ---- sender: walk and pack -------------------------------------------- */
@@ -176,6 +237,7 @@ struct rdx_tree_pack {
 	unsigned unwalkable; /* sources that could not be opened */
 	struct rdx_tree_plan *plan; /* --sync, or NULL */
 	uint64_t unchanged;  /* files --sync did not send */
+	bool incomplete;     /* the walk warned: --delete deletes nothing */
 };
 
 static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
@@ -323,8 +385,13 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
 			 archive_entry_sourcepath(e));
 		return 0;
 	}
-	if (p->plan && type == AE_IFREG && plan_unchanged(p->plan, e)) {
+	if (p->plan && plan_walked(p->plan, e)) {
 		p->unchanged++;
+		return 0;
+	}
+	if (p->plan && p->plan->dry_run) {
+		if (type == AE_IFREG)
+			rdx_info(0, "would send '%s'", archive_entry_pathname(e));
 		return 0;
 	}
 	archive_entry_linkify(lr, &e, &spare);
@@ -389,9 +456,11 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 		if (r == ARCHIVE_EOF)
 			break;
 		src = archive_entry_pathname(e);
-		if (r < ARCHIVE_OK)
+		if (r < ARCHIVE_OK) {
 			rdx_warn("cannot read '%s': %s", src ? src : path,
 				 archive_error_string(disk));
+			p->incomplete = true;
+		}
 		if (r == ARCHIVE_FATAL) {
 			p->unwalkable++;
 			break;
@@ -460,6 +529,13 @@ static void *pack_main(void *arg)
 	}
 	for (i = 0; i < p->n && !ret; i++)
 		ret = pack_root(p, w, lr, p->paths[i], h);
+	/* What the walk could not see must not be taken for gone. */
+	if (!ret && p->plan && p->plan->delete) {
+		if (p->unwalkable || p->unreadable || p->incomplete)
+			rdx_warn("--delete: nothing deleted, the sources were not all read");
+		else
+			ret = pack_deletes(p->plan, w);
+	}
 	/* The pax strategy defers nothing, but the contract is to ask. */
 	while (!ret) {
 		archive_entry_linkify(lr, &e, &spare);
@@ -784,6 +860,43 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 	return 0;
 }
 
+/* A removal entry (--delete): the receiver's own entry, named as the
+ * sender names it, checked like any other name. */
+static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
+		       struct archive_entry *e)
+{
+	la_int64_t size = archive_entry_size(e);
+	char name[4097], *full;
+	struct stat st;
+	la_ssize_t n;
+
+	if (u->pend_final)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: no hash after '%s'",
+				   shown(u, u->pend_final));
+	if (size <= 0 || size >= (la_int64_t)sizeof(name))
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a removal of %lld bytes",
+				   (long long)size);
+	n = archive_read_data(rd, name, sizeof(name) - 1);
+	if (n != size || memchr(name, '\0', (size_t)n))
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a bad removal");
+	name[n] = '\0';
+	full = map_name(u, name);
+	if (!full)
+		return u->err ? u->err : -ENOMEM;
+	if (lstat(full, &st) == 0) {
+		if (S_ISDIR(st.st_mode) ? rmdir(full) : unlink(full)) {
+			rdx_warn("cannot delete '%s': %s", shown(u, full), strerror(errno));
+			u->failed++;
+		} else {
+			rdx_info(1, "deleted '%s'", shown(u, full));
+		}
+	}
+	free(full);
+	free(u->checked); /* what was checked may be gone */
+	u->checked = NULL;
+	return 0;
+}
+
 /* Copies an entry's data to disk, hashing it.  Returns 0, or -1 when
  * writing failed (named, counted), or a fatal code. */
 static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
@@ -1040,6 +1153,10 @@ static void *unpack_main(void *arg)
 		    strcmp(archive_entry_pathname(e), RDX_TREE_HASH_NAME) == 0) {
 			if (take_hash(u, rd, e))
 				break;
+		} else if (archive_entry_pathname(e) &&
+			   strcmp(archive_entry_pathname(e), RDX_TREE_DELETE_NAME) == 0) {
+			if (take_delete(u, rd, e))
+				break;
 		} else if (unpack_entry(u, rd, wd, e)) {
 			break;
 		}
@@ -1181,7 +1298,8 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
 		struct rdx_list_entry e;
 		size_t need;
 
-		if (f->fts_info != FTS_F)
+		if (f->fts_level == 0 || f->fts_info == FTS_DP || f->fts_info == FTS_DNR ||
+		    f->fts_info == FTS_ERR || f->fts_info == FTS_NS || f->fts_info == FTS_DC)
 			continue;
 		need = tlen + (f->fts_pathlen - llen) + 1;
 		if (need > RDX_LIST_MAX - RDX_LIST_FIXED)
@@ -1198,6 +1316,9 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
 		}
 		snprintf(name, cap, "%s%s", top, f->fts_path + llen);
 		e = (struct rdx_list_entry){
+			.type = f->fts_info == FTS_F ? RDX_LIST_FILE
+				: f->fts_info == FTS_D ? RDX_LIST_DIR
+						       : RDX_LIST_OTHER,
 			.size = (uint64_t)f->fts_statp->st_size,
 			.mtime = (int64_t)f->fts_statp->st_mtime,
 			.len = (uint16_t)strlen(name),

@@ -27,6 +27,8 @@
 #include <stdint.h>
 
 #define RDX_TREE_HASH_NAME "/.rdx-xxh3-128"
+/* --delete: an entry whose data is a name the receiver removes. */
+#define RDX_TREE_DELETE_NAME "/.rdx-delete"
 
 struct rdx_tree_pack;
 struct rdx_tree_unpack;
@@ -38,8 +40,14 @@ struct rdx_list_entry;
  * tree: about 60 bytes plus the name per file. */
 int rdx_tree_plan_new(struct rdx_tree_plan **out);
 
-/* Adds one listed file.  Returns 0 or -ENOMEM. */
+/* Adds one listed entry.  Returns 0 or -ENOMEM. */
 int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e);
+
+/* delete: after the files, the packer sends the removal of every listed
+ * entry it did not walk (children before their directories).  dry_run:
+ * it sends nothing but prints "would send 'NAME'" and "would delete
+ * 'NAME'" lines on stderr. */
+void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run);
 
 void rdx_tree_plan_free(struct rdx_tree_plan *p);
 

@@ -26,6 +26,8 @@ struct rdx_xfer_opts {
 	bool tree;	   /* receiver */
 	bool tree_follow;  /* sender: follow every symlink (-L) */
 	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
+	bool tree_delete;  /* sender, with tree_sync: remove what we lack */
+	bool tree_dry_run; /* sender, with tree_sync: only say what would go */
 	struct rdx_key key;
 	enum rdx_transport_mode transport;
 	const char *rdma_dev; /* --rdma-dev, or NULL */

@@ -183,6 +183,10 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
 	if (o->recursive && o->xo.tree_sync)
 		cp_cmd_raw(c, " --sync");
+	if (o->recursive && o->xo.tree_delete)
+		cp_cmd_raw(c, " --delete");
+	if (o->recursive && o->xo.tree_dry_run)
+		cp_cmd_raw(c, " --dry-run");
 	add_secs(c, "--connect-timeout", CP_FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);
@@ -456,8 +460,9 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 	/* The far side's own words: on success only what -v asked for, and
 	 * likewise when the error it sent us is printed already or we
 	 * stopped it ourselves. */
+	/* A dry run's list comes on the far sender's stderr. */
 	if (ret == -RDX_EREMOTE || terminated || (!ret && status == 0))
-		quiet_far = o->verbose == 0 || o->quiet;
+		quiet_far = (o->verbose == 0 || o->quiet) && !(o->xo.tree_dry_run && !push);
 	if (!quiet_far)
 		cp_show_far_stderr(r, far->host);
 	if (!ret && status != 0) {
