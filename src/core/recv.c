@@ -348,10 +348,12 @@ static void *writer_main(void *arg)
 	while ((ret = rdx_ring_take(s->ring, order_hook, s, &slot)) == 1) {
 		ret = rdx_sink_write(x->sink, slot->data, slot->len, slot->offset);
 		if (ret) {
-			/* An unpacker that stopped reading says why itself. */
-			if (x->tree && ret == -EPIPE)
-				end_tree(x, false);
-			else if (ret != -ECANCELED)
+			/* An unpacker that stopped reading says why itself;
+			 * one that read a whole tree got data after it. */
+			if (x->tree && ret == -EPIPE) {
+				if (end_tree(x, false) == 0)
+					sess_fail(s, -RDX_EPROTO, "sender sent data after the end of the tree");
+			} else if (ret != -ECANCELED)
 				sess_fail(s, -RDX_ELOCAL, "cannot write '%s': %s",
 					  rdx_sink_name(x->sink), rdx_strerror(ret));
 			break;
@@ -784,6 +786,9 @@ static int finish(struct receiver *x)
 	if (memcmp(x->eos.hash, canon.digest, RDX_HASH_LEN))
 		return sess_fail(s, -RDX_EINTEGRITY,
 				 "data corrupted in transit (xxh3-128 mismatch)");
+	if (!x->sink) /* a tree's unpacker ended early (said why, or not) */
+		return sess_error(s) ? sess_error(s)
+				     : sess_fail(s, -RDX_EPROTO, "sender sent data after the end of the tree");
 	ret = rdx_sink_flush(x->sink, s->total);
 	if (ret)
 		return sess_fail(s, -RDX_ELOCAL, "cannot finish '%s': %s",

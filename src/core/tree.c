@@ -46,8 +46,10 @@ static int new_pipe(int fds[2])
 	return 0;
 }
 
-/* A received name is safe when it is relative and has no ".." component
- * (an empty one or "." is harmless). */
+/* A received name is safe when it is relative and every component is a
+ * real name: no empty one, no "." (a symlink or directory named "." would
+ * be the root itself) and no "..".  One trailing slash (libarchive's mark
+ * of a directory) is allowed. */
 static bool name_safe(const char *p)
 {
 	const char *c = p;
@@ -56,9 +58,12 @@ static bool name_safe(const char *p)
 		return false;
 	while (*c) {
 		const char *end = strchrnul(c, '/');
+		size_t len = (size_t)(end - c);
 
-		if (end - c == 2 && c[0] == '.' && c[1] == '.')
+		if (!len || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
 			return false;
+		if (*end && !end[1])
+			break; /* "dir/" */
 		c = *end ? end + 1 : end;
 	}
 	return true;
@@ -703,45 +708,48 @@ static const char *shown(const struct rdx_tree_unpack *u, const char *full)
 }
 
 /* Refuses a name whose directories (not its last component) include a
- * symlink: we never write or link through one. */
-static bool parents_real(const char *name, size_t rootlen)
+ * symlink (ELOOP) or anything but a directory: we never write or link
+ * through one.  Returns 0 or an errno value. */
+static int parents_real(const char *name, size_t rootlen)
 {
 	char *copy = strdup(name), *slash;
 	struct stat st;
-	bool ok = true;
+	int err = 0;
 
 	if (!copy)
-		return false;
+		return ENOMEM;
 	/* name is root/...: the root itself has no symlink (realpath). */
-	for (slash = strchr(copy + rootlen + 1, '/'); slash && ok; slash = strchr(slash + 1, '/')) {
+	for (slash = strchr(copy + rootlen + 1, '/'); slash && !err; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (lstat(copy, &st) == 0)
-			ok = S_ISDIR(st.st_mode);
+			err = S_ISDIR(st.st_mode) ? 0 : ELOOP;
 		else if (errno != ENOENT)
-			ok = false;
+			err = errno;
 		else
 			break; /* not there yet: made by the extraction */
 		*slash = '/';
 	}
 	free(copy);
-	return ok;
+	return err;
 }
 
 /* parents_real(), skipped for the directory checked last: entries come
  * directory by directory.  Only a symlink made since can change the
  * answer, and making one forgets it (unpack_entry). */
-static bool parents_checked(struct rdx_tree_unpack *u, const char *full)
+static int parents_checked(struct rdx_tree_unpack *u, const char *full)
 {
 	const char *slash = strrchr(full, '/');
 	size_t len = slash ? (size_t)(slash - full) : 0;
+	int err;
 
 	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
-		return true;
-	if (!parents_real(full, u->rootlen))
-		return false;
+		return 0;
+	err = parents_real(full, u->rootlen);
+	if (err)
+		return err;
 	free(u->checked);
 	u->checked = strndup(full, len);
-	return true;
+	return 0;
 }
 
 /* The local name for a received one: checked, and with the top component
@@ -752,6 +760,7 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 	const char *slash;
 	size_t toplen;
 	char *out;
+	int err;
 
 	if (!in || !name_safe(in)) {
 		unpack_fail(u, -RDX_EPROTO, "refused an unsafe name from the sender: '%s'",
@@ -762,8 +771,10 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 	toplen = (size_t)(slash - in);
 	if (!u->top_seen) {
 		u->top_seen = strndup(in, toplen);
-		if (!u->top_seen)
+		if (!u->top_seen) {
+			unpack_fail(u, -ENOMEM, "out of memory");
 			return NULL;
+		}
 	} else if (u->rename_top &&
 		   (strlen(u->top_seen) != toplen || memcmp(in, u->top_seen, toplen))) {
 		unpack_fail(u, -RDX_ELOCAL,
@@ -772,10 +783,16 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 		return NULL;
 	}
 	if (asprintf(&out, "%s/%s%s", u->root, u->rename_top ? u->rename_top : "",
-		     u->rename_top ? slash : in) < 0)
-		out = NULL;
-	if (out && !parents_checked(u, out)) {
+		     u->rename_top ? slash : in) < 0) {
+		unpack_fail(u, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	err = parents_checked(u, out);
+	if (err == ELOOP)
 		unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'", in);
+	else if (err)
+		unpack_fail(u, -RDX_ELOCAL, "cannot check '%s': %s", in, strerror(err));
+	if (err) {
 		free(out);
 		return NULL;
 	}
@@ -882,7 +899,7 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 	name[n] = '\0';
 	full = map_name(u, name);
 	if (!full)
-		return u->err ? u->err : -ENOMEM;
+		return u->err;
 	if (lstat(full, &st) == 0) {
 		if (S_ISDIR(st.st_mode) ? rmdir(full) : unlink(full)) {
 			rdx_warn("cannot delete '%s': %s", shown(u, full), strerror(errno));
@@ -929,25 +946,34 @@ static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
 }
 
 /* Whether a regular file goes through unpack_big(): large, not sparse,
- * and its name free or a file or symlink to be replaced (never a device
- * or fifo that the sink would write into). */
+ * and its name free or a regular file to be replaced (a symlink, device
+ * or fifo there goes through libarchive, which replaces it). */
 static bool big_file(struct archive_entry *e, const char *final)
 {
 	struct stat st;
 
-	if (archive_entry_size(e) < (la_int64_t)BIG_FILE || archive_entry_sparse_count(e) > 0)
+	const char *base = strrchr(final, '/');
+
+	if (archive_entry_size(e) < (la_int64_t)BIG_FILE || archive_entry_sparse_count(e) > 0 ||
+	    strlen(base ? base + 1 : final) > 200) /* the sink's temporary must fit NAME_MAX */
 		return false;
+	/* Never a symlink: fileio's sink would follow it (to a device). */
 	if (lstat(final, &st))
 		return errno == ENOENT;
-	return S_ISREG(st.st_mode) || S_ISLNK(st.st_mode);
+	return S_ISREG(st.st_mode);
 }
 
 /* A big file's data, hashed, into an O_DIRECT temporary (fileio's sink)
  * with its metadata; take_hash() publishes it.  Returns 0 (a local
  * failure is named and counted) or a fatal code. */
 static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
-		      struct archive_entry *e)
+		      struct archive *wd, struct archive_entry *e)
 {
+	/* Owners by name as libarchive maps them for the other files; no
+	 * set-id bits unless the owner is restored too. */
+	uid_t uid = (uid_t)archive_write_disk_uid(wd, archive_entry_uname(e), archive_entry_uid(e));
+	gid_t gid = (gid_t)archive_write_disk_gid(wd, archive_entry_gname(e), archive_entry_gid(e));
+	mode_t mode = archive_entry_perm(e) & (u->as_root ? 07777 : 01777);
 	uint64_t size = (uint64_t)archive_entry_size(e), off = 0;
 	struct timespec times[2] = {
 		{ archive_entry_atime(e), archive_entry_atime_nsec(e) },
@@ -1005,8 +1031,7 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 				   shown(u, u->pend_final));
 	ret = rdx_sink_flush(u->pend_sink, size);
 	if (!ret)
-		ret = rdx_sink_set_meta(u->pend_sink, archive_entry_perm(e), u->as_root,
-					archive_entry_uid(e), archive_entry_gid(e), times);
+		ret = rdx_sink_set_meta(u->pend_sink, mode, u->as_root, uid, gid, times);
 	if (!ret)
 		return 0;
 failed:
@@ -1033,11 +1058,11 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 				   "malformed tree stream: no hash after '%s'", shown(u, u->pend_final));
 	final = map_name(u, archive_entry_pathname(e));
 	if (!final)
-		return u->err ? u->err : -ENOMEM;
+		return u->err;
 	if (link) {
 		target = map_name(u, link);
 		if (!target) {
-			ret = u->err ? u->err : -ENOMEM;
+			ret = u->err;
 			goto out;
 		}
 		archive_entry_copy_hardlink(e, target);
@@ -1054,13 +1079,13 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	if (regular && big_file(e, final)) {
 		u->pend_final = final;
 		final = NULL;
-		ret = unpack_big(u, rd, e);
+		ret = unpack_big(u, rd, wd, e);
 		goto out;
 	}
 	if (regular) {
 		tmp = temp_name(final);
 		if (!tmp) {
-			ret = -ENOMEM;
+			ret = unpack_fail(u, -ENOMEM, "out of memory");
 			goto out;
 		}
 		archive_entry_copy_pathname(e, tmp);
@@ -1122,7 +1147,7 @@ static void *unpack_main(void *arg)
 	struct archive *wd = archive_write_disk_new();
 	struct archive_entry *e;
 	int flags = ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-		    ARCHIVE_EXTRACT_SECURE_NODOTDOT;
+		    ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	int r;
 
 	if (!rd || !wd) {

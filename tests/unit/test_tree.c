@@ -63,7 +63,7 @@ static bool temp_left(const char *dir)
 
 struct craft {
 	struct archive *a;
-	char buf[1 << 20];
+	char buf[8 << 20];
 	size_t used;
 };
 
@@ -497,10 +497,70 @@ static void round_trip(void)
 	CHECK(!temp_left(at("out")), "no temporary left");
 }
 
+/* A symlink named "." would replace an empty DST and take every later
+ * entry wherever it points; a directory entry "." would give DST the
+ * sender's mode.  Both are refused. */
+static void b_root_symlink(struct craft *c)
+{
+	entry(c, ".", AE_IFLNK, NULL, at("outside2"), false);
+	file(c, "x", "planted");
+}
+
+static void b_dot_dir(struct craft *c)
+{
+	struct archive_entry *e = archive_entry_new();
+
+	archive_entry_set_pathname(e, ".");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0777);
+	archive_write_header(c->a, e);
+	archive_entry_free(e);
+}
+
+/* A big file where the stream made a symlink to a fifo outside: written
+ * to a temporary and renamed over the link, never into the fifo. */
+static void b_big_over_symlink(struct craft *c)
+{
+	static char big[5 << 20];
+
+	memset(big, 'b', sizeof(big) - 1);
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/s", AE_IFLNK, NULL, at("outside2/fifo"), false);
+	file(c, "t/s", big);
+}
+
+static void dots_and_links(void)
+{
+	static struct craft c;
+	char why[256];
+	struct stat st;
+	int ret;
+
+	mkdir(at("outside2"), 0755);
+	mkdir(at("r1"), 0755);
+	ret = craft_into(b_root_symlink, "r1", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && !exists("outside2/x"),
+	      "nothing planted through a symlink named '.': %d %s", ret, why);
+	mkdir(at("r2"), 0755);
+	ret = craft_into(b_dot_dir, "r2", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && stat(at("r2"), &st) == 0 && (st.st_mode & 07777) == 0755,
+	      "DST's own mode untouched by an entry '.': %d %s", ret, why);
+	mkfifo(at("outside2/fifo"), 0600);
+	mkdir(at("r3"), 0755);
+	craft_begin(&c);
+	b_big_over_symlink(&c);
+	ret = feed(&c, "r3", 0, why, sizeof(why));
+	CHECK(ret == 0 && lstat(at("r3/t/s"), &st) == 0 && S_ISREG(st.st_mode) &&
+		      st.st_size == (5 << 20) - 1 && lstat(at("outside2/fifo"), &st) == 0 &&
+		      S_ISFIFO(st.st_mode) && (st.st_mode & 07777) == 0600,
+	      "a big file replaces a symlink to a fifo, the fifo untouched: %d %s", ret, why);
+}
+
 int main(void)
 {
 	if (!mkdtemp(top))
 		return 1;
+	dots_and_links();
 	hostile();
 	semantics();
 	round_trip();
