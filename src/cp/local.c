@@ -328,6 +328,26 @@ static int64_t pump(int from, int to, const atomic_int *stop)
 	return total;
 }
 
+/* Whether dst (or, when it does not exist yet, its directory) lies in
+ * the directory src: copying there would copy the copy without end. */
+static bool inside(const char *src, const char *dst)
+{
+	char *s = realpath(src, NULL), *d = realpath(dst, NULL), *copy = NULL;
+	bool in = false;
+	size_t n;
+
+	if (!d && errno == ENOENT && (copy = strdup(dst)))
+		d = realpath(dirname(copy), NULL);
+	if (s && d) {
+		n = strlen(s);
+		in = !strncmp(s, d, n) && (d[n] == '/' || d[n] == '\0' || n == 1);
+	}
+	free(copy);
+	free(s);
+	free(d);
+	return in;
+}
+
 int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 		  struct rdx_xfer_stats *st)
 {
@@ -337,7 +357,12 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	char why[256];
 	int rfd = -1, wfd = -1, ret, pret, uret;
 	int64_t moved;
+	struct stat sb;
 
+	if (stat(src, &sb) == 0 && S_ISDIR(sb.st_mode) && inside(src, dst)) {
+		rdx_error("cannot copy '%s' into itself ('%s')", src, dst);
+		return -RDX_EUSAGE;
+	}
 	ret = rdx_tree_unpack_start(&u, dst, geteuid() == 0, o->xo.interrupted, &wfd);
 	if (ret) {
 		rdx_error("cannot copy a tree into '%s': %s", dst,

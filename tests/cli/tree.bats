@@ -191,6 +191,14 @@ send_tree() {
 	assert_match "$stderr" "is a directory \\(use -r\\)"
 	run_t "$RDCP" -r - "$D/x"
 	assert_status 2
+	# Into itself: refused before anything is written.
+	cp -a "$SMALL" "$D/self"
+	run_t "$RDCP" -r "$D/self" "$D/self/sub"
+	assert_status 2
+	assert_match "$stderr" "into itself"
+	[ ! -e "$D/self/sub" ] || fail "something was written into the source"
+	run_t "$RDCP" -r "$D/self/" "$D/self/d1"
+	assert_status 2
 }
 
 # Both ends under valgrind: the tree code is core code.
