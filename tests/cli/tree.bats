@@ -302,3 +302,46 @@ send_tree() {
 	assert_match "$stderr" "--sync: $(find "$BIG" -type f | wc -l) unchanged files not sent"
 	assert_same_tree "$BIG" "$D/out/big"
 }
+
+@test "--delete removes what the source lacks, --dry-run only says so, rdcp both ways" {
+	mkdir "$D/src" "$D/out"
+	cp -a "$SMALL" "$D/src/"
+	send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$D/src/small"
+	assert_status 0
+	# The destination gains extras; the source loses a file and a directory.
+	mkdir -p "$D/out/small/extra/deeper"
+	echo x >"$D/out/small/extra/deeper/x"
+	echo y >"$D/out/small/y"
+	rm -r "$D/src/small/d6" "$D/src/small/private"
+	echo new >"$D/src/small/new"
+	send_tree -r PORT key "$D/out" -- -r --dry-run --delete 127.0.0.1 PORT key "$D/src/small"
+	assert_status 0
+	assert_match "$stderr" "would send 'small/new'"
+	assert_match "$stderr" "would delete 'small/extra/deeper/x'"
+	assert_match "$stderr" "would delete 'small/d6'"
+	assert_match "$stderr" "would delete 'small/private'"
+	[ -e "$D/out/small/y" ] && [ -d "$D/out/small/d6" ] && [ ! -e "$D/out/small/new" ] ||
+		fail "--dry-run changed the destination"
+	send_tree -r PORT key "$D/out" -- -r --delete 127.0.0.1 PORT key "$D/src/small"
+	assert_status 0
+	assert_same_tree "$D/src/small" "$D/out/small"
+	# rdcp: pushing deletes there, pulling deletes here; a dry run pulling
+	# shows the far side's list.
+	mkdir "$D/far" "$D/near"
+	rdcp_b -r "$SMALL" "rdxhost:$D/far"
+	assert_status 0
+	echo z >"$D/far/small/stale"
+	rdcp_b --delete "$SMALL" "rdxhost:$D/far"
+	assert_status 0
+	[ ! -e "$D/far/small/stale" ] || fail "rdcp --delete left the extraneous file there"
+	rdcp_b -r "rdxhost:$D/far/small" "$D/near"
+	echo z >"$D/near/small/stale"
+	rdcp_b --dry-run --delete "rdxhost:$D/far/small" "$D/near"
+	assert_status 0
+	assert_match "$stderr" "would delete 'small/stale'"
+	[ -e "$D/near/small/stale" ] || fail "--dry-run deleted"
+	rdcp_b --delete "rdxhost:$D/far/small" "$D/near"
+	assert_status 0
+	[ ! -e "$D/near/small/stale" ] || fail "rdcp --delete left the extraneous file here"
+	assert_same_tree "$SMALL" "$D/near/small"
+}
