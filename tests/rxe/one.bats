@@ -104,6 +104,35 @@ rx_size() {
 	rx_file "$D/src" "$D/dst" --compress
 }
 
+@test "a tree (-r), then --sync --encrypt --delete: the listing crosses $XPORT too" {
+	source "$BATS_TEST_DIRNAME/../lib/tree.bash"
+	mktree "$D/t" 150
+	mkdir "$D/out"
+	port=$(free_port)
+	start_recv -v -r --transport "$XPORT" --timeout $T "$port" "$KEY" "$D/out"
+	wait_listen "$port" $T
+	run_t "$RDSEND" -v -r --transport "$XPORT" --timeout $T "$RXE_ADDR" "$port" "$KEY" "$D/t"
+	assert_status 0
+	wait_recv $T
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$D/t" "$D/out/t"
+	assert_xport "$D/recv.err"
+	echo stale >"$D/out/t/stale"
+	port=$(free_port)
+	start_recv -v -r --transport "$XPORT" --timeout $T "$port" "$KEY" "$D/out"
+	wait_listen "$port" $T
+	run_t "$RDSEND" -v -r --sync --encrypt --delete --transport "$XPORT" --timeout $T \
+		"$RXE_ADDR" "$port" "$KEY" "$D/t"
+	assert_status 0
+	assert_match "$stderr" "--sync: $(find "$D/t" -type f | wc -l) unchanged files not sent"
+	wait_recv $T
+	assert_rc recv "$RECV_RC" 0
+	[ ! -e "$D/out/t/stale" ] || fail "--delete left the extraneous file"
+	assert_same_tree "$D/t" "$D/out/t"
+	echo "$stderr" >"$D/send.err"
+	assert_xport "$D/send.err"
+}
+
 @test "wrong key: rdsend exits 3, rdrecv logs it, keeps waiting, then a right sender succeeds" {
 	mkrand "$D/src" $((1024 * 1024 + 1))
 	port=$(free_port)
