@@ -148,7 +148,7 @@ struct s3_cmd {
 	unsigned expires;
 	const char *cmd;
 	struct s3_sync_opts sync;
-	struct s3_rule rules[RULES_MAX];
+	struct rdx_rule rules[RULES_MAX];
 	size_t nrules;
 	bool sync_opt; /* a sync-only option was given */
 };
@@ -187,7 +187,7 @@ static int handle(int key, const char *arg, void *ctx)
 			rdx_error("at most %d --include and --exclude patterns", RULES_MAX);
 			return -1;
 		}
-		s->rules[s->nrules++] = (struct s3_rule){ arg, key == OPT_INCLUDE };
+		s->rules[s->nrules++] = (struct rdx_rule){ arg, key == OPT_INCLUDE };
 		return 0;
 	case OPT_JOBS:
 		if (rdx_parse_uint(arg, 1, S3_JOBS_MAX, &v)) {

@@ -47,7 +47,7 @@ struct s3_sync_opts {
 	bool del;      /* --delete */
 	bool dry_run;  /* print "(dryrun) ..." lines on stdout */
 	bool checksum; /* --checksum */
-	const struct s3_rule *rules;
+	const struct rdx_rule *rules;
 	size_t nrules;
 	const atomic_int *stop;
 };

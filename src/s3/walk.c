@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +14,6 @@
 #include <unistd.h>
 
 #define REL_MAX 4000 /* a relative name: PATH_MAX less room for the root */
-
-bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel)
-{
-	bool pass = true;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (!fnmatch(rules[i].pattern, rel, 0))
-			pass = rules[i].include;
-	return pass;
-}
 
 static int tree_add(struct s3_tree *t, const char *rel, uint64_t size,
 		    int64_t mtime, const char *etag)
@@ -110,7 +98,7 @@ static bool is_temp(const char *name)
 }
 
 struct walk {
-	const struct s3_rule *rules;
+	const struct rdx_rule *rules;
 	size_t nrules;
 	struct s3_tree *t;
 	size_t *unreadable;
@@ -186,7 +174,7 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 				 w->root, sub);
 			continue;
 		}
-		if (!s3_rules_pass(w->rules, w->nrules, sub))
+		if (!rdx_rules_pass(w->rules, w->nrules, sub))
 			continue;
 		if ((ret = tree_add(w->t, sub, (uint64_t)st.st_size,
 				    st.st_mtim.tv_sec, NULL)))
@@ -196,7 +184,7 @@ static int walk_dir(struct walk *w, int dfd, const char *rel)
 	return ret;
 }
 
-int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
+int s3_walk_local(const char *root, const struct rdx_rule *rules, size_t nrules,
 		  struct s3_tree *t, size_t *unreadable)
 {
 	struct walk w = {
@@ -217,7 +205,7 @@ int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
 }
 
 int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
-		   const struct s3_rule *rules, size_t nrules,
+		   const struct rdx_rule *rules, size_t nrules,
 		   bool keep_markers, struct s3_tree *t)
 {
 	struct s3_list l = {0};
@@ -242,7 +230,7 @@ int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
 			rel = e->name + plen;
 			if (rel[strlen(rel) - 1] == '/' && !keep_markers)
 				continue;
-			if (!s3_rules_pass(rules, nrules, rel))
+			if (!rdx_rules_pass(rules, nrules, rel))
 				continue;
 			ret = tree_add(t, rel, e->size, s3_parse_time(e->mtime),
 				       e->etag);

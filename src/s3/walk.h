@@ -7,6 +7,7 @@
 #ifndef RDS3_WALK_H
 #define RDS3_WALK_H
 
+#include "../core/rules.h"
 #include "s3.h"
 
 #include <stdbool.h>
@@ -25,17 +26,6 @@ struct s3_tree {
 	size_t n, cap;
 };
 
-/* One --include or --exclude pattern (fnmatch(3) without flags, so '*'
- * matches '/' too, as in aws s3), matched against the relative name. */
-struct s3_rule {
-	const char *pattern;
-	bool include;
-};
-
-/* Whether rel passes the rules: included unless a rule excludes it; when
- * several match, the last one given wins. */
-bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel);
-
 /* Walks the directory root (not following symlinks: a symlink, socket,
  * FIFO or device is skipped with a warning; rds3's own temporaries,
  * .NAME.rdx-XXXXXX and .NAME.rdx-part[.meta], are skipped) and appends
@@ -43,7 +33,7 @@ bool s3_rules_pass(const struct s3_rule *rules, size_t n, const char *rel);
  * or entry below the root that cannot be read is reported ("cannot read
  * 'PATH': ...") and counted in *unreadable, and the walk goes on.
  * Returns 0, or -errno for the root itself (not printed), or -ENOMEM. */
-int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
+int s3_walk_local(const char *root, const struct rdx_rule *rules, size_t nrules,
 		  struct s3_tree *t, size_t *unreadable);
 
 /* Lists every key under prefix (ListObjectsV2, no delimiter, page by
@@ -52,7 +42,7 @@ int s3_walk_local(const char *root, const struct s3_rule *rules, size_t nrules,
  * are kept only when keep_markers.  Returns 0 or an s3_last_error(c)
  * code. */
 int s3_walk_remote(struct s3_client *c, const char *bucket, const char *prefix,
-		   const struct s3_rule *rules, size_t nrules,
+		   const struct rdx_rule *rules, size_t nrules,
 		   bool keep_markers, struct s3_tree *t);
 
 /* Finds rel in the sorted t; NULL when absent. */

@@ -47,22 +47,22 @@ static void test_rel_paths(void)
 
 static void test_rules(void)
 {
-	struct s3_rule r[] = {
+	struct rdx_rule r[] = {
 		{"*.log", false},
 		{"logs/keep*", true},
 		{"*", false},
 		{"*.txt", true},
 	};
 
-	CHECK(s3_rules_pass(NULL, 0, "anything"), "no rules: everything "
+	CHECK(rdx_rules_pass(NULL, 0, "anything"), "no rules: everything "
 						  "passes");
-	CHECK(!s3_rules_pass(r, 1, "a/b.log"), "'*' matches '/' too (aws s3's "
+	CHECK(!rdx_rules_pass(r, 1, "a/b.log"), "'*' matches '/' too (aws s3's "
 					       "rule)");
-	CHECK(s3_rules_pass(r, 2, "logs/keep.log"), "a later --include wins");
-	CHECK(!s3_rules_pass(r, 2, "logs/x.log"), "the exclude stays for the "
+	CHECK(rdx_rules_pass(r, 2, "logs/keep.log"), "a later --include wins");
+	CHECK(!rdx_rules_pass(r, 2, "logs/x.log"), "the exclude stays for the "
 						  "rest");
-	CHECK(s3_rules_pass(r, 4, "a.txt") &&
-		      !s3_rules_pass(r, 4, "logs/keep.log"),
+	CHECK(rdx_rules_pass(r, 4, "a.txt") &&
+		      !rdx_rules_pass(r, 4, "logs/keep.log"),
 	      "--exclude '*' --include '*.txt': the last matching rule wins");
 }
 
