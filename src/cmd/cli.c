@@ -297,3 +297,15 @@ void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,
 		st->compress ? "true" : "false", st->encrypt ? "true" : "false");
 	fflush(f);
 }
+
+int cli_add_rule(struct cli_state *c, const char *pattern, bool include)
+{
+	if (c->nrules == CLI_RULES_MAX) {
+		rdx_error("too many --include/--exclude patterns (at most %d)", CLI_RULES_MAX);
+		return -1;
+	}
+	c->rules[c->nrules++] = (struct rdx_rule){ pattern, include };
+	c->o.tree_rules = c->rules;
+	c->o.ntree_rules = c->nrules;
+	return 0;
+}

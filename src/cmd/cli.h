@@ -35,7 +35,11 @@ enum cli_key {
 	OPT_SYNC,
 	OPT_TREE_DELETE,
 	OPT_TREE_DRY_RUN,
+	OPT_TREE_INCLUDE,
+	OPT_TREE_EXCLUDE,
 };
+
+#define CLI_RULES_MAX 256
 
 /* Table rows both tools have, in --help order. */
 #define CLI_COMMON_HEAD                                                        \
@@ -101,7 +105,13 @@ struct cli_state {
 	bool tree;	  /* -r */
 	const char *port; /* --port */
 	bool done; /* --help, --version or --completion ran: exit 0 */
+	struct rdx_rule rules[CLI_RULES_MAX]; /* --include/--exclude, in order */
+	size_t nrules;
 };
+
+/* Appends an --include (include true) or --exclude pattern to c->rules
+ * and points c->o at them.  Returns 0, or -1 after a usage error. */
+int cli_add_rule(struct cli_state *c, const char *pattern, bool include);
 
 /* Parses the options both tools share; returns 0, 1 if the key is not a
  * common one, or -1 after a usage error (printed). */

@@ -40,6 +40,12 @@ static const struct rdx_opt rdcp_opts[] = {
 	  NULL },
 	{ "dry-run", OPT_CP_DRY_RUN, RDX_ARG_NONE, NULL,
 	  "implies --sync; only say what would be copied and deleted", NULL },
+	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "with -r, copy names below the SRCs that match (after an --exclude; the last match wins)",
+	  NULL },
+	{ "exclude", OPT_TREE_EXCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "with -r, leave out (and never --delete) names below the SRCs that match (fnmatch; '*' matches '/' too)",
+	  NULL },
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,
 	  "more detail on stderr, the far side's too; a bandwidth line at the end", NULL },
 	{ "quiet", 'q', RDX_ARG_NONE, NULL,
@@ -190,6 +196,9 @@ static int handle(int key, const char *arg, void *ctx)
 	case 'L':
 		r->c.o.tree_follow = true;
 		return 0;
+	case OPT_TREE_INCLUDE:
+	case OPT_TREE_EXCLUDE:
+		return cli_add_rule(&r->c, arg, key == OPT_TREE_INCLUDE);
 	case OPT_CP_SYNC:
 	case OPT_CP_DELETE:
 	case OPT_CP_DRY_RUN:
@@ -371,8 +380,9 @@ int main(int argc, char **argv)
 		ret = rdx_exit_code(ret);
 		goto out;
 	}
-	if (r.c.o.tree_follow && !r.cp.recursive) {
-		rdx_error("-L is for trees: use it with -r");
+	if ((r.c.o.tree_follow || r.c.nrules) && !r.cp.recursive) {
+		rdx_error("%s is for trees: use it with -r",
+			  r.c.o.tree_follow ? "-L" : "--include/--exclude");
 		ret = RDX_EXIT_USAGE;
 		goto out;
 	}

@@ -33,6 +33,12 @@ static const struct rdx_opt rdsend_opts[] = {
 	  NULL },
 	{ "dry-run", OPT_TREE_DRY_RUN, RDX_ARG_NONE, NULL,
 	  "with -r, implies --sync: only say what would be sent and deleted", NULL },
+	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "with -r, send names below the PATHs that match (after an --exclude; the last match wins)",
+	  NULL },
+	{ "exclude", OPT_TREE_EXCLUDE, RDX_ARG_REQUIRED, "PATTERN",
+	  "with -r, leave out names below the PATHs that match (fnmatch; '*' matches '/' too)",
+	  NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -71,6 +77,9 @@ static int handle(int key, const char *arg, void *ctx)
 	case OPT_TREE_DRY_RUN:
 		c->o.tree_sync = c->o.tree_dry_run = true;
 		return 0;
+	case OPT_TREE_INCLUDE:
+	case OPT_TREE_EXCLUDE:
+		return cli_add_rule(c, arg, key == OPT_TREE_INCLUDE);
 	case OPT_COMPRESS:
 		c->o.compress = 1;
 		if (arg) {
@@ -155,10 +164,11 @@ int main(int argc, char **argv)
 		c.o.tree_paths = (const char *const *)argv + first;
 		c.o.ntree = (unsigned)(argc - first);
 		c.o.path = NULL;
-	} else if (c.o.tree_follow || c.o.tree_sync) {
+	} else if (c.o.tree_follow || c.o.tree_sync || c.nrules) {
 		rdx_error("%s is for trees: use it with -r",
 			  c.o.tree_follow ? "-L" : c.o.tree_delete ? "--delete"
-					      : c.o.tree_dry_run ? "--dry-run" : "--sync");
+					      : c.o.tree_dry_run ? "--dry-run"
+					      : c.nrules	 ? "--include/--exclude" : "--sync");
 		return RDX_EXIT_USAGE;
 	}
 	ret = cli_server_setup(&c);

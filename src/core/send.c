@@ -636,9 +636,17 @@ static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 	int ret, fd;
 
 	if (o->ntree) {
+		struct rdx_tree_pack_opts po = {
+			.paths = o->tree_paths,
+			.n = o->ntree,
+			.follow = o->tree_follow,
+			.rules = o->tree_rules,
+			.nrules = o->ntree_rules,
+			.plan = plan,
+		};
+
 		x->src_name = "the tree";
-		ret = rdx_tree_pack_start_plan(&x->pack, o->tree_paths, o->ntree,
-					       o->tree_follow, plan, &fd);
+		ret = rdx_tree_pack_start(&x->pack, &po, &fd);
 		if (!ret) {
 			ret = rdx_source_open_fd(&x->src, fd, &s->stop);
 			if (ret)

@@ -7,6 +7,7 @@
 #include "err.h"
 #include "fileio.h"
 #include "proto.h"
+#include "rules.h"
 #include "io.h"
 #include "log.h"
 
@@ -190,7 +191,8 @@ static int by_name_desc(const void *a, const void *b)
 /* --delete: the removal entries for what the receiver listed and the walk
  * did not see, children first (names in descending order put "d/x"
  * before "d").  Returns 0, -ENOMEM or -EPIPE. */
-static int pack_deletes(struct rdx_tree_plan *p, struct archive *w)
+static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
+			size_t nrules, struct archive *w)
 {
 	char **names = malloc((p->used ? p->used : 1) * sizeof(*names));
 	size_t i, n = 0;
@@ -198,9 +200,14 @@ static int pack_deletes(struct rdx_tree_plan *p, struct archive *w)
 
 	if (!names)
 		return -ENOMEM;
-	for (i = 0; i < p->cap; i++)
-		if (p->slots[i].name && !p->slots[i].seen)
+	/* What the rules exclude was not walked, not gone: it stays. */
+	for (i = 0; i < p->cap; i++) {
+		const char *name = p->slots[i].name, *rel = name ? strchr(name, '/') : NULL;
+
+		if (name && !p->slots[i].seen &&
+		    (!rel || rdx_rules_pass_path(rules, nrules, rel + 1)))
 			names[n++] = p->slots[i].name;
+	}
 	qsort(names, n, sizeof(*names), by_name_desc);
 	for (i = 0; i < n && !ret; i++) {
 		struct archive_entry *e;
@@ -241,6 +248,8 @@ struct rdx_tree_pack {
 	unsigned unreadable; /* files skipped or sent empty */
 	unsigned unwalkable; /* sources that could not be opened */
 	struct rdx_tree_plan *plan; /* --sync, or NULL */
+	const struct rdx_rule *rules; /* --include/--exclude; borrowed */
+	size_t nrules;
 	uint64_t unchanged;  /* files --sync did not send */
 	bool incomplete;     /* the walk warned: --delete deletes nothing */
 };
@@ -474,11 +483,14 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 			p->unreadable++;
 			continue;
 		}
-		archive_read_disk_descend(disk);
 		/* root/x/y is sent as top/x/y. */
 		rest = strncmp(src, root, rlen) == 0 ? src + rlen : "";
 		if (rlen == 1 && root[0] == '/')
 			rest = src; /* unreachable: "/" has no top */
+		/* Excluded: not sent, and a directory not walked. */
+		if (*rest == '/' && !rdx_rules_pass(p->rules, p->nrules, rest + 1))
+			continue;
+		archive_read_disk_descend(disk);
 		need = strlen(top) + strlen(rest) + 1;
 		if (need > cap) {
 			char *bigger = realloc(name, need);
@@ -539,7 +551,7 @@ static void *pack_main(void *arg)
 		if (p->unwalkable || p->unreadable || p->incomplete)
 			rdx_warn("--delete: nothing deleted, the sources were not all read");
 		else
-			ret = pack_deletes(p->plan, w);
+			ret = pack_deletes(p->plan, p->rules, p->nrules, w);
 	}
 	/* The pax strategy defers nothing, but the contract is to ask. */
 	while (!ret) {
@@ -563,39 +575,35 @@ out:
 	return NULL;
 }
 
-int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
-			unsigned n, bool follow, int *fd)
-{
-	return rdx_tree_pack_start_plan(out, paths, n, follow, NULL, fd);
-}
-
-int rdx_tree_pack_start_plan(struct rdx_tree_pack **out, const char *const *paths,
-			     unsigned n, bool follow, struct rdx_tree_plan *plan,
-			     int *fd)
+int rdx_tree_pack_start(struct rdx_tree_pack **out,
+			const struct rdx_tree_pack_opts *o, int *fd)
 {
 	struct rdx_tree_pack *p = calloc(1, sizeof(*p));
+	unsigned i, n = o->n;
 	int fds[2], ret;
-	unsigned i;
 
 	if (!p) {
-		rdx_tree_plan_free(plan);
+		rdx_tree_plan_free(o->plan);
 		return -ENOMEM;
 	}
-	p->plan = plan;
+	p->plan = o->plan;
+	p->rules = o->rules;
+	p->nrules = o->nrules;
 	p->paths = calloc(n ? n : 1, sizeof(*p->paths));
 	if (!p->paths) {
+		rdx_tree_plan_free(p->plan);
 		free(p);
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
-		p->paths[i] = strdup(paths[i]);
+		p->paths[i] = strdup(o->paths[i]);
 		if (!p->paths[i]) {
 			ret = -ENOMEM;
 			goto err;
 		}
 	}
 	p->n = n;
-	p->follow = follow;
+	p->follow = o->follow;
 	ret = new_pipe(fds);
 	if (ret)
 		goto err;

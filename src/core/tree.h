@@ -55,22 +55,28 @@ void rdx_tree_plan_free(struct rdx_tree_plan *p);
  * "dir/" resolved), malloc'ed; NULL for "/" or out of memory. */
 char *rdx_tree_top_name(const char *path);
 
-/* Starts walking paths[0..n) (each one a file or directory, sent under its
- * base name) on a thread of its own; *fd is the read end of the stream,
- * owned by the caller.  follow: follow symlinks (-L) rather than sending
- * them (the paths themselves are always followed).  Unreadable files are
- * skipped with a warning and counted.  libarchive's walk descends with
- * fchdir() and returns: nothing else in the process may resolve relative
- * paths until rdx_tree_pack_finish().  Returns 0 or -errno. */
-int rdx_tree_pack_start(struct rdx_tree_pack **out, const char *const *paths,
-			unsigned n, bool follow, int *fd);
+struct rdx_rule;
 
-/* With plan (taken over by the packer, freed by rdx_tree_pack_finish()):
- * regular files the receiver has with the same size and mtime (seconds)
- * are not sent. */
-int rdx_tree_pack_start_plan(struct rdx_tree_pack **out, const char *const *paths,
-			     unsigned n, bool follow, struct rdx_tree_plan *plan,
-			     int *fd);
+/* What to pack. */
+struct rdx_tree_pack_opts {
+	const char *const *paths;     /* files and directories, each sent under its base name */
+	unsigned n;
+	bool follow;		      /* -L: follow every symlink (the paths themselves always) */
+	const struct rdx_rule *rules; /* --include/--exclude on names below the tops; borrowed */
+	size_t nrules;
+	struct rdx_tree_plan *plan;   /* --sync: the receiver's listing, taken over; or NULL */
+};
+
+/* Starts walking o->paths on a thread of its own; *fd is the read end of
+ * the stream, owned by the caller.  Unreadable files are skipped with a
+ * warning and counted.  A name the rules exclude is not sent, and an
+ * excluded directory is not walked.  With a plan, regular files the
+ * receiver has with the same size and mtime (seconds) are not sent.
+ * libarchive's walk descends with fchdir() and returns: nothing else in
+ * the process may resolve relative paths until rdx_tree_pack_finish().
+ * Returns 0 or -errno (the plan is freed either way). */
+int rdx_tree_pack_start(struct rdx_tree_pack **out,
+			const struct rdx_tree_pack_opts *o, int *fd);
 
 /* Waits for the walk to end (the caller has read the stream to its end,
  * or closed it) and frees it.  Returns 0; -RDX_ELOCAL when some files

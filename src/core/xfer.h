@@ -4,6 +4,7 @@
 #define RDX_XFER_H
 
 #include "auth.h"
+#include "rules.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,6 +29,8 @@ struct rdx_xfer_opts {
 	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
 	bool tree_delete;  /* sender, with tree_sync: remove what we lack */
 	bool tree_dry_run; /* sender, with tree_sync: only say what would go */
+	const struct rdx_rule *tree_rules; /* sender: --include/--exclude */
+	size_t ntree_rules;
 	struct rdx_key key;
 	enum rdx_transport_mode transport;
 	const char *rdma_dev; /* --rdma-dev, or NULL */

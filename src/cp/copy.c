@@ -187,6 +187,10 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, " --delete");
 	if (o->recursive && o->xo.tree_dry_run)
 		cp_cmd_raw(c, " --dry-run");
+	for (i = 0; o->recursive && i < (int)o->xo.ntree_rules; i++) {
+		cp_cmd_raw(c, o->xo.tree_rules[i].include ? " --include=" : " --exclude=");
+		cp_cmd_quoted(c, o->xo.tree_rules[i].pattern);
+	}
 	add_secs(c, "--connect-timeout", CP_FAR_WAIT_S * 1000);
 	add_common(c, o);
 	snprintf(buf, sizeof(buf), " --streams %u", o->xo.streams);

@@ -369,7 +369,10 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 			  ret == -ENOTDIR ? "not a directory" : rdx_strerror(ret));
 		return -RDX_ELOCAL;
 	}
-	ret = rdx_tree_pack_start(&p, &src, 1, o->xo.tree_follow, &rfd);
+	ret = rdx_tree_pack_start(&p, &(struct rdx_tree_pack_opts){
+		.paths = &src, .n = 1, .follow = o->xo.tree_follow,
+		.rules = o->xo.tree_rules, .nrules = o->xo.ntree_rules,
+	}, &rfd);
 	if (ret) {
 		close(wfd);
 		rdx_tree_unpack_finish(u, false, why, sizeof(why), NULL);

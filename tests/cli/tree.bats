@@ -345,3 +345,34 @@ send_tree() {
 	[ ! -e "$D/near/small/stale" ] || fail "rdcp --delete left the extraneous file here"
 	assert_same_tree "$SMALL" "$D/near/small"
 }
+
+@test "--include/--exclude: what is left out is neither sent nor deleted; rdcp passes them to the far side" {
+	mkdir -p "$D/src/top/build/deep" "$D/src/top/keep" "$D/out"
+	echo 1 >"$D/src/top/a.o"
+	echo 2 >"$D/src/top/keep/b.o"
+	echo 3 >"$D/src/top/build/deep/x"
+	echo 4 >"$D/src/top/main.c"
+	send_tree -r PORT key "$D/out" -- -r --exclude='*.o' --include 'keep/*' --exclude=build \
+		127.0.0.1 PORT key "$D/src/top"
+	assert_status 0
+	[ "$(cd "$D/out/top" && find . | sort | tr '\n' ' ')" = ". ./keep ./keep/b.o ./main.c " ] ||
+		fail "unexpected tree: $(cd "$D/out/top" && find . | sort | tr '\n' ' ')"
+	# --delete spares what the rules leave out, on the far side too.
+	mkdir -p "$D/out/top/build"
+	echo z >"$D/out/top/build/mine"
+	echo z >"$D/out/top/mine.o"
+	echo z >"$D/out/top/gone"
+	send_tree -r PORT key "$D/out" -- -r --delete --exclude='*.o' --include 'keep/*' --exclude=build \
+		127.0.0.1 PORT key "$D/src/top"
+	assert_status 0
+	[ -e "$D/out/top/build/mine" ] && [ -e "$D/out/top/mine.o" ] || fail "--delete removed an excluded name"
+	[ ! -e "$D/out/top/gone" ] || fail "--delete kept an extraneous name"
+	# rdcp pulling: the far rdsend applies the rules (quoted: '*' reaches it whole).
+	mkdir "$D/near"
+	rdcp_b -r --exclude '*.o' --exclude 'build' "rdxhost:$D/src/top" "$D/near"
+	assert_status 0
+	[ "$(cd "$D/near/top" && find . | sort | tr '\n' ' ')" = ". ./keep ./main.c " ] ||
+		fail "unexpected pulled tree: $(cd "$D/near/top" && find . | sort | tr '\n' ' ')"
+	run_t "$RDSEND" --exclude x 127.0.0.1 1 key /dev/null
+	assert_status 2
+}

@@ -465,7 +465,7 @@ static void round_trip(void)
 
 	ret = rdx_tree_unpack_start(&u, at("out"), false, &stop, &wfd);
 	CHECK(ret == 0, "unpacker started");
-	ret = rdx_tree_pack_start(&p, paths, 1, false, &rfd);
+	ret = rdx_tree_pack_start(&p, &(struct rdx_tree_pack_opts){ .paths = paths, .n = 1 }, &rfd);
 	CHECK(ret == 0, "packer started");
 	CHECK(pump(rfd, wfd) > 0, "stream moved");
 	close(rfd);
