@@ -6,6 +6,10 @@ _rdcp()
 	cur="${COMP_WORDS[COMP_CWORD]}"
 	prev="${COMP_WORDS[COMP_CWORD-1]}"
 	case "$prev" in
+	--include)
+		return 0 ;;
+	--exclude)
+		return 0 ;;
 	--ssh-port)
 		return 0 ;;
 	--identity)
@@ -28,7 +32,7 @@ _rdcp()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-r --recursive -L --dereference --sync --delete --dry-run -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-r --recursive -L --dereference --sync --delete --dry-run --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))
