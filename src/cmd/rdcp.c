@@ -30,6 +30,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
 	  "copy directories and everything in them (modes, times, symlinks, hard links, sparse files)",
 	  NULL },
+	{ "preserve", 'p', RDX_ARG_NONE, NULL,
+	  "keep modes and modification times of files (they go the way trees do); -r always does",
+	  NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
 	  "with -r, follow every symlink instead of copying it", NULL },
 	{ "sync", OPT_CP_SYNC, RDX_ARG_NONE, NULL,
@@ -101,6 +104,7 @@ static const struct rdx_cli rdcp_cli = {
 struct rdcp {
 	struct cli_state c; /* first: cli_common_opt gets it */
 	struct cp_opts cp;
+	bool preserve_only; /* -p without -r: files as one-file trees */
 };
 
 static int bad(const char *opt, const char *arg, const char *want)
@@ -192,6 +196,10 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'r':
 		r->cp.recursive = true;
+		r->preserve_only = false;
+		return 0;
+	case 'p':
+		r->preserve_only = !r->cp.recursive;
 		return 0;
 	case 'L':
 		r->c.o.tree_follow = true;
@@ -379,6 +387,25 @@ int main(int argc, char **argv)
 	if (ret) {
 		ret = rdx_exit_code(ret);
 		goto out;
+	}
+	if (r.preserve_only) {
+		/* Files keep their metadata by going as one-file trees; a
+		 * directory still needs -r. */
+		for (i = 0; i < nsrc; i++) {
+			struct stat sb;
+
+			if (!srcs[i].remote && !strcmp(srcs[i].path, "-")) {
+				rdx_error("-p cannot keep the metadata of standard input");
+				ret = RDX_EXIT_USAGE;
+				goto out;
+			}
+			if (!srcs[i].remote && !stat(srcs[i].path, &sb) && S_ISDIR(sb.st_mode)) {
+				rdx_error("'%s' is a directory (use -r)", srcs[i].path);
+				ret = RDX_EXIT_USAGE;
+				goto out;
+			}
+		}
+		r.cp.recursive = true;
 	}
 	if ((r.c.o.tree_follow || r.c.nrules) && !r.cp.recursive) {
 		rdx_error("%s is for trees: use it with -r",

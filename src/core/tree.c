@@ -659,6 +659,7 @@ struct rdx_tree_unpack {
 	size_t rootlen;
 	char *checked;	  /* a directory known to have no symlink in it */
 	char *rename_top; /* dst's name when it is created, else NULL */
+	bool over_file;	  /* ... and a file of that name is there to replace */
 	char *top_seen;	  /* the first entry's first component */
 	bool as_root;
 	const atomic_int *stop;
@@ -730,7 +731,7 @@ static int parents_real(const char *name, size_t rootlen)
 	for (slash = strchr(copy + rootlen + 1, '/'); slash && !err; slash = strchr(slash + 1, '/')) {
 		*slash = '\0';
 		if (lstat(copy, &st) == 0)
-			err = S_ISDIR(st.st_mode) ? 0 : ELOOP;
+			err = S_ISDIR(st.st_mode) ? 0 : S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
 		else if (errno != ENOENT)
 			err = errno;
 		else
@@ -1064,6 +1065,10 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO,
 				   "malformed tree stream: no hash after '%s'", shown(u, u->pend_final));
+	if (u->over_file && type != AE_IFREG && archive_entry_pathname(e) &&
+	    (!strchr(archive_entry_pathname(e), '/') || !strchr(archive_entry_pathname(e), '/')[1]))
+		return unpack_fail(u, -RDX_ELOCAL, "cannot replace the file '%s' with a directory",
+				   u->rename_top);
 	final = map_name(u, archive_entry_pathname(e));
 	if (!final)
 		return u->err;
@@ -1220,7 +1225,7 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	struct rdx_tree_unpack *u = calloc(1, sizeof(*u));
 	char *root = NULL;
 	struct stat st;
-	int fds[2] = { -1, -1 }, ret;
+	int fds[2] = { -1, -1 }, ret, sret, serr;
 
 	if (!u)
 		return -ENOMEM;
@@ -1229,14 +1234,14 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	u->stop = stop;
 	if (!dst || !*dst)
 		dst = ".";
-	if (stat(dst, &st) == 0) {
-		if (!S_ISDIR(st.st_mode)) {
-			ret = -ENOTDIR;
-			goto err;
-		}
+	sret = stat(dst, &st);
+	serr = errno;
+	if (!sret && S_ISDIR(st.st_mode)) {
 		root = strdup(dst);
-	} else if (errno == ENOENT) {
-		/* "dir/new": extract in dir, the tree renamed to "new". */
+	} else if ((sret && serr == ENOENT) || (!sret && S_ISREG(st.st_mode))) {
+		/* "dir/new": extract in dir, the tree renamed to "new" (a
+		 * file of that name is replaced by a file, as cp -r does). */
+		u->over_file = !sret;
 		char *copy = strdup(dst), *slash;
 		size_t n = copy ? strlen(copy) : 0;
 
@@ -1259,7 +1264,7 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			goto err;
 		}
 	} else {
-		ret = -errno;
+		ret = sret ? -serr : -ENOTDIR;
 		goto err;
 	}
 	u->buf = malloc(UNPACK_BUF);

@@ -86,12 +86,13 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
 
 /* Prepares to extract under dst: an existing directory receives the
  * sent trees by their names; a name that does not exist (in an existing
- * directory) becomes the one tree sent, as with cp -r.  Starts the
- * unpacking thread; *fd is the write end of the stream, owned by the
- * caller.  Every name is made absolute under the real path of the
- * extraction root (no working directory is changed).  as_root: restore
- * ownership.  Returns 0 or -errno (-ENOTDIR: dst exists and is not a
- * directory). */
+ * directory) becomes the one tree sent, as with cp -r, and an existing
+ * regular file is replaced by the one file sent (a tree there is
+ * refused).  Starts the unpacking thread; *fd is the write end of the
+ * stream, owned by the caller.  Every name is made absolute under the
+ * real path of the extraction root (no working directory is changed).
+ * as_root: restore ownership.  Returns 0 or -errno (-ENOTDIR: dst exists
+ * and is neither a directory nor a regular file). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, const atomic_int *stop, int *fd);
 

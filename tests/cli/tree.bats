@@ -376,3 +376,27 @@ send_tree() {
 	run_t "$RDSEND" --exclude x 127.0.0.1 1 key /dev/null
 	assert_status 2
 }
+
+@test "rdcp -p keeps a file's mode and mtime both ways; -r replaces an existing file with a file, not with a tree" {
+	mkrand "$D/f" 70000
+	chmod 640 "$D/f"
+	touch -d '2001-02-03 04:05:06' "$D/f"
+	echo old >"$D/existing"
+	rdcp_b -p "$D/f" "rdxhost:$D/existing"
+	assert_status 0
+	assert_same "$D/f" "$D/existing"
+	[ "$(stat -c '%a %Y' "$D/existing")" = "$(stat -c '%a %Y' "$D/f")" ] || fail "-p lost mode or mtime"
+	mkdir "$D/back"
+	rdcp_b -p "rdxhost:$D/f" "$D/back"
+	assert_status 0
+	[ "$(stat -c '%a %Y' "$D/back/f")" = "$(stat -c '%a %Y' "$D/f")" ] || fail "-p lost mode or mtime coming back"
+	run_t "$RDCP" -p "$SMALL" "$D/x"
+	assert_status 2
+	assert_match "$stderr" "is a directory"
+	run_t "$RDCP" -p - "$D/x"
+	assert_status 2
+	rdcp_b -r "$SMALL" "rdxhost:$D/existing"
+	assert_status 5
+	assert_match "$stderr" "cannot replace the file"
+	assert_same "$D/f" "$D/existing"
+}

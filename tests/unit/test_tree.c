@@ -248,6 +248,11 @@ static void b_good(struct craft *c)
 	entry(c, "t/dev", AE_IFCHR, NULL, NULL, false);
 }
 
+static void b_one_file(struct craft *c)
+{
+	file(c, "f", "one");
+}
+
 static void b_two_tops(struct craft *c)
 {
 	file(c, "one", "1");
@@ -392,7 +397,14 @@ static void semantics(void)
 	fd = open(at("plain"), O_CREAT | O_WRONLY, 0644);
 	close(fd);
 	ret = craft_into(b_good, "plain", why, sizeof(why));
-	CHECK(ret == -ENOTDIR, "a file as DST: %d", ret);
+	CHECK(ret == -RDX_ELOCAL && strstr(why, "cannot replace the file") &&
+		      lstat(at("plain"), &a) == 0 && S_ISREG(a.st_mode),
+	      "a tree over a file as DST is refused, the file kept: %d %s", ret, why);
+	ret = craft_into(b_one_file, "plain", why, sizeof(why));
+	CHECK(ret == 0 && content_is("plain", "one"), "one file replaces a file as DST: %d %s", ret, why);
+	mkfifo(at("fifo"), 0600);
+	ret = craft_into(b_one_file, "fifo", why, sizeof(why));
+	CHECK(ret == -ENOTDIR, "a fifo as DST: %d", ret);
 }
 
 /* ---- a real tree, packed and unpacked --------------------------------- */
