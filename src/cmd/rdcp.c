@@ -43,6 +43,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	  NULL },
 	{ "dry-run", OPT_CP_DRY_RUN, RDX_ARG_NONE, NULL,
 	  "implies --sync; only say what would be copied and deleted", NULL },
+	{ "checksum", OPT_TREE_CHECKSUM, RDX_ARG_NONE, NULL,
+	  "implies --sync; compare size and content (XXH3-128, both ends read their files) instead of size and mtime",
+	  NULL },
 	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
 	  "with -r, copy names below the SRCs that match (after an --exclude; the last match wins)",
 	  NULL },
@@ -210,6 +213,8 @@ static int handle(int key, const char *arg, void *ctx)
 	case OPT_CP_SYNC:
 	case OPT_CP_DELETE:
 	case OPT_CP_DRY_RUN:
+	case OPT_TREE_CHECKSUM:
+		r->c.o.tree_checksum |= key == OPT_TREE_CHECKSUM;
 		r->c.o.tree_sync = true;
 		r->c.o.tree_delete |= key == OPT_CP_DELETE;
 		r->c.o.tree_dry_run |= key == OPT_CP_DRY_RUN;

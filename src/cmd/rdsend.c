@@ -33,6 +33,9 @@ static const struct rdx_opt rdsend_opts[] = {
 	  NULL },
 	{ "dry-run", OPT_TREE_DRY_RUN, RDX_ARG_NONE, NULL,
 	  "with -r, implies --sync: only say what would be sent and deleted", NULL },
+	{ "checksum", OPT_TREE_CHECKSUM, RDX_ARG_NONE, NULL,
+	  "with -r, implies --sync: same size and content (XXH3-128, both ends read their files) instead of size and mtime",
+	  NULL },
 	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
 	  "with -r, send names below the PATHs that match (after an --exclude; the last match wins)",
 	  NULL },
@@ -76,6 +79,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_TREE_DRY_RUN:
 		c->o.tree_sync = c->o.tree_dry_run = true;
+		return 0;
+	case OPT_TREE_CHECKSUM:
+		c->o.tree_sync = c->o.tree_checksum = true;
 		return 0;
 	case OPT_TREE_INCLUDE:
 	case OPT_TREE_EXCLUDE:

@@ -86,15 +86,17 @@ bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,
 		     size_t *used)
 {
 	uint8_t *p = out + *used;
+	size_t extra = e->type == RDX_LIST_HASHED ? sizeof(e->hash) : 0;
 
-	if (cap - *used < RDX_LIST_FIXED + (size_t)e->len)
+	if (cap - *used < RDX_LIST_FIXED + (size_t)e->len + extra)
 		return false;
 	p[0] = e->type;
 	put64(p + 1, e->size);
 	put64(p + 9, (uint64_t)e->mtime);
 	put16(p + 17, e->len);
 	memcpy(p + RDX_LIST_FIXED, e->name, e->len);
-	*used += RDX_LIST_FIXED + e->len;
+	memcpy(p + RDX_LIST_FIXED + e->len, e->hash, extra);
+	*used += RDX_LIST_FIXED + e->len + extra;
 	return true;
 }
 
@@ -124,6 +126,7 @@ int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
 		    struct rdx_list_entry *e)
 {
 	const uint8_t *p = in + *off;
+	size_t extra;
 
 	if (len - *off < RDX_LIST_FIXED)
 		return -RDX_EPROTO;
@@ -131,13 +134,16 @@ int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
 	e->size = get64(p + 1);
 	e->mtime = (int64_t)get64(p + 9);
 	e->len = get16(p + 17);
-	if (len - *off - RDX_LIST_FIXED < e->len || e->size > (uint64_t)INT64_MAX ||
-	    (e->type != RDX_LIST_FILE && e->type != RDX_LIST_DIR && e->type != RDX_LIST_OTHER))
+	extra = e->type == RDX_LIST_HASHED ? sizeof(e->hash) : 0;
+	if (len - *off - RDX_LIST_FIXED < (size_t)e->len + extra || e->size > (uint64_t)INT64_MAX ||
+	    (e->type != RDX_LIST_FILE && e->type != RDX_LIST_HASHED && e->type != RDX_LIST_DIR &&
+	     e->type != RDX_LIST_OTHER))
 		return -RDX_EPROTO;
 	e->name = (const char *)p + RDX_LIST_FIXED;
 	if (!list_name_ok(e->name, e->len))
 		return -RDX_EPROTO;
-	*off += RDX_LIST_FIXED + e->len;
+	memcpy(e->hash, p + RDX_LIST_FIXED + e->len, extra);
+	*off += RDX_LIST_FIXED + e->len + extra;
 	return 0;
 }
 
@@ -210,8 +216,9 @@ int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 	    m->opts.slot_size % RDX_MIN_SLOT || m->opts.streams == 0 ||
 	    m->opts.streams > RDX_MAX_STREAMS || m->opts.encrypt > 1 ||
 	    m->opts.compress > 22 ||
-	    (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE | RDX_OPT_SYNC)) ||
+	    (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE | RDX_OPT_SYNC | RDX_OPT_CHECKSUM)) ||
 	    ((m->opts.flags & RDX_OPT_SYNC) && !(m->opts.flags & RDX_OPT_TREE)) ||
+	    ((m->opts.flags & RDX_OPT_CHECKSUM) && !(m->opts.flags & RDX_OPT_SYNC)) ||
 	    (!(m->opts.flags & RDX_OPT_SIZE_KNOWN) && m->opts.size) ||
 	    m->opts.size > (uint64_t)INT64_MAX)
 		return -RDX_EPROTO;

@@ -79,6 +79,7 @@ struct rdx_opts_wire {
 #define RDX_OPT_SIZE_KNOWN 1u
 #define RDX_OPT_TREE 2u /* the stream is a directory tree (src/core/tree.h) */
 #define RDX_OPT_SYNC 4u /* with TREE: the sender wants the receiver's listing first */
+#define RDX_OPT_CHECKSUM 8u /* with SYNC: files listed with their XXH3-128 */
 #define RDX_OPTS_LEN 24
 
 /* What the receiver settles on, in ACCEPT. */
@@ -178,9 +179,15 @@ int rdx_done_decode(const uint8_t *in, size_t len, struct rdx_done *m);
  * ("top/dir/file"): type u8 (RDX_LIST_FILE, _DIR, _OTHER), size u64,
  * mtime s64 (seconds), name length u16, name (no NUL, no empty, "." or
  * ".." component, not absolute). */
-enum { RDX_LIST_FILE = 'f', RDX_LIST_DIR = 'd', RDX_LIST_OTHER = 'o' };
+enum {
+	RDX_LIST_FILE = 'f',
+	RDX_LIST_HASHED = 'F', /* a file, its XXH3-128 (16 bytes) after the name */
+	RDX_LIST_DIR = 'd',
+	RDX_LIST_OTHER = 'o',
+};
 struct rdx_list_entry {
 	uint8_t type;
+	uint8_t hash[16]; /* RDX_LIST_HASHED only */
 	uint64_t size;
 	int64_t mtime;
 	uint16_t len;

@@ -477,7 +477,8 @@ static int serve_list(struct receiver *x)
 		const char *top = (const char *)buf + off;
 
 		off += strlen(top) + 1;
-		ret = rdx_tree_unpack_list(x->tree, top, list_emit, l);
+		ret = rdx_tree_unpack_list(x->tree, top, s->opts.flags & RDX_OPT_CHECKSUM,
+					   list_emit, l);
 		if (ret == -RDX_EPROTO)
 			ret = sess_fail(s, ret, "sender asked to list an unsafe name: '%s'", top);
 	}

@@ -695,7 +695,8 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		.encrypt = o->encrypt,
 	};
 	if (o->ntree) {
-		s->opts.flags = RDX_OPT_TREE | (o->tree_sync ? RDX_OPT_SYNC : 0);
+		s->opts.flags = RDX_OPT_TREE | (o->tree_sync ? RDX_OPT_SYNC : 0) |
+				(o->tree_sync && o->tree_checksum ? RDX_OPT_CHECKSUM : 0);
 	} else if (rdx_source_seekable(x->src)) {
 		s->opts.flags = RDX_OPT_SIZE_KNOWN;
 		s->opts.size = rdx_source_size(x->src);

@@ -47,6 +47,41 @@ static int new_pipe(int fds[2])
 	return 0;
 }
 
+/* The XXH3-128 of a file's content (--checksum), read through a 1 MiB
+ * buffer.  Returns 0 or -errno. */
+static int hash_file(const char *path, uint8_t out[16])
+{
+	enum { BUF = 1 << 20 };
+	XXH3_state_t *h = XXH3_createState();
+	char *buf = malloc(BUF);
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
+	XXH128_canonical_t c;
+	ssize_t n;
+
+	if (!h || !buf || fd < 0) {
+		ret = fd < 0 ? -errno : -ENOMEM;
+		goto out;
+	}
+	XXH3_128bits_reset(h);
+	while ((n = read(fd, buf, BUF)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			goto out;
+		}
+		XXH3_128bits_update(h, buf, (size_t)n);
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
+	memcpy(out, c.digest, 16);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	XXH3_freeState(h);
+	return ret;
+}
+
 /* A received name is safe when it is relative and every component is a
  * real name: no empty one, no "." (a symlink or directory named "." would
  * be the root itself) and no "..".  One trailing slash (libarchive's mark
@@ -78,6 +113,7 @@ struct plan_slot {
 	int64_t mtime;
 	uint8_t type;
 	bool seen; /* the walk has it too */
+	uint8_t hash[16]; /* type RDX_LIST_HASHED */
 };
 
 struct rdx_tree_plan {
@@ -153,6 +189,7 @@ int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e)
 	slot->size = e->size;
 	slot->mtime = e->mtime;
 	slot->type = e->type;
+	memcpy(slot->hash, e->hash, sizeof(slot->hash));
 	return 0;
 }
 
@@ -169,18 +206,25 @@ void rdx_tree_plan_free(struct rdx_tree_plan *p)
 }
 
 /* Notes that the walk has e; returns true when the receiver has it as a
- * regular file as it is here (same size and mtime). */
+ * regular file as it is here: same size, and same mtime or (--checksum)
+ * same content.  e's source path is absolute (rdx_tree_pack_start). */
 static bool plan_walked(const struct rdx_tree_plan *p, struct archive_entry *e)
 {
 	const char *name = archive_entry_pathname(e);
 	struct plan_slot *slot = plan_find(p, name, strlen(name));
 
+	uint8_t mine[16];
+
 	if (!slot->name)
 		return false;
 	slot->seen = true;
-	return slot->type == RDX_LIST_FILE && archive_entry_filetype(e) == AE_IFREG &&
-	       slot->size == (uint64_t)archive_entry_size(e) &&
-	       slot->mtime == (int64_t)archive_entry_mtime(e);
+	if (archive_entry_filetype(e) != AE_IFREG || slot->size != (uint64_t)archive_entry_size(e))
+		return false;
+	/* --checksum: the same bytes, whatever the times say. */
+	if (slot->type == RDX_LIST_HASHED)
+		return hash_file(archive_entry_sourcepath(e), mine) == 0 &&
+		       !memcmp(mine, slot->hash, sizeof(mine));
+	return slot->type == RDX_LIST_FILE && slot->mtime == (int64_t)archive_entry_mtime(e);
 }
 
 static int by_name_desc(const void *a, const void *b)
@@ -240,7 +284,8 @@ static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
 struct rdx_tree_pack {
 	pthread_t thread;
 	int fd; /* the stream's write end: the thread's, closed when it ends */
-	char **paths;
+	char **paths;	     /* as given: the names they are sent under */
+	char **abs;	     /* the same, absolute: what the walk opens */
 	unsigned n;
 	bool follow;
 	/* Written by the thread, read after the join. */
@@ -424,11 +469,11 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
 /* Walks one source.  Returns 0 or -EPIPE. */
 static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 		     struct archive_entry_linkresolver *lr, const char *path,
-		     XXH3_state_t *h)
+		     const char *abs, XXH3_state_t *h)
 {
 	struct archive *disk = NULL;
 	struct archive_entry *e = NULL;
-	char *root = strdup(path), *top = rdx_tree_top_name(path), *name = NULL;
+	char *root = strdup(abs), *top = rdx_tree_top_name(path), *name = NULL;
 	size_t rlen, cap = 0;
 	int ret = 0, r;
 
@@ -545,7 +590,7 @@ static void *pack_main(void *arg)
 		goto out;
 	}
 	for (i = 0; i < p->n && !ret; i++)
-		ret = pack_root(p, w, lr, p->paths[i], h);
+		ret = pack_root(p, w, lr, p->paths[i], p->abs[i], h);
 	/* What the walk could not see must not be taken for gone. */
 	if (!ret && p->plan && p->plan->delete) {
 		if (p->unwalkable || p->unreadable || p->incomplete)
@@ -595,12 +640,26 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 		free(p);
 		return -ENOMEM;
 	}
-	for (i = 0; i < n; i++) {
+	p->abs = calloc(n ? n : 1, sizeof(*p->abs));
+	for (i = 0; i < n && p->abs; i++) {
+		char *cwd = o->paths[i][0] == '/' ? NULL : getcwd(NULL, 0);
+
 		p->paths[i] = strdup(o->paths[i]);
-		if (!p->paths[i]) {
+		/* The walk moves the working directory: absolute source
+		 * paths can be opened again from any thread (--checksum). */
+		if (o->paths[i][0] == '/')
+			p->abs[i] = strdup(o->paths[i]);
+		else if (cwd && asprintf(&p->abs[i], "%s/%s", cwd, o->paths[i]) < 0)
+			p->abs[i] = NULL;
+		free(cwd);
+		if (!p->paths[i] || !p->abs[i]) {
 			ret = -ENOMEM;
 			goto err;
 		}
+	}
+	if (!p->abs) {
+		ret = -ENOMEM;
+		goto err;
 	}
 	p->n = n;
 	p->follow = o->follow;
@@ -618,9 +677,13 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	*out = p;
 	return 0;
 err:
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		free(p->paths[i]);
+		if (p->abs)
+			free(p->abs[i]);
+	}
 	free(p->paths);
+	free(p->abs);
 	rdx_tree_plan_free(p->plan);
 	free(p);
 	return ret;
@@ -642,9 +705,12 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 	if (p->plan)
 		rdx_info(1, "--sync: %llu unchanged file%s not sent",
 			 (unsigned long long)p->unchanged, p->unchanged == 1 ? "" : "s");
-	for (i = 0; i < p->n; i++)
+	for (i = 0; i < p->n; i++) {
 		free(p->paths[i]);
+		free(p->abs[i]);
+	}
 	free(p->paths);
+	free(p->abs);
 	rdx_tree_plan_free(p->plan);
 	free(p);
 	return ret;
@@ -1309,7 +1375,7 @@ err:
 	return ret;
 }
 
-int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed,
 			 int (*emit)(void *arg, const struct rdx_list_entry *e),
 			 void *arg)
 {
@@ -1340,7 +1406,7 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
 		    f->fts_info == FTS_ERR || f->fts_info == FTS_NS || f->fts_info == FTS_DC)
 			continue;
 		need = tlen + (f->fts_pathlen - llen) + 1;
-		if (need > RDX_LIST_MAX - RDX_LIST_FIXED)
+		if (need > RDX_LIST_MAX - RDX_LIST_FIXED - 16)
 			continue; /* cannot be listed: it is sent again */
 		if (need > cap) {
 			char *bigger = realloc(name, need);
@@ -1362,6 +1428,10 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
 			.len = (uint16_t)strlen(name),
 			.name = name,
 		};
+		/* --checksum: a file we cannot read is listed without its
+		 * hash, and so sent again. */
+		if (hashed && e.type == RDX_LIST_FILE && hash_file(f->fts_accpath, e.hash) == 0)
+			e.type = RDX_LIST_HASHED;
 		ret = emit(arg, &e);
 	}
 	if (fts)

@@ -96,12 +96,13 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, const atomic_int *stop, int *fd);
 
-/* --sync: calls emit for every regular file the receiver has where the
- * sender's top-level name top would land (walked without following
- * symlinks), named as the sender names it.  A top that is not a plain
+/* --sync: calls emit for every entry the receiver has where the sender's
+ * top-level name top would land (walked without following symlinks),
+ * named as the sender names it; hashed (--checksum): regular files with
+ * their XXH3-128.  A top that is not a plain
  * name is refused (-RDX_EPROTO); emit's non-zero result stops the walk
  * and is returned. */
-int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed,
 			 int (*emit)(void *arg, const struct rdx_list_entry *e),
 			 void *arg);
 

@@ -400,3 +400,29 @@ send_tree() {
 	assert_match "$stderr" "cannot replace the file"
 	assert_same "$D/f" "$D/existing"
 }
+
+@test "--checksum: content decides, not mtime; rdcp passes it to the far side" {
+	mkdir -p "$D/src/t" "$D/out"
+	mkrand "$D/src/t/same" 100000
+	mkrand "$D/src/t/changed" 100000
+	send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	# Same bytes, another mtime: not sent.  Other bytes, same size and
+	# mtime (what --sync alone cannot see): sent.
+	touch -d 2000-01-01 "$D/out/t/same"
+	printf X | dd of="$D/out/t/changed" bs=1 seek=7 conv=notrunc 2>/dev/null
+	touch -r "$D/src/t/changed" "$D/out/t/changed"
+	send_tree -r PORT key "$D/out" -- -v -r --checksum 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	assert_match "$stderr" "--sync: 1 unchanged file not sent"
+	assert_same "$D/src/t/changed" "$D/out/t/changed"
+	[ "$(stat -c %Y "$D/out/t/same")" = "$(date -d 2000-01-01 +%s)" ] || fail "'same' was sent again"
+	printf Y | dd of="$D/out/t/changed" bs=1 seek=9 conv=notrunc 2>/dev/null
+	touch -r "$D/src/t/changed" "$D/out/t/changed"
+	mkdir "$D/near"
+	cp -a "$D/out/t" "$D/near/"
+	rdcp_b -v --checksum "rdxhost:$D/src/t" "$D/near"
+	assert_status 0
+	assert_match "$stderr" "--sync: 1 unchanged file not sent"
+	assert_same "$D/src/t/changed" "$D/near/t/changed"
+}
