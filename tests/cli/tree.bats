@@ -91,7 +91,7 @@ send_tree() {
 	send_tree -r PORT key "$D/in" -- -r 127.0.0.1 PORT key "$SMALL"
 	assert_nonzero
 	assert_rc recv "$RECV_RC" 4
-	assert_file_match "$D/recv.err" "not a directory"
+	assert_file_match "$D/recv.err" "cannot replace the file 'in' with a directory"
 	run_t "$RDSEND" -r 127.0.0.1 1 key
 	assert_status 2
 	run_t "$RDSEND" -L 127.0.0.1 1 key "$D/in"
@@ -156,7 +156,7 @@ send_tree() {
 	assert_match "$stderr" "not a directory"
 	rdcp_b -r "$SMALL" "rdxhost:$D/plain"
 	assert_status 5
-	assert_match "$stderr" "not a directory"
+	assert_match "$stderr" "cannot replace the file 'plain' with a directory"
 	[ "$(fsize "$D/plain")" -eq 10 ] || fail "the file DST was changed"
 }
 
@@ -185,7 +185,7 @@ send_tree() {
 	assert_same_tree "$BIG" "$D/local"
 	run_t "$RDCP" -r "$BIG" "$D/local/large1"
 	assert_status 4
-	assert_match "$stderr" "not a directory"
+	assert_match "$stderr" "cannot replace the file 'large1' with a directory"
 	run_t "$RDCP" "$BIG" "$D/x"
 	assert_status 2
 	assert_match "$stderr" "is a directory \\(use -r\\)"
