@@ -426,3 +426,32 @@ send_tree() {
 	assert_match "$stderr" "--sync: 1 unchanged file not sent"
 	assert_same "$D/src/t/changed" "$D/near/t/changed"
 }
+
+rm_nobody() { chmod -R u+rwx "$N" 2>/dev/null; rm -rf "$N"; }
+
+@test "--delete deletes nothing when the sender could not read all of its tree" {
+	# rdsend as nobody, from a copy nobody can reach; a directory it
+	# cannot read must not be taken for gone.
+	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
+	CLEANUPS+=(rm_nobody)
+	chmod 755 "$N"
+	cp "$RDSEND" "$N/"
+	mkdir -p "$N/src/t/open" "$N/src/t/closed" "$D/out"
+	echo a >"$N/src/t/open/a"
+	echo b >"$N/src/t/closed/b"
+	chmod -R a+rX "$N/src"
+	send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$N/src/t"
+	assert_status 0
+	echo extra >"$D/out/t/extra"
+	chmod 000 "$N/src/t/closed"
+	port=$(free_port)
+	start_recv -r --wait 30 "$port" key "$D/out"
+	wait_listen "$port"
+	run_t setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$N/rdsend" -r --delete 127.0.0.1 "$port" key "$N/src/t"
+	assert_status 4
+	assert_match "$stderr" "--delete: nothing deleted"
+	wait_recv
+	[ -e "$D/out/t/closed/b" ] && [ -e "$D/out/t/extra" ] ||
+		fail "--delete removed something though the source was not all read"
+}
