@@ -387,54 +387,53 @@ static void take_info(const struct s3_client *c, struct s3_object_info *info)
 
 /* --------------------------------------------------------- operations */
 
-int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
-		  int fd, uint64_t off, uint64_t len,
-		  const struct s3_body_sum *sum, struct s3_object_info *info)
+/* One PutObject of r's body (a file range or a buffer): Content-MD5 and
+ * the payload hash from sum, the returned ETag checked against it. */
+static int put_body(struct s3_client *c, struct s3_req *r,
+		    const struct s3_body_sum *sum, struct s3_object_info *info)
 {
 	char b64[32];
 	struct s3_kv h[] = { { "Content-MD5", b64 } };
-	struct s3_req r = {
-		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
-		.headers = h, .nheaders = 1,
-		.body_fd = fd, .body_off = off, .body_len = len,
-		.payload_hash = sum->sha256_hex,
-	};
 	int ret;
 
 	s3_md5_b64(sum->md5, b64);
-	ret = s3_do_request(c, &r);
+	r->method = "PUT";
+	r->op = "put";
+	r->headers = h;
+	r->nheaders = 1;
+	r->payload_hash = sum->sha256_hex;
+	ret = s3_do_request(c, r);
 	if (!ret)
 		ret = s3_check_put_etag(c, sum);
 	if (!ret)
 		take_info(c, info);
 	if (!ret && info)
-		info->size = len;
+		info->size = r->body_len;
 	return ret;
+}
+
+int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
+		  int fd, uint64_t off, uint64_t len,
+		  const struct s3_body_sum *sum, struct s3_object_info *info)
+{
+	struct s3_req r = {
+		.bucket = bucket, .key = key,
+		.body_fd = fd, .body_off = off, .body_len = len,
+	};
+
+	return put_body(c, &r, sum, info);
 }
 
 int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
 		  const void *p, uint64_t len, const struct s3_body_sum *sum,
 		  struct s3_object_info *info)
 {
-	char b64[32];
-	struct s3_kv h[] = { { "Content-MD5", b64 } };
 	struct s3_req r = {
-		.method = "PUT", .op = "put", .bucket = bucket, .key = key,
-		.headers = h, .nheaders = 1,
+		.bucket = bucket, .key = key,
 		.body = p, .body_fd = -1, .body_len = len,
-		.payload_hash = sum->sha256_hex,
 	};
-	int ret;
 
-	s3_md5_b64(sum->md5, b64);
-	ret = s3_do_request(c, &r);
-	if (!ret)
-		ret = s3_check_put_etag(c, sum);
-	if (!ret)
-		take_info(c, info);
-	if (!ret && info)
-		info->size = len;
-	return ret;
+	return put_body(c, &r, sum, info);
 }
 
 /* An ETag goes back into CompleteMultipartUpload's XML as it came: refuse

@@ -290,88 +290,83 @@ bool s3_rel_path_ok(const char *rel, const char **why)
 	}
 }
 
-int s3_local_prepare(const char *root, const char *rel)
+/* Opens the directory holding rel's last component below root, one
+ * component at a time with O_NOFOLLOW, so that no symlink (made by anyone,
+ * at any time before each open) is ever followed; make: create missing
+ * directories.  Sets *last to that component.  Returns the directory fd,
+ * or -ELOOP for a symlink on the way, or -errno. */
+static int open_parent(const char *root, const char *rel, bool make,
+		       const char **last)
 {
 	char comp[256];
 	const char *p = rel, *e;
 	struct stat st;
-	int dfd, fd, ret = 0;
+	int dfd, fd;
 
 	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	while ((e = strchr(p, '/'))) {
 		size_t n = (size_t)(e - p);
+		int err;
 
 		if (n >= sizeof(comp)) {
-			ret = -ENAMETOOLONG;
-			goto out;
+			close(dfd);
+			return -ENAMETOOLONG;
 		}
 		memcpy(comp, p, n);
 		comp[n] = '\0';
-		if (mkdirat(dfd, comp, 0777) && errno != EEXIST) {
-			ret = -errno;
-			goto out;
+		if (make && mkdirat(dfd, comp, 0777) && errno != EEXIST) {
+			err = errno;
+			close(dfd);
+			return -err;
 		}
-		/* O_NOFOLLOW: a symlink here (made by anyone, any time
-		 * before this open) is ELOOP, never followed. */
-		fd = openat(dfd, comp,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0) {
-			ret = errno == ENOTDIR &&
-					      !fstatat(dfd, comp, &st,
-						       AT_SYMLINK_NOFOLLOW) &&
+			err = errno == ENOTDIR && !fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) &&
 					      S_ISLNK(st.st_mode)
-				      ? -ELOOP
-				      : -errno;
-			goto out;
+				      ? ELOOP
+				      : errno;
+			close(dfd);
+			return -err;
 		}
 		close(dfd);
 		dfd = fd;
 		p = e + 1;
 	}
-	if (!fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW)) {
+	*last = p;
+	return dfd;
+}
+
+int s3_local_prepare(const char *root, const char *rel)
+{
+	const char *name;
+	struct stat st;
+	int dfd = open_parent(root, rel, true, &name), ret = 0;
+
+	if (dfd < 0)
+		return dfd;
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
 		if (S_ISLNK(st.st_mode))
 			ret = -ELOOP;
 		else if (S_ISDIR(st.st_mode))
 			ret = -EISDIR;
 	}
-out:
 	close(dfd);
 	return ret;
 }
 
 int s3_local_unlink(const char *root, const char *rel)
 {
-	char comp[256];
-	const char *p = rel, *e;
-	int dfd, fd, ret = 0;
+	const char *name;
+	int dfd = open_parent(root, rel, false, &name), ret = 0;
 
-	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd == -ENOENT)
+		return 0; /* a directory on the way is gone: so is the file */
 	if (dfd < 0)
-		return -errno;
-	while ((e = strchr(p, '/'))) {
-		size_t n = (size_t)(e - p);
-
-		if (n >= sizeof(comp)) {
-			ret = -ENAMETOOLONG;
-			goto out;
-		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
-		fd = openat(dfd, comp,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			ret = errno == ENOENT ? 0 : -errno;
-			goto out;
-		}
-		close(dfd);
-		dfd = fd;
-		p = e + 1;
-	}
-	if (unlinkat(dfd, p, 0) && errno != ENOENT)
+		return dfd;
+	if (unlinkat(dfd, name, 0) && errno != ENOENT)
 		ret = -errno;
-out:
 	close(dfd);
 	return ret;
 }
