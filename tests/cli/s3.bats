@@ -8,20 +8,6 @@
 load ../lib/common
 load ../lib/s3
 
-# mp_etag FILE PART_BYTES: S3's ETag for FILE uploaded in parts of
-# PART_BYTES: the MD5 of the parts' MD5s, then -N.
-mp_etag() {
-	local size off=0 n=0 hex=""
-	size=$(stat -c %s "$1")
-	while [ "$off" -lt "$size" ]; do
-		hex+=$(dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$2" status=none |
-			md5sum | cut -c1-32)
-		off=$((off + $2))
-		n=$((n + 1))
-	done
-	printf '"%s-%d"' "$(perl -e 'print pack("H*", $ARGV[0])' "$hex" | md5sum | cut -c1-32)" "$n"
-}
-
 # open_uploads N: aws's ListMultipartUploads of the bucket lists N uploads
 # (aws prints nothing at all for an empty listing).
 open_uploads() {

@@ -45,19 +45,6 @@ open_uploads() {
 	jq -r '.Uploads // [] | .[].UploadId' <<<"$output"
 }
 
-# mp_etag FILE PART_BYTES: S3's ETag for FILE uploaded in such parts.
-mp_etag() {
-	local size off=0 n=0 hex=""
-	size=$(stat -c %s "$1")
-	while [ "$off" -lt "$size" ]; do
-		hex+=$(dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$off" count="$2" status=none |
-			md5sum | cut -c1-32)
-		off=$((off + $2))
-		n=$((n + 1))
-	done
-	printf '"%s-%d"' "$(perl -e 'print pack("H*", $ARGV[0])' "$hex" | md5sum | cut -c1-32)" "$n"
-}
-
 md5_etag() {
 	printf '"%s"' "$(md5sum <"$1" | cut -c1-32)"
 }
