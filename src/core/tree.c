@@ -723,7 +723,9 @@ struct rdx_tree_unpack {
 	int fd;		  /* the stream's read end: the thread's */
 	char *root;	  /* realpath of the extraction root: no symlink */
 	size_t rootlen;
-	char *checked;	  /* a directory known to have no symlink in it */
+	int root_fd;	  /* the root, opened (O_PATH) */
+	char *checked;	  /* the directory checked last: no symlink in it */
+	int checked_fd;	  /* ... opened from root_fd without following one */
 	char *rename_top; /* dst's name when it is created, else NULL */
 	bool over_file;	  /* ... and a file of that name is there to replace */
 	char *top_seen;	  /* the first entry's first component */
@@ -733,7 +735,8 @@ struct rdx_tree_unpack {
 	XXH3_state_t *hash;
 	/* The regular file waiting for its hash entry. */
 	char *pend_final; /* NULL: none */
-	char *pend_tmp;	  /* written by libarchive; NULL: see pend_sink */
+	char *pend_tmp;	  /* its temporary; NULL: see pend_sink */
+	bool pend_at;	  /* both in checked_fd (unpack_small), else paths */
 	struct rdx_sink *pend_sink; /* a big file; neither: it failed here */
 	void *stage;	  /* STAGE bytes, 4 KiB-aligned, for pend_sink */
 	_Atomic uint64_t files, bytes;
@@ -782,48 +785,84 @@ static const char *shown(const struct rdx_tree_unpack *u, const char *full)
 	return full;
 }
 
-/* Refuses a name whose directories (not its last component) include a
- * symlink (ELOOP) or anything but a directory: we never write or link
- * through one.  Returns 0 or an errno value. */
-static int parents_real(const char *name, size_t rootlen)
+/* Opens the directory name is in (everything before its last component)
+ * from the root, one component at a time, never following a symlink: what
+ * is checked is what is used, with nothing to swap in between.  Returns 0
+ * and *fd, or 0 and *fd = -1 when part of it is not there yet (made by the
+ * extraction), or an errno value: ELOOP for a symlink on the way, ENOTDIR
+ * for anything else that is not a directory. */
+static int parents_open(const struct rdx_tree_unpack *u, const char *name, int *fd)
 {
-	char *copy = strdup(name), *slash;
+	const char *comp = name + u->rootlen + 1, *slash;
+	char part[NAME_MAX + 1];
 	struct stat st;
-	int err = 0;
+	int dir, next, err = 0;
 
-	if (!copy)
-		return ENOMEM;
-	/* name is root/...: the root itself has no symlink (realpath). */
-	for (slash = strchr(copy + rootlen + 1, '/'); slash && !err; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (lstat(copy, &st) == 0)
-			err = S_ISDIR(st.st_mode) ? 0 : S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-		else if (errno != ENOENT)
-			err = errno;
-		else
-			break; /* not there yet: made by the extraction */
-		*slash = '/';
+	*fd = -1;
+	dir = fcntl(u->root_fd, F_DUPFD_CLOEXEC, 0);
+	if (dir < 0)
+		return errno;
+	for (; (slash = strchr(comp, '/')); comp = slash + 1) {
+		size_t len = (size_t)(slash - comp);
+
+		if (len > NAME_MAX) {
+			err = ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, comp, len);
+		part[len] = '\0';
+		next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0) {
+			err = errno == ENOENT ? 0 : errno;
+			if (err == ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(st.st_mode))
+				err = ELOOP;
+			break;
+		}
+		close(dir);
+		dir = next;
 	}
-	free(copy);
-	return err;
+	if (slash) {
+		close(dir);
+		return err;
+	}
+	*fd = dir;
+	return 0;
 }
 
-/* parents_real(), skipped for the directory checked last: entries come
- * directory by directory.  Only a symlink made since can change the
- * answer, and making one forgets it (unpack_entry). */
+static void forget_checked(struct rdx_tree_unpack *u)
+{
+	if (u->checked_fd >= 0)
+		close(u->checked_fd);
+	u->checked_fd = -1;
+	free(u->checked);
+	u->checked = NULL;
+}
+
+/* parents_open(), kept for the directory opened last: entries come
+ * directory by directory.  Only a symlink or a removal made since can
+ * change the answer, and those forget it (unpack_entry, take_delete); an
+ * entry inside the directory cannot replace the directory itself.  While
+ * a file waits for its hash nothing else is mapped, so it keeps its
+ * directory. */
 static int parents_checked(struct rdx_tree_unpack *u, const char *full)
 {
 	const char *slash = strrchr(full, '/');
 	size_t len = slash ? (size_t)(slash - full) : 0;
-	int err;
+	int err, fd;
 
 	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
 		return 0;
-	err = parents_real(full, u->rootlen);
-	if (err)
+	forget_checked(u);
+	err = parents_open(u, full, &fd);
+	if (err || fd < 0)
 		return err;
-	free(u->checked);
 	u->checked = strndup(full, len);
+	if (!u->checked) {
+		close(fd);
+		return ENOMEM;
+	}
+	u->checked_fd = fd;
 	return 0;
 }
 
@@ -874,6 +913,14 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 	return out;
 }
 
+/* The last component of a name. */
+static const char *base_name(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+
+	return slash ? slash + 1 : name;
+}
+
 /* ".NAME.rdx-XXXXXXXX" beside name. */
 static char *temp_name(const char *name)
 {
@@ -895,7 +942,9 @@ static void drop_pending(struct rdx_tree_unpack *u)
 {
 	rdx_sink_close(u->pend_sink); /* removes its temporary unless published */
 	u->pend_sink = NULL;
-	if (u->pend_tmp)
+	if (u->pend_tmp && u->pend_at)
+		unlinkat(u->checked_fd, base_name(u->pend_tmp), 0);
+	else if (u->pend_tmp)
 		unlink(u->pend_tmp);
 	free(u->pend_tmp);
 	free(u->pend_final);
@@ -937,6 +986,9 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 		}
 		if (u->pend_sink)
 			ret = rdx_sink_publish(u->pend_sink);
+		else if (u->pend_at)
+			ret = renameat(u->checked_fd, base_name(u->pend_tmp), u->checked_fd,
+				       base_name(u->pend_final)) ? -errno : 0;
 		else
 			ret = rename(u->pend_tmp, u->pend_final) ? -errno : 0;
 		if (ret) {
@@ -984,21 +1036,28 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 		}
 	}
 	free(full);
-	free(u->checked); /* what was checked may be gone */
-	u->checked = NULL;
+	forget_checked(u); /* what was checked may be gone */
 	return 0;
 }
 
-/* Copies an entry's data to disk, hashing it.  Returns 0, or -1 when
- * writing failed (named, counted), or a fatal code. */
-static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
-		       struct archive *wd, const char *shown)
+/* Where copy_data() puts an entry's data: returns 0 or -errno (for
+ * libarchive's writer, -1 with the error in it). */
+typedef int (*put_fn)(void *arg, const void *buf, size_t len, uint64_t off);
+
+/* Reads an entry's data block by block, hashing and counting it, into
+ * put().  Blocks must follow each other unless holes are allowed (a sparse
+ * file through libarchive).  Returns 0 or a fatal code; when put() fails
+ * the rest of the data is skipped and *put_err is its error. */
+static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
+		     put_fn put, void *arg, int *put_err)
 {
 	const void *buf;
 	size_t size;
 	la_int64_t off;
+	uint64_t next = 0;
 	int r;
 
+	*put_err = 0;
 	XXH3_128bits_reset(u->hash);
 	for (;;) {
 		if (atomic_load(u->stop))
@@ -1009,112 +1068,215 @@ static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
 		if (r < ARCHIVE_WARN)
 			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
 					   archive_error_string(rd));
+		if (!holes && (uint64_t)off != next)
+			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a hole in '%s'",
+					   shown(u, u->pend_final));
+		next = (uint64_t)off + size;
 		XXH3_128bits_update(u->hash, buf, size);
-		if (archive_write_data_block(wd, buf, size, off) < ARCHIVE_WARN) {
-			rdx_warn("cannot write '%s': %s", shown, archive_error_string(wd));
-			u->failed++;
-			archive_read_data_skip(rd);
-			return -1;
-		}
 		atomic_fetch_add(&u->bytes, size);
+		*put_err = put(arg, buf, size, (uint64_t)off);
+		if (*put_err) {
+			archive_read_data_skip(rd);
+			return 0;
+		}
 	}
 }
 
-/* Whether a regular file goes through unpack_big(): large, not sparse,
- * and its name free or a regular file to be replaced (a symlink, device
- * or fifo there goes through libarchive, which replaces it). */
-static bool big_file(struct archive_entry *e, const char *final)
+static int put_archive(void *arg, const void *buf, size_t len, uint64_t off)
 {
+	return archive_write_data_block(arg, buf, len, (la_int64_t)off) < ARCHIVE_WARN ? -1 : 0;
+}
+
+/* Copies an entry's data to disk through libarchive's writer (wd).
+ * Returns 0, or -1 when writing failed (named, counted), or a fatal
+ * code. */
+static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
+		       struct archive *wd, const char *shown)
+{
+	int err, ret = copy_data(u, rd, true, put_archive, wd, &err);
+
+	if (ret)
+		return ret;
+	if (err) {
+		rdx_warn("cannot write '%s': %s", shown, archive_error_string(wd));
+		u->failed++;
+		return -1;
+	}
+	return 0;
+}
+
+/* A regular file's owner, mode and times as we restore them: owners by
+ * name as libarchive maps them for other entries, and no set-id bits
+ * unless the owner is restored too. */
+struct file_meta {
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+	struct timespec times[2];
+};
+
+static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
+		      struct archive_entry *e, struct file_meta *m)
+{
+	m->uid = (uid_t)archive_write_disk_uid(wd, archive_entry_uname(e), archive_entry_uid(e));
+	m->gid = (gid_t)archive_write_disk_gid(wd, archive_entry_gname(e), archive_entry_gid(e));
+	m->mode = archive_entry_perm(e) & (u->as_root ? 07777 : 01777);
+	m->times[1] = (struct timespec){ archive_entry_mtime(e), archive_entry_mtime_nsec(e) };
+	m->times[0] = archive_entry_atime_is_set(e)
+		? (struct timespec){ archive_entry_atime(e), archive_entry_atime_nsec(e) }
+		: m->times[1];
+}
+
+/* Whether a regular file is written by us (unpack_small or unpack_big)
+ * rather than libarchive: not sparse, its directory opened (checked_fd),
+ * and its name free or a regular file to be replaced (a symlink, device,
+ * fifo or directory there goes through libarchive, which deals with it).
+ * The temporary beside it must fit NAME_MAX. */
+static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const char *final)
+{
+	const char *base = base_name(final);
 	struct stat st;
 
-	const char *base = strrchr(final, '/');
-
-	if (archive_entry_size(e) < (la_int64_t)BIG_FILE || archive_entry_sparse_count(e) > 0 ||
-	    strlen(base ? base + 1 : final) > 200) /* the sink's temporary must fit NAME_MAX */
+	if (archive_entry_sparse_count(e) > 0 || strlen(base) > 200 || u->checked_fd < 0)
 		return false;
-	/* Never a symlink: fileio's sink would follow it (to a device). */
-	if (lstat(final, &st))
+	if (fstatat(u->checked_fd, base, &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT;
 	return S_ISREG(st.st_mode);
 }
 
-/* A big file's data, hashed, into an O_DIRECT temporary (fileio's sink)
- * with its metadata; take_hash() publishes it.  Returns 0 (a local
- * failure is named and counted) or a fatal code. */
+static int put_fd(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = rdx_pwrite_full(*(int *)arg, buf, len, (off_t)off);
+
+	return n < 0 ? (int)n : 0;
+}
+
+/* A small file's data, hashed, into ".NAME.rdx-XXXXXXXX" created in its
+ * directory's descriptor, with its metadata; take_hash() renames it.
+ * libarchive's writer would do the same with a dozen more system calls a
+ * file, walking and checking the whole name each time.  Returns 0 (a
+ * local failure is named and counted) or a fatal code. */
+static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
+			struct archive *wd, struct archive_entry *e)
+{
+	char *tmp = temp_name(u->pend_final);
+	struct file_meta m;
+	int fd, err = 0, ret;
+
+	if (!tmp)
+		return unpack_fail(u, -ENOMEM, "out of memory");
+	file_meta(u, wd, e, &m);
+	fd = openat(u->checked_fd, base_name(tmp),
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		free(tmp);
+		archive_read_data_skip(rd);
+		goto failed;
+	}
+	u->pend_tmp = tmp;
+	u->pend_at = true;
+	ret = copy_data(u, rd, false, put_fd, &fd, &err);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	if (!err && u->as_root && fchown(fd, m.uid, m.gid))
+		err = -errno;
+	if (!err && fchmod(fd, m.mode))
+		err = -errno;
+	if (!err && futimens(fd, m.times))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err)
+		return 0;
+	unlinkat(u->checked_fd, base_name(u->pend_tmp), 0);
+	free(u->pend_tmp);
+	u->pend_tmp = NULL;
+failed:
+	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-err));
+	u->failed++;
+	return 0;
+}
+
+/* A big file's stream blocks, gathered into aligned STAGE-sized writes
+ * for fileio's O_DIRECT sink. */
+struct staged {
+	struct rdx_sink *sink;
+	char *stage;
+	size_t fill;
+	uint64_t off; /* of stage[0] */
+};
+
+static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct staged *st = arg;
+	const char *p = buf;
+	int ret;
+
+	(void)off; /* blocks follow each other (copy_data) */
+	while (len) {
+		size_t n = len < STAGE - st->fill ? len : STAGE - st->fill;
+
+		memcpy(st->stage + st->fill, p, n);
+		st->fill += n;
+		p += n;
+		len -= n;
+		if (st->fill == STAGE) {
+			ret = rdx_sink_write(st->sink, st->stage, STAGE, st->off);
+			if (ret)
+				return ret;
+			st->off += STAGE;
+			st->fill = 0;
+		}
+	}
+	return 0;
+}
+
+/* A big file's data, hashed, into an O_DIRECT temporary (fileio's sink:
+ * buffered writes of big files are throttled by dirty page writeback to
+ * a fraction of what the disk takes) with its metadata; take_hash()
+ * publishes it.  Returns 0 (a local failure is named and counted) or a
+ * fatal code. */
 static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		      struct archive *wd, struct archive_entry *e)
 {
-	/* Owners by name as libarchive maps them for the other files; no
-	 * set-id bits unless the owner is restored too. */
-	uid_t uid = (uid_t)archive_write_disk_uid(wd, archive_entry_uname(e), archive_entry_uid(e));
-	gid_t gid = (gid_t)archive_write_disk_gid(wd, archive_entry_gname(e), archive_entry_gid(e));
-	mode_t mode = archive_entry_perm(e) & (u->as_root ? 07777 : 01777);
-	uint64_t size = (uint64_t)archive_entry_size(e), off = 0;
-	struct timespec times[2] = {
-		{ archive_entry_atime(e), archive_entry_atime_nsec(e) },
-		{ archive_entry_mtime(e), archive_entry_mtime_nsec(e) },
-	};
-	const char *buf;
-	size_t len, fill = 0;
-	la_int64_t at;
-	int r, ret;
+	uint64_t size = (uint64_t)archive_entry_size(e);
+	struct staged st = { 0 };
+	struct file_meta m;
+	int err, ret;
 
-	if (!archive_entry_atime_is_set(e))
-		times[0] = times[1];
+	file_meta(u, wd, e, &m);
 	if (!u->stage && !(u->stage = aligned_alloc(4096, STAGE)))
 		return unpack_fail(u, -ENOMEM, "out of memory");
-	ret = rdx_sink_open(&u->pend_sink, u->pend_final, true, size, false, u->stop, 0, NULL);
-	if (ret) {
+	st.stage = u->stage;
+	err = rdx_sink_open(&u->pend_sink, u->pend_final, true, size, false, u->stop, 0, NULL);
+	if (err) {
 		u->pend_sink = NULL;
+		archive_read_data_skip(rd);
 		goto failed;
 	}
-	XXH3_128bits_reset(u->hash);
-	for (;;) {
-		if (atomic_load(u->stop))
-			return unpack_fail(u, -ECANCELED, "stopped");
-		r = archive_read_data_block(rd, (const void **)&buf, &len, &at);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r < ARCHIVE_WARN)
-			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
-					   archive_error_string(rd));
-		if ((uint64_t)at != off + fill)
-			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a hole in '%s'",
-					   shown(u, u->pend_final));
-		XXH3_128bits_update(u->hash, buf, len);
-		atomic_fetch_add(&u->bytes, len);
-		while (len) {
-			size_t n = len < STAGE - fill ? len : STAGE - fill;
-
-			memcpy((char *)u->stage + fill, buf, n);
-			fill += n;
-			buf += n;
-			len -= n;
-			if (fill == STAGE) {
-				ret = rdx_sink_write(u->pend_sink, u->stage, STAGE, off);
-				if (ret)
-					goto failed;
-				off += STAGE;
-				fill = 0;
-			}
-		}
-	}
-	if (fill && (ret = rdx_sink_write(u->pend_sink, u->stage, fill, off)))
-		goto failed;
-	if (off + fill != size)
+	st.sink = u->pend_sink;
+	ret = copy_data(u, rd, false, put_staged, &st, &err);
+	if (ret)
+		return ret;
+	if (!err && st.fill)
+		err = rdx_sink_write(st.sink, st.stage, st.fill, st.off);
+	if (!err && st.off + st.fill != size)
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: '%s' is short",
 				   shown(u, u->pend_final));
-	ret = rdx_sink_flush(u->pend_sink, size);
-	if (!ret)
-		ret = rdx_sink_set_meta(u->pend_sink, mode, u->as_root, uid, gid, times);
-	if (!ret)
+	if (!err)
+		err = rdx_sink_flush(st.sink, size);
+	if (!err)
+		err = rdx_sink_set_meta(st.sink, m.mode, u->as_root, m.uid, m.gid, m.times);
+	if (!err)
 		return 0;
-failed:
-	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-ret));
-	u->failed++;
 	rdx_sink_close(u->pend_sink);
 	u->pend_sink = NULL;
-	archive_read_data_skip(rd);
+failed:
+	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-err));
+	u->failed++;
 	return 0;
 }
 
@@ -1155,10 +1317,13 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 		archive_read_data_skip(rd);
 		goto out;
 	}
-	if (regular && big_file(e, final)) {
+	if (regular && ours(u, e, final)) {
 		u->pend_final = final;
 		final = NULL;
-		ret = unpack_big(u, rd, wd, e);
+		if (archive_entry_size(e) >= (la_int64_t)BIG_FILE)
+			ret = unpack_big(u, rd, wd, e);
+		else
+			ret = unpack_small(u, rd, wd, e);
 		goto out;
 	}
 	if (regular) {
@@ -1205,10 +1370,8 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 		}
 	} else {
 		archive_write_finish_entry(wd);
-		if (type == AE_IFLNK) {
-			free(u->checked);
-			u->checked = NULL;
-		}
+		if (type == AE_IFLNK)
+			forget_checked(u);
 		if (type != AE_IFDIR)
 			atomic_fetch_add(&u->files, 1);
 	}
@@ -1296,6 +1459,8 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	if (!u)
 		return -ENOMEM;
 	u->fd = -1;
+	u->root_fd = -1;
+	u->checked_fd = -1;
 	u->as_root = as_root;
 	u->stop = stop;
 	if (!dst || !*dst)
@@ -1346,6 +1511,11 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		ret = -errno;
 		goto err;
 	}
+	u->root_fd = open(u->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (u->root_fd < 0) {
+		ret = -errno;
+		goto err;
+	}
 	u->rootlen = strlen(u->root);
 	if (u->rootlen == 1) { /* "/": names are "/x" */
 		u->root[0] = '\0';
@@ -1366,6 +1536,8 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	*out = u;
 	return 0;
 err:
+	if (u->root_fd >= 0)
+		close(u->root_fd);
 	free(u->root);
 	free(root);
 	free(u->rename_top);
@@ -1464,7 +1636,8 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	}
 	free(u->top_seen);
 	free(u->stage);
-	free(u->checked);
+	forget_checked(u);
+	close(u->root_fd);
 	free(u->root);
 	free(u->rename_top);
 	free(u->buf);
