@@ -115,7 +115,8 @@ CIPHER=$(ssh -G "${SSH_OPTS[@]}" rdxhost 2>/dev/null | sed -n 's/^ciphers //p' |
 
 # ---------------------------------------------------------------- data
 avail=$(df -P -B1 "$TMPD" | awk 'NR==2 {print $4}')
-need=$((BYTES * 2 + COUNT * 65536 * 2 + 512 * 1024 * 1024))
+# the file and its copy; the tree and a copy per tree row (kept to the end)
+need=$((BYTES * 2 + COUNT * 65536 * (1 + 4 * ${RUNS:-1}) + 512 * 1024 * 1024))
 [ "$avail" -gt "$need" ] || die "need $need bytes free under $TMPD, have $avail"
 SRC=$TMPD/one.bin
 TREE=$TMPD/tree
@@ -185,11 +186,26 @@ export SSH_LINE
 # far_idle: sshd has reaped every session (so its children's CPU is in)
 far_idle() { [ -z "$(pgrep -P "$SSHD_PID")" ]; }
 
+# Trees are received into a new directory per row and removed only at the
+# end.  Removing 20000 files just before the next row would make that row's
+# creates slow for reasons of the file system, not of the tool: ext4
+# without a journal (this VM's root) does not reuse an inode within 60 s of
+# its deletion (300 s while its table block is dirty) and scans past every
+# such inode on each create, which cost all tools alike several seconds
+# and made the rows measure ext4's allocator.
+TREE_ROWS=0
 row() {
 	local tool=$1 c=$2 name="$1 $2" d=$TMPD/r rc=0 f0 f1 far src dst
 	want "$name" || return 0
 	rm -rf "$d" "$TMPD/dst"
-	mkdir -p "$d" "$TMPD/dst"
+	mkdir -p "$d"
+	if [ "$c" = tree ]; then
+		TREE_ROWS=$((TREE_ROWS + 1))
+		mkdir -p "$TMPD/trees/$TREE_ROWS"
+		ln -s "trees/$TREE_ROWS" "$TMPD/dst"
+	else
+		mkdir -p "$TMPD/dst"
+	fi
 	if [ "$c" = tree ] && [ "$tool" = rdcp ] && [ "$RDCP_R" -eq 0 ]; then
 		add_row "$name"
 		R_NOTE[$name]="rdcp -r: not available in this build"
@@ -216,7 +232,7 @@ row() {
 		diff -r "$TREE" "$dst" >"$d/diff" 2>&1 ||
 			{ fail_row "$name" "$d" "the copy differs from the source: $(head -n3 "$d/diff" | tr '\n' ' ')"; return 0; }
 	fi
-	rm -rf "$TMPD/dst"
+	[ "$c" = tree ] || rm -rf "$TMPD/dst"
 	record "$name" "$T_WALL" "$T_CPU" "$T_RSS" "$far"
 }
 

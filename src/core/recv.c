@@ -500,7 +500,7 @@ static int open_tree(struct receiver *x)
 	const char *dst = s->o->path ? s->o->path : ".";
 	int ret, fd;
 
-	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, &s->stop, &fd);
+	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, s->o->io_threads, &s->stop, &fd);
 	if (ret == -ENOTDIR)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",
 				 dst);

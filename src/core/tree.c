@@ -35,6 +35,10 @@
  * writeback to a fraction of what the disk takes. */
 #define BIG_FILE (4u << 20)
 #define STAGE (1u << 20) /* aligned staging for O_DIRECT */
+/* Smaller files are verified whole in memory and handed to writer
+ * threads, at most this many bytes of them at a time. */
+#define WRITE_QUEUE (16u << 20)
+#define MAX_WRITERS 64
 
 /* ---- shared ---------------------------------------------------------- */
 
@@ -718,6 +722,69 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 
 /* ---- receiver: unpack ------------------------------------------------- */
 
+/* A regular file's owner, mode and times as we restore them: owners by
+ * name as libarchive maps them for other entries, and no set-id bits
+ * unless the owner is restored too. */
+struct file_meta {
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+	struct timespec times[2];
+};
+
+/* A directory descriptor shared by the unpacking thread and the writes
+ * queued into it. */
+struct dirref {
+	int fd;
+	atomic_uint refs;
+};
+
+static struct dirref *dir_hold(struct dirref *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+	return d;
+}
+
+static void dir_drop(struct dirref *d)
+{
+	if (d && atomic_fetch_sub(&d->refs, 1) == 1) {
+		close(d->fd);
+		free(d);
+	}
+}
+
+/* A small regular file, received whole and its hash checked, to be
+ * written as ".NAME.rdx-XXXXXXXX" in dir and renamed to NAME. */
+struct job {
+	struct job *next;
+	struct dirref *dir;
+	char *final; /* the full name, for messages */
+	uint64_t len, got;
+	struct file_meta m;
+	char data[];
+};
+
+/* The writer threads.  Each has its own queue, and a file goes to the
+ * queue its name hashes to, so two files of one name are written in the
+ * stream's order.  Writes run only while the stream stays in one
+ * directory: anything else waits for them first (writers_wait). */
+struct writer {
+	struct rdx_tree_unpack *u;
+	pthread_t thread;
+	pthread_cond_t cond;
+	struct job *head, *tail;
+};
+
+struct writers {
+	pthread_mutex_t lock;
+	pthread_cond_t room, idle;
+	struct writer *one;
+	unsigned n;	 /* started; 0: the unpacking thread writes */
+	uint64_t bytes;	 /* queued or being written */
+	unsigned busy;	 /* files queued or being written */
+	bool quit;
+};
+
 struct rdx_tree_unpack {
 	pthread_t thread;
 	int fd;		  /* the stream's read end: the thread's */
@@ -725,7 +792,7 @@ struct rdx_tree_unpack {
 	size_t rootlen;
 	int root_fd;	  /* the root, opened (O_PATH) */
 	char *checked;	  /* the directory checked last: no symlink in it */
-	int checked_fd;	  /* ... opened from root_fd without following one */
+	struct dirref *checked_dir; /* ... opened from root_fd, not following one */
 	char *rename_top; /* dst's name when it is created, else NULL */
 	bool over_file;	  /* ... and a file of that name is there to replace */
 	char *top_seen;	  /* the first entry's first component */
@@ -735,13 +802,15 @@ struct rdx_tree_unpack {
 	XXH3_state_t *hash;
 	/* The regular file waiting for its hash entry. */
 	char *pend_final; /* NULL: none */
-	char *pend_tmp;	  /* its temporary; NULL: see pend_sink */
-	bool pend_at;	  /* both in checked_fd (unpack_small), else paths */
-	struct rdx_sink *pend_sink; /* a big file; neither: it failed here */
+	char *pend_tmp;	  /* written by libarchive; NULL: see below */
+	struct rdx_sink *pend_sink; /* a big file */
+	struct job *pend_job; /* a small file; none of the three: it failed */
+	struct writers w;
+	unsigned nwriters; /* wanted */
 	void *stage;	  /* STAGE bytes, 4 KiB-aligned, for pend_sink */
 	_Atomic uint64_t files, bytes;
-	unsigned failed;
-	int err; /* fatal: the first one */
+	atomic_uint failed; /* entries named in a warning */
+	int err; /* fatal: the first one (the unpacking thread's) */
 	char why[256];
 };
 
@@ -830,11 +899,15 @@ static int parents_open(const struct rdx_tree_unpack *u, const char *name, int *
 	return 0;
 }
 
+static void writers_wait(struct rdx_tree_unpack *u);
+static void writers_submit(struct rdx_tree_unpack *u, struct job *j);
+
+/* Leaves the directory checked last, once the writes into it are done. */
 static void forget_checked(struct rdx_tree_unpack *u)
 {
-	if (u->checked_fd >= 0)
-		close(u->checked_fd);
-	u->checked_fd = -1;
+	writers_wait(u);
+	dir_drop(u->checked_dir);
+	u->checked_dir = NULL;
 	free(u->checked);
 	u->checked = NULL;
 }
@@ -858,11 +931,16 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full)
 	if (err || fd < 0)
 		return err;
 	u->checked = strndup(full, len);
-	if (!u->checked) {
+	u->checked_dir = malloc(sizeof(*u->checked_dir));
+	if (!u->checked || !u->checked_dir) {
 		close(fd);
+		free(u->checked_dir);
+		u->checked_dir = NULL;
+		free(u->checked);
+		u->checked = NULL;
 		return ENOMEM;
 	}
-	u->checked_fd = fd;
+	*u->checked_dir = (struct dirref){ .fd = fd, .refs = 1 };
 	return 0;
 }
 
@@ -938,13 +1016,22 @@ static char *temp_name(const char *name)
 	return out;
 }
 
+static void job_free(struct job *j)
+{
+	if (j) {
+		dir_drop(j->dir);
+		free(j->final);
+		free(j);
+	}
+}
+
 static void drop_pending(struct rdx_tree_unpack *u)
 {
 	rdx_sink_close(u->pend_sink); /* removes its temporary unless published */
 	u->pend_sink = NULL;
-	if (u->pend_tmp && u->pend_at)
-		unlinkat(u->checked_fd, base_name(u->pend_tmp), 0);
-	else if (u->pend_tmp)
+	job_free(u->pend_job);
+	u->pend_job = NULL;
+	if (u->pend_tmp)
 		unlink(u->pend_tmp);
 	free(u->pend_tmp);
 	free(u->pend_final);
@@ -971,7 +1058,7 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 	if (n == 0) {
 		rdx_warn("'%s' was not sent: the sender could not read it", shown(u, u->pend_final));
 		u->failed++;
-	} else if (!u->pend_tmp && !u->pend_sink) {
+	} else if (!u->pend_tmp && !u->pend_sink && !u->pend_job) {
 		/* failed here; named already */
 	} else {
 		int ret;
@@ -984,11 +1071,14 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 			drop_pending(u);
 			return u->err;
 		}
+		if (u->pend_job) {
+			writers_submit(u, u->pend_job); /* counted when written */
+			u->pend_job = NULL;
+			drop_pending(u);
+			return 0;
+		}
 		if (u->pend_sink)
 			ret = rdx_sink_publish(u->pend_sink);
-		else if (u->pend_at)
-			ret = renameat(u->checked_fd, base_name(u->pend_tmp), u->checked_fd,
-				       base_name(u->pend_final)) ? -errno : 0;
 		else
 			ret = rename(u->pend_tmp, u->pend_final) ? -errno : 0;
 		if (ret) {
@@ -1017,6 +1107,7 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: no hash after '%s'",
 				   shown(u, u->pend_final));
+	writers_wait(u); /* the name may be one being written */
 	if (size <= 0 || size >= (la_int64_t)sizeof(name))
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a removal of %lld bytes",
 				   (long long)size);
@@ -1105,16 +1196,6 @@ static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
 	return 0;
 }
 
-/* A regular file's owner, mode and times as we restore them: owners by
- * name as libarchive maps them for other entries, and no set-id bits
- * unless the owner is restored too. */
-struct file_meta {
-	uid_t uid;
-	gid_t gid;
-	mode_t mode;
-	struct timespec times[2];
-};
-
 static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
 		      struct archive_entry *e, struct file_meta *m)
 {
@@ -1128,7 +1209,7 @@ static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
 }
 
 /* Whether a regular file is written by us (unpack_small or unpack_big)
- * rather than libarchive: not sparse, its directory opened (checked_fd),
+ * rather than libarchive: not sparse, its directory opened (checked_dir),
  * and its name free or a regular file to be replaced (a symlink, device,
  * fifo or directory there goes through libarchive, which deals with it).
  * The temporary beside it must fit NAME_MAX. */
@@ -1137,66 +1218,222 @@ static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const
 	const char *base = base_name(final);
 	struct stat st;
 
-	if (archive_entry_sparse_count(e) > 0 || strlen(base) > 200 || u->checked_fd < 0)
+	if (archive_entry_sparse_count(e) > 0 || strlen(base) > 200 || !u->checked_dir)
 		return false;
-	if (fstatat(u->checked_fd, base, &st, AT_SYMLINK_NOFOLLOW))
+	if (fstatat(u->checked_dir->fd, base, &st, AT_SYMLINK_NOFOLLOW))
 		return errno == ENOENT;
 	return S_ISREG(st.st_mode);
 }
 
-static int put_fd(void *arg, const void *buf, size_t len, uint64_t off)
+/* Writes a verified small file: its temporary through its directory's
+ * descriptor, then renamed over its name.  Any thread. */
+static void write_job(struct rdx_tree_unpack *u, struct job *j)
 {
-	ssize_t n = rdx_pwrite_full(*(int *)arg, buf, len, (off_t)off);
+	char *tmp = temp_name(j->final);
+	const char *what = "write";
+	int fd = -1, err = 0;
+	ssize_t n;
 
-	return n < 0 ? (int)n : 0;
-}
-
-/* A small file's data, hashed, into ".NAME.rdx-XXXXXXXX" created in its
- * directory's descriptor, with its metadata; take_hash() renames it.
- * libarchive's writer would do the same with a dozen more system calls a
- * file, walking and checking the whole name each time.  Returns 0 (a
- * local failure is named and counted) or a fatal code. */
-static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
-			struct archive *wd, struct archive_entry *e)
-{
-	char *tmp = temp_name(u->pend_final);
-	struct file_meta m;
-	int fd, err = 0, ret;
-
-	if (!tmp)
-		return unpack_fail(u, -ENOMEM, "out of memory");
-	file_meta(u, wd, e, &m);
-	fd = openat(u->checked_fd, base_name(tmp),
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (!tmp) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fd = openat(j->dir->fd, base_name(tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
 	if (fd < 0) {
 		err = -errno;
-		free(tmp);
-		archive_read_data_skip(rd);
-		goto failed;
+		goto out;
 	}
-	u->pend_tmp = tmp;
-	u->pend_at = true;
-	ret = copy_data(u, rd, false, put_fd, &fd, &err);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	if (!err && u->as_root && fchown(fd, m.uid, m.gid))
+	n = j->len ? rdx_pwrite_full(fd, j->data, j->len, 0) : 0;
+	if (n < 0)
+		err = (int)n;
+	if (!err && u->as_root && fchown(fd, j->m.uid, j->m.gid))
 		err = -errno;
-	if (!err && fchmod(fd, m.mode))
+	if (!err && fchmod(fd, j->m.mode))
 		err = -errno;
-	if (!err && futimens(fd, m.times))
+	if (!err && futimens(fd, j->m.times))
 		err = -errno;
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err)
-		return 0;
-	unlinkat(u->checked_fd, base_name(u->pend_tmp), 0);
-	free(u->pend_tmp);
-	u->pend_tmp = NULL;
-failed:
-	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-err));
-	u->failed++;
+	if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base_name(j->final))) {
+		err = -errno;
+		what = "create";
+	}
+	if (err)
+		unlinkat(j->dir->fd, base_name(tmp), 0);
+out:
+	free(tmp);
+	if (err) {
+		rdx_warn("cannot %s '%s': %s", what, shown(u, j->final), strerror(-err));
+		atomic_fetch_add(&u->failed, 1);
+	} else {
+		atomic_fetch_add(&u->files, 1);
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *me = arg;
+	struct rdx_tree_unpack *u = me->u;
+	struct writers *w = &u->w;
+	struct job *j;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!me->head && !w->quit)
+			pthread_cond_wait(&me->cond, &w->lock);
+		j = me->head;
+		if (!j)
+			break;
+		me->head = j->next;
+		if (!me->head)
+			me->tail = NULL;
+		pthread_mutex_unlock(&w->lock);
+		if (!atomic_load(u->stop))
+			write_job(u, j);
+		pthread_mutex_lock(&w->lock);
+		w->bytes -= j->len;
+		w->busy--;
+		pthread_cond_signal(&w->room);
+		if (!w->busy)
+			pthread_cond_broadcast(&w->idle);
+		pthread_mutex_unlock(&w->lock);
+		job_free(j);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* Starts up to n writers, no more than there are CPUs: their work is the
+ * kernel's (creating, copying into the page cache, renaming), and more
+ * threads than CPUs only spin on the directory's lock.  With none, the
+ * unpacking thread writes. */
+static void writers_start(struct rdx_tree_unpack *u, unsigned n)
+{
+	struct writers *w = &u->w;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (cpus > 0 && n > (unsigned long)cpus)
+		n = (unsigned)cpus;
+	if (n > MAX_WRITERS)
+		n = MAX_WRITERS;
+	w->one = n ? calloc(n, sizeof(*w->one)) : NULL;
+	if (!w->one)
+		return;
+	for (w->n = 0; w->n < n; w->n++) {
+		struct writer *one = &w->one[w->n];
+
+		one->u = u;
+		pthread_cond_init(&one->cond, NULL);
+		if (pthread_create(&one->thread, NULL, writer_main, one)) {
+			pthread_cond_destroy(&one->cond);
+			break;
+		}
+	}
+}
+
+/* Waits until every queued file is written. */
+static void writers_wait(struct rdx_tree_unpack *u)
+{
+	struct writers *w = &u->w;
+
+	pthread_mutex_lock(&w->lock);
+	while (w->busy)
+		pthread_cond_wait(&w->idle, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void writers_destroy(struct rdx_tree_unpack *u)
+{
+	pthread_cond_destroy(&u->w.idle);
+	pthread_cond_destroy(&u->w.room);
+	pthread_mutex_destroy(&u->w.lock);
+}
+
+static void writers_stop(struct rdx_tree_unpack *u)
+{
+	struct writers *w = &u->w;
+
+	pthread_mutex_lock(&w->lock);
+	w->quit = true;
+	for (unsigned i = 0; i < w->n; i++)
+		pthread_cond_signal(&w->one[i].cond);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned i = 0; i < w->n; i++) {
+		pthread_join(w->one[i].thread, NULL);
+		pthread_cond_destroy(&w->one[i].cond);
+	}
+	free(w->one);
+	w->one = NULL;
+	w->n = 0;
+}
+
+/* Queues a verified file (taking it), once WRITE_QUEUE has room. */
+static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
+{
+	struct writers *w = &u->w;
+	struct writer *one;
+	uint64_t h = 1469598103934665603ull; /* FNV-1a of the name */
+
+	if (!w->n) {
+		write_job(u, j);
+		job_free(j);
+		return;
+	}
+	for (const char *c = j->final; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	one = &w->one[h % w->n];
+	pthread_mutex_lock(&w->lock);
+	while (w->busy && w->bytes + j->len > WRITE_QUEUE)
+		pthread_cond_wait(&w->room, &w->lock);
+	j->next = NULL;
+	if (one->tail)
+		one->tail->next = j;
+	else
+		one->head = j;
+	one->tail = j;
+	w->bytes += j->len;
+	w->busy++;
+	pthread_cond_signal(&one->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int put_job(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct job *j = arg;
+
+	(void)off; /* blocks follow each other (copy_data) */
+	if (len > j->len - j->got)
+		return -EFBIG;
+	memcpy(j->data + j->got, buf, len);
+	j->got += len;
+	return 0;
+}
+
+/* A small file's data, hashed, into memory; take_hash() hands it to a
+ * writer once the hash matches.  Returns 0 or a fatal code. */
+static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
+			struct archive *wd, struct archive_entry *e)
+{
+	uint64_t size = (uint64_t)archive_entry_size(e);
+	struct job *j = malloc(sizeof(*j) + size);
+	int err, ret;
+
+	if (!j)
+		return unpack_fail(u, -ENOMEM, "out of memory");
+	*j = (struct job){ .dir = dir_hold(u->checked_dir), .final = strdup(u->pend_final),
+			   .len = size };
+	file_meta(u, wd, e, &j->m);
+	u->pend_job = j;
+	if (!j->final)
+		return unpack_fail(u, -ENOMEM, "out of memory");
+	ret = copy_data(u, rd, false, put_job, j, &err);
+	if (ret)
+		return ret;
+	if (err || j->got != size)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: '%s' %s its size",
+				   shown(u, u->pend_final), err ? "exceeds" : "is short of");
 	return 0;
 }
 
@@ -1320,12 +1557,15 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	if (regular && ours(u, e, final)) {
 		u->pend_final = final;
 		final = NULL;
-		if (archive_entry_size(e) >= (la_int64_t)BIG_FILE)
-			ret = unpack_big(u, rd, wd, e);
-		else
+		if (archive_entry_size(e) < (la_int64_t)BIG_FILE) {
 			ret = unpack_small(u, rd, wd, e);
+		} else {
+			writers_wait(u); /* one may be writing this name */
+			ret = unpack_big(u, rd, wd, e);
+		}
 		goto out;
 	}
+	writers_wait(u); /* what follows may meet a name being written */
 	if (regular) {
 		tmp = temp_name(final);
 		if (!tmp) {
@@ -1402,6 +1642,7 @@ static void *unpack_main(void *arg)
 	if (u->as_root) /* owners by name, as tar does */
 		archive_write_disk_set_standard_lookup(wd);
 	archive_read_support_format_tar(rd);
+	writers_start(u, u->nwriters);
 	if (archive_read_open(rd, u, NULL, unpack_read, NULL) != ARCHIVE_OK) {
 		unpack_fail(u, -RDX_EPROTO, "malformed tree stream: %s",
 			    archive_error_string(rd));
@@ -1435,6 +1676,7 @@ out:
 	/* Unblock the core's writer at once; what it sends now is moot. */
 	close(u->fd);
 	u->fd = -1;
+	writers_stop(u); /* every verified file written */
 	if (wd) {
 		/* Directory modes and times; an entry cut short is finished
 		 * under its temporary name, removed just below. */
@@ -1449,7 +1691,7 @@ out:
 }
 
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
-			  bool as_root, const atomic_int *stop, int *fd)
+			  bool as_root, unsigned writers, const atomic_int *stop, int *fd)
 {
 	struct rdx_tree_unpack *u = calloc(1, sizeof(*u));
 	char *root = NULL;
@@ -1460,8 +1702,8 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		return -ENOMEM;
 	u->fd = -1;
 	u->root_fd = -1;
-	u->checked_fd = -1;
 	u->as_root = as_root;
+	u->nwriters = writers;
 	u->stop = stop;
 	if (!dst || !*dst)
 		dst = ".";
@@ -1525,8 +1767,12 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	if (ret)
 		goto err;
 	u->fd = fds[0];
+	pthread_mutex_init(&u->w.lock, NULL);
+	pthread_cond_init(&u->w.room, NULL);
+	pthread_cond_init(&u->w.idle, NULL);
 	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
 	if (ret) {
+		writers_destroy(u);
 		close(fds[0]);
 		close(fds[1]);
 		goto err;
@@ -1618,6 +1864,7 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed
 int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 			   size_t len, struct rdx_tree_counts *counts)
 {
+	unsigned failed;
 	int ret;
 
 	(void)ok; /* a failed stream ends the archive early: same path */
@@ -1629,11 +1876,12 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	ret = u->err;
 	if (ret)
 		snprintf(why, len, "%s", u->why);
-	else if (u->failed) {
+	else if ((failed = atomic_load(&u->failed))) {
 		ret = -RDX_ELOCAL;
 		snprintf(why, len, "%u entr%s could not be written (named above)",
-			 u->failed, u->failed == 1 ? "y" : "ies");
+			 failed, failed == 1 ? "y" : "ies");
 	}
+	writers_destroy(u);
 	free(u->top_seen);
 	free(u->stage);
 	forget_checked(u);

@@ -91,10 +91,12 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
  * refused).  Starts the unpacking thread; *fd is the write end of the
  * stream, owned by the caller.  Every name is made absolute under the
  * real path of the extraction root (no working directory is changed).
- * as_root: restore ownership.  Returns 0 or -errno (-ENOTDIR: dst exists
- * and is neither a directory nor a regular file). */
+ * as_root: restore ownership.  writers: threads writing small files (each
+ * received whole and its hash checked first; 0: the unpacking thread
+ * writes them).  Returns 0 or -errno (-ENOTDIR: dst exists and is
+ * neither a directory nor a regular file). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
-			  bool as_root, const atomic_int *stop, int *fd);
+			  bool as_root, unsigned writers, const atomic_int *stop, int *fd);
 
 /* --sync: calls emit for every entry the receiver has where the sender's
  * top-level name top would land (walked without following symlinks),

@@ -2,8 +2,10 @@
  * times, symlinks, hard links, a sparse file, empty directories), and the
  * unpacker against hostile archives made here with libarchive: names that
  * escape, writing or linking through a symlink, a missing or wrong hash, a
- * stream cut short.  Nothing may appear outside the destination, and no
- * file may sit under its final name unless its hash matched. */
+ * stream cut short; names repeated while the writer threads still hold
+ * them, and a write failing in one.  Nothing may appear outside the
+ * destination, and no file may sit under its final name unless its hash
+ * matched. */
 #include "../../src/core/err.h"
 #include "../../src/core/tree.h"
 #include "tap.h"
@@ -13,9 +15,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -129,7 +133,7 @@ static int feed(struct craft *c, const char *dst, size_t len, char *why, size_t 
 	archive_write_close(c->a);
 	archive_write_free(c->a);
 	why[0] = '\0';
-	ret = rdx_tree_unpack_start(&u, at(dst), false, &stop, &fd);
+	ret = rdx_tree_unpack_start(&u, at(dst), false, 2, &stop, &fd);
 	if (ret) {
 		snprintf(why, wlen, "start: %d", ret);
 		return ret;
@@ -475,7 +479,7 @@ static void round_trip(void)
 	}
 	mkdir(at("out"), 0755);
 
-	ret = rdx_tree_unpack_start(&u, at("out"), false, &stop, &wfd);
+	ret = rdx_tree_unpack_start(&u, at("out"), false, 2, &stop, &wfd);
 	CHECK(ret == 0, "unpacker started");
 	ret = rdx_tree_pack_start(&p, &(struct rdx_tree_pack_opts){ .paths = paths, .n = 1 }, &rfd);
 	CHECK(ret == 0, "packer started");
@@ -568,6 +572,83 @@ static void dots_and_links(void)
 	      "a big file replaces a symlink to a fifo, the fifo untouched: %d %s", ret, why);
 }
 
+/* ---- small files written by the writer threads ------------------------ */
+
+static void b_repeats(struct craft *c)
+{
+	char name[32], data[32];
+
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/a", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/b", AE_IFDIR, NULL, NULL, false);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "t/%c/f%03d", i % 3 == 2 ? 'b' : 'a', i);
+		snprintf(data, sizeof(data), "file %d", i);
+		file(c, name, data);
+	}
+	/* The same names again, while the first writes may still be queued:
+	 * the stream's last word wins.  Big and small versions alternate, so
+	 * that writers taking them in any other order would show. */
+	for (int k = 0; k < 40; k++) {
+		static char big[100001];
+
+		memset(big, 'a' + k % 26, sizeof(big) - 1);
+		file(c, "t/a/f000", k == 39 ? "last" : k % 2 ? "small" : big);
+	}
+	entry(c, "t/a/f001", AE_IFLNK, NULL, "f000", false);
+	file(c, "t/b/f002", "again");
+}
+
+static void b_too_big(struct craft *c)
+{
+	char big[5001];
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/small", "fits");
+	file(c, "t/big", big);
+	file(c, "t/after", "fits too");
+}
+
+static void writers(void)
+{
+	struct rlimit old, lim;
+	char why[256], name[32], data[32];
+	bool all = true;
+	struct stat st;
+	int ret;
+
+	mkdir(at("w"), 0755);
+	ret = craft_into(b_repeats, "w", why, sizeof(why));
+	CHECK(ret == 0, "repeated names: %d %s", ret, why);
+	for (int i = 2; i < 300; i++) {
+		snprintf(name, sizeof(name), "w/t/%c/f%03d", i % 3 == 2 ? 'b' : 'a', i);
+		snprintf(data, sizeof(data), i == 2 ? "again" : "file %d", i);
+		all = all && content_is(name, data);
+	}
+	CHECK(all, "300 small files in two directories, each with its data");
+	CHECK(content_is("w/t/a/f000", "last"), "a name sent 40 times has the last data");
+	CHECK(lstat(at("w/t/a/f001"), &st) == 0 && S_ISLNK(st.st_mode),
+	      "a symlink replaces a file written just before");
+	CHECK(!temp_left(at("w")), "no temporary left");
+
+	/* A write that fails in a writer thread is named and counted, and
+	 * the other files are written. */
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = (struct rlimit){ 4096, old.rlim_max }; /* the soft limit only */
+	signal(SIGXFSZ, SIG_IGN);
+	setrlimit(RLIMIT_FSIZE, &lim);
+	ret = craft_into(b_too_big, "w2", why, sizeof(why));
+	setrlimit(RLIMIT_FSIZE, &old);
+	CHECK(ret == -RDX_ELOCAL && strstr(why, "1 entry could not be written"),
+	      "a failed write is a local failure: %d %s", ret, why);
+	CHECK(!exists("w2/big") && content_is("w2/small", "fits") &&
+		      content_is("w2/after", "fits too"),
+	      "the failed file is missing, the others are there");
+	CHECK(!temp_left(at("w2")), "no temporary left after a failed write");
+}
+
 int main(void)
 {
 	if (!mkdtemp(top))
@@ -575,6 +656,7 @@ int main(void)
 	dots_and_links();
 	hostile();
 	semantics();
+	writers();
 	round_trip();
 	{
 		char cmd[256];
