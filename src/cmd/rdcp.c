@@ -46,6 +46,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	{ "checksum", OPT_TREE_CHECKSUM, RDX_ARG_NONE, NULL,
 	  "implies --sync; compare size and content (XXH3-128, both ends read their files) instead of size and mtime",
 	  NULL },
+	{ "resume", OPT_FILE_RESUME, RDX_ARG_NONE, NULL,
+	  "files between hosts: keep what a failed copy wrote (.NAME.rdx-part), and send only the rest when run again with --resume (both ends hash that part)",
+	  NULL },
 	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
 	  "with -r, copy names below the SRCs that match (after an --exclude; the last match wins)",
 	  NULL },
@@ -219,6 +222,9 @@ static int handle(int key, const char *arg, void *ctx)
 		r->c.o.tree_delete |= key == OPT_CP_DELETE;
 		r->c.o.tree_dry_run |= key == OPT_CP_DRY_RUN;
 		r->cp.recursive = true;
+		return 0;
+	case OPT_FILE_RESUME:
+		r->c.o.resume = true;
 		return 0;
 	case 'P':
 		return set_port(r, "--ssh-port", arg);
@@ -411,6 +417,12 @@ int main(int argc, char **argv)
 			}
 		}
 		r.cp.recursive = true;
+	}
+	if (r.c.o.resume && r.cp.recursive) {
+		rdx_error("--resume is for files: %s", r.preserve_only
+			  ? "-p sends them as trees" : "trees resume with --sync");
+		ret = RDX_EXIT_USAGE;
+		goto out;
 	}
 	if ((r.c.o.tree_follow || r.c.nrules) && !r.cp.recursive) {
 		rdx_error("%s is for trees: use it with -r",

@@ -22,6 +22,9 @@ static const struct rdx_opt rdsend_opts[] = {
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "keep retrying the connection this long; with --server, wait this long for the receiver (default 10)",
 	  NULL },
+	{ "resume", OPT_FILE_RESUME, RDX_ARG_NONE, NULL,
+	  "continue the receiver's partial copy of FILE (kept from an earlier --resume that failed); both ends hash what it has",
+	  NULL },
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
 	  "send the FILEs and directories as one tree (rdrecv -r extracts it)", NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
@@ -82,6 +85,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_TREE_CHECKSUM:
 		c->o.tree_sync = c->o.tree_checksum = true;
+		return 0;
+	case OPT_FILE_RESUME:
+		c->o.resume = true;
 		return 0;
 	case OPT_TREE_INCLUDE:
 	case OPT_TREE_EXCLUDE:
@@ -160,6 +166,10 @@ int main(int argc, char **argv)
 	if (c.stop_on_eof && cli_key_from_stdin(&c) && !c.tree &&
 	    (!c.o.path || !strcmp(c.o.path, "-"))) {
 		rdx_error("--stop-on-eof needs FILE: standard input carries the data");
+		return RDX_EXIT_USAGE;
+	}
+	if (c.tree && c.o.resume) {
+		rdx_error("--resume is for a FILE: trees resume with --sync");
 		return RDX_EXIT_USAGE;
 	}
 	if (c.tree) {

@@ -204,6 +204,56 @@ ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
 	return (ssize_t)want;
 }
 
+/* pread()s [off, off + len) of fd in order through fn. */
+static int read_through(int fd, uint64_t off, uint64_t len, rdx_prefix_fn fn, void *arg,
+			const atomic_int *stop)
+{
+	enum { BUF = 1 << 20 };
+	char *buf = malloc(BUF);
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (len && !ret) {
+		size_t want = len < BUF ? (size_t)len : BUF;
+		ssize_t n;
+
+		if (stop && atomic_load(stop)) {
+			ret = -ECANCELED;
+			break;
+		}
+		n = rdx_pread_full(fd, buf, want, (off_t)off);
+		if (n < 0) {
+			ret = (int)n;
+		} else if ((size_t)n < want) {
+			ret = -ESTALE;
+		} else {
+			fn(arg, buf, want);
+			off += want;
+			len -= want;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+int rdx_source_read_prefix(struct rdx_source *s, uint64_t len, rdx_prefix_fn fn, void *arg)
+{
+	if (!s->seekable)
+		return -ESPIPE;
+	if (len > s->size)
+		return -ESTALE;
+	return read_through(s->fd, s->base, len, fn, arg, s->stop);
+}
+
+void rdx_source_skip(struct rdx_source *s, uint64_t len)
+{
+	if (len > s->size)
+		len = s->size;
+	s->base += len;
+	s->size -= len;
+}
+
 void rdx_source_close(struct rdx_source *s)
 {
 	if (!s)
@@ -225,12 +275,17 @@ struct rdx_sink {
 	char *final;	  /* final name, NULL for stdout/devices */
 	char *tmp;	  /* temporary name, NULL when writing in place */
 	char *dir;	  /* directory of final, for fsync */
+	char *meta;	  /* --resume: the partial's record; tmp is kept */
+	uint64_t base;	  /* --resume: where the data written starts */
+	uint64_t marked;  /* --resume: what the record says */
 	const char *name; /* for messages */
 	uint64_t next;	  /* stream sinks: expected offset */
 	const atomic_int *stop;
 };
 
-static int open_temp(struct rdx_sink *k, const char *path, mode_t mode)
+/* The temporary beside path: ".NAME.rdx-XXXXXX", or with partial
+ * ".NAME.rdx-part" (opened as it is, or created) and its record's name. */
+static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool partial)
 {
 	char *copy, *base;
 	size_t n;
@@ -252,9 +307,17 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode)
 		free(copy);
 		return -ENOMEM;
 	}
-	snprintf(k->tmp, n, "%s/.%s.rdx-XXXXXX", k->dir, base);
+	snprintf(k->tmp, n, "%s/.%s.rdx-%s", k->dir, base, partial ? "part" : "XXXXXX");
 	free(copy);
-	k->fd = mkostemp(k->tmp, O_CLOEXEC);
+	if (partial) {
+		if (asprintf(&k->meta, "%s.meta", k->tmp) < 0) {
+			k->meta = NULL;
+			return -ENOMEM;
+		}
+		k->fd = open(k->tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	} else {
+		k->fd = mkostemp(k->tmp, O_CLOEXEC);
+	}
 	if (k->fd < 0) {
 		int err = errno;
 
@@ -264,7 +327,7 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode)
 	}
 	if (fchmod(k->fd, mode))
 		return -errno; /* rdx_sink_close() removes the temporary */
-	k->dfd = open(k->tmp, O_WRONLY | O_CLOEXEC | O_DIRECT);
+	k->dfd = open(k->tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECT);
 	return 0;
 }
 
@@ -357,7 +420,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		umask(mask);
 		mode = 0666 & ~mask;
 	}
-	ret = open_temp(k, path, mode);
+	ret = open_temp(k, path, mode, false);
 	if (ret)
 		goto err;
 	k->final = strdup(path);
@@ -383,6 +446,110 @@ err:
 	return ret;
 }
 
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path, uint64_t size,
+			  bool do_fsync, const atomic_int *stop, uint64_t *have)
+{
+	struct rdx_sink *k;
+	char line[64] = "";
+	unsigned long long n;
+	struct stat st;
+	mode_t mask;
+	int fd, ret;
+
+	*have = 0;
+	if (!path || strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+		return -ENOTSUP;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->fd = -1;
+	k->dfd = -1;
+	k->stop = stop;
+	k->do_fsync = do_fsync;
+	k->name = path;
+	mask = umask(0);
+	umask(mask);
+	ret = open_temp(k, path, stat(path, &st) == 0 ? st.st_mode & 07777 : 0666 & ~mask, true);
+	if (ret)
+		goto err;
+	k->final = strdup(path);
+	if (!k->final) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	k->parallel = true;
+	atomic_init(&k->direct_ok, k->dfd >= 0);
+	fd = open(k->meta, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t got = read(fd, line, sizeof(line) - 1);
+
+		close(fd);
+		line[got > 0 ? got : 0] = '\0';
+		if (sscanf(line, "have %llu\n", &n) == 1 && fstat(k->fd, &st) == 0)
+			*have = n < (uint64_t)st.st_size ? n : (uint64_t)st.st_size;
+		k->marked = *have;
+	}
+	(void)size; /* preallocated by rdx_sink_start_at() */
+	*out = k;
+	return 0;
+err:
+	rdx_sink_close(k);
+	return ret;
+}
+
+int rdx_sink_read_prefix(struct rdx_sink *k, uint64_t len, rdx_prefix_fn fn, void *arg)
+{
+	return read_through(k->fd, 0, len, fn, arg, k->stop);
+}
+
+int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size)
+{
+	int ret;
+
+	if (!k->meta)
+		return start ? -EINVAL : 0;
+	if (ftruncate(k->fd, (off_t)start))
+		return -errno;
+	k->base = start;
+	if (size > 0) {
+		ret = posix_fallocate(k->fd, (off_t)start, (off_t)size);
+		if (ret && ret != EOPNOTSUPP && ret != EINVAL)
+			return -ret;
+	}
+	return rdx_sink_mark(k, start);
+}
+
+int rdx_sink_mark(struct rdx_sink *k, uint64_t have)
+{
+	char *next = NULL, line[64];
+	int fd, n, ret = 0;
+
+	if (!k->meta)
+		return 0;
+	if (asprintf(&next, "%s.new", k->meta) < 0)
+		return -ENOMEM;
+	n = snprintf(line, sizeof(line), "have %llu\n", (unsigned long long)have);
+	fd = open(next, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+	} else {
+		ssize_t w = rdx_write_full(fd, line, (size_t)n, NULL);
+
+		if (w < 0)
+			ret = (int)w;
+		if (close(fd) && !ret)
+			ret = -errno;
+		if (!ret && rename(next, k->meta))
+			ret = -errno;
+		if (ret)
+			unlink(next);
+		else
+			k->marked = have;
+	}
+	free(next);
+	return ret;
+}
+
 bool rdx_sink_parallel(const struct rdx_sink *k)
 {
 	return k->parallel;
@@ -403,6 +570,7 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 {
 	ssize_t n;
 
+	off += k->base;
 	if (!k->parallel) {
 		if (off != k->next)
 			return -EINVAL;
@@ -462,7 +630,7 @@ int rdx_sink_flush(struct rdx_sink *k, uint64_t total)
 			return -errno;
 		return 0;
 	}
-	if (ftruncate(k->fd, (off_t)total))
+	if (ftruncate(k->fd, (off_t)(k->base + total)))
 		return -errno;
 	if (k->do_fsync && fsync(k->fd))
 		return -errno;
@@ -487,6 +655,8 @@ int rdx_sink_publish(struct rdx_sink *k)
 	if (rename(k->tmp, k->final))
 		return -errno;
 	k->committed = true;
+	if (k->meta)
+		unlink(k->meta);
 	if (k->do_fsync)
 		return fsync_dir(k->dir);
 	return 0;
@@ -500,8 +670,13 @@ void rdx_sink_close(struct rdx_sink *k)
 		close(k->dfd);
 	if (k->fd >= 0 && k->fd != STDOUT_FILENO)
 		close(k->fd);
-	if (k->tmp && !k->committed)
+	if (k->tmp && !k->committed && k->meta && !k->marked) {
+		unlink(k->meta); /* nothing in it worth resuming */
 		unlink(k->tmp);
+	} else if (k->tmp && !k->committed && !k->meta) {
+		unlink(k->tmp);
+	}
+	free(k->meta);
 	free(k->tmp);
 	free(k->final);
 	free(k->dir);

@@ -44,6 +44,17 @@ ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
 /* Whether O_DIRECT is in use (for -v). */
 bool rdx_source_direct(const struct rdx_source *s);
 
+/* What --resume compares: the first len bytes of a seekable source (or of
+ * a sink's partial, below), read in order through fn.  Returns 0, -ESTALE
+ * when there are fewer, or -errno; -ECANCELED once *stop is set. */
+typedef void (*rdx_prefix_fn)(void *arg, const void *buf, size_t len);
+int rdx_source_read_prefix(struct rdx_source *s, uint64_t len, rdx_prefix_fn fn,
+			   void *arg);
+
+/* --resume: the data starts len bytes further in (len <= the size); chunk
+ * numbers and rdx_source_size() count from there. */
+void rdx_source_skip(struct rdx_source *s, uint64_t len);
+
 void rdx_source_close(struct rdx_source *s);
 
 /* Prepares to write path (NULL or "-": stdout).  For a regular or new file
@@ -54,6 +65,30 @@ void rdx_source_close(struct rdx_source *s);
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		  uint64_t size, bool do_fsync, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted);
+
+/* --resume: like rdx_sink_open() for a regular or new file, but the
+ * temporary is ".NAME.rdx-part" beside it (the same name every time),
+ * which outlives a failure, with its record ".NAME.rdx-part.meta" (one
+ * line, "have BYTES").  *have: the bytes complete from the start by the
+ * record, never more than the partial holds; 0 without a record.  Returns
+ * 0 or -errno; -ENOTSUP when path is not a regular or new file (the caller
+ * opens it with rdx_sink_open() instead). */
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path, uint64_t size,
+			  bool do_fsync, const atomic_int *stop, uint64_t *have);
+
+/* Reads the partial's first len bytes (see rdx_source_read_prefix). */
+int rdx_sink_read_prefix(struct rdx_sink *k, uint64_t len, rdx_prefix_fn fn, void *arg);
+
+/* The data written from now on starts at byte start of the partial: what
+ * it has past that is dropped, and the offsets given to rdx_sink_write()
+ * and rdx_sink_flush() count from there.  size: the bytes still to come
+ * (preallocated).  Returns 0 or -errno. */
+int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size);
+
+/* Records that the partial's first have bytes are complete (rewrites the
+ * record: a new file renamed over it).  Returns 0 or -errno; 0 for sinks
+ * without a partial. */
+int rdx_sink_mark(struct rdx_sink *k, uint64_t have);
 
 /* A stream sink writing into fd (a pipe to a consumer thread), which the
  * sink owns and closes; name is for messages.  Returns 0 or -ENOMEM. */
@@ -77,10 +112,12 @@ int rdx_sink_set_meta(struct rdx_sink *k, mode_t mode, bool chown, uid_t uid,
 		      gid_t gid, const struct timespec times[2]);
 
 /* Renames the temporary to the final name (then fsyncs the directory when
- * asked); from here on rdx_sink_close() keeps the file.  0 or -errno. */
+ * asked; removes a partial's record); from here on rdx_sink_close() keeps
+ * the file.  0 or -errno. */
 int rdx_sink_publish(struct rdx_sink *k);
 
-/* Removes the temporary (if any) and frees the sink.  Safe after commit. */
+/* Removes the temporary (if any; a partial stays, see rdx_sink_mark) and
+ * frees the sink.  Safe after commit. */
 void rdx_sink_close(struct rdx_sink *k);
 
 /* The name to use in messages about this sink. */

@@ -216,8 +216,11 @@ int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 	    m->opts.slot_size % RDX_MIN_SLOT || m->opts.streams == 0 ||
 	    m->opts.streams > RDX_MAX_STREAMS || m->opts.encrypt > 1 ||
 	    m->opts.compress > 22 ||
-	    (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE | RDX_OPT_SYNC | RDX_OPT_CHECKSUM)) ||
+	    (m->opts.flags & ~(RDX_OPT_SIZE_KNOWN | RDX_OPT_TREE | RDX_OPT_SYNC | RDX_OPT_CHECKSUM |
+				RDX_OPT_RESUME)) ||
 	    ((m->opts.flags & RDX_OPT_SYNC) && !(m->opts.flags & RDX_OPT_TREE)) ||
+	    ((m->opts.flags & RDX_OPT_RESUME) &&
+	     (!(m->opts.flags & RDX_OPT_SIZE_KNOWN) || (m->opts.flags & RDX_OPT_TREE))) ||
 	    ((m->opts.flags & RDX_OPT_CHECKSUM) && !(m->opts.flags & RDX_OPT_SYNC)) ||
 	    (!(m->opts.flags & RDX_OPT_SIZE_KNOWN) && m->opts.size) ||
 	    m->opts.size > (uint64_t)INT64_MAX)

@@ -48,6 +48,8 @@ enum rdx_ftype {
 	RDX_F_LIST,	/* receiver: some of them (rdx_list_entry records) */
 	RDX_F_LIST_ACK, /* sender: every RDX_LIST_WINDOW LISTs read */
 	RDX_F_LIST_END, /* receiver: that was all */
+	RDX_F_RESUME,	   /* --resume, receiver: what its partial has (rdx_done) */
+	RDX_F_RESUME_FROM, /* sender: where the data starts (rdx_done) */
 	RDX_F_MAX
 };
 
@@ -80,6 +82,7 @@ struct rdx_opts_wire {
 #define RDX_OPT_TREE 2u /* the stream is a directory tree (src/core/tree.h) */
 #define RDX_OPT_SYNC 4u /* with TREE: the sender wants the receiver's listing first */
 #define RDX_OPT_CHECKSUM 8u /* with SYNC: files listed with their XXH3-128 */
+#define RDX_OPT_RESUME 16u /* with SIZE_KNOWN, not TREE: continue a partial */
 #define RDX_OPTS_LEN 24
 
 /* What the receiver settles on, in ACCEPT. */
@@ -129,6 +132,10 @@ struct rdx_eos {
 };
 #define RDX_EOS_LEN 32
 
+/* DONE: the bytes received and their hash.  RESUME and RESUME_FROM
+ * (--resume) have the same form: the bytes from the start of the file the
+ * receiver's partial has, or the sender starts after (that many or 0), and
+ * the XXH3-128 of those bytes as each side read them. */
 struct rdx_done {
 	uint64_t total;
 	uint8_t hash[RDX_HASH_LEN];

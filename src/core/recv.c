@@ -39,6 +39,12 @@ struct receiver {
 	atomic_uint streams_done;
 	bool eos_seen; /* s.lock */
 	struct rdx_eos eos;
+	/* --resume: the partial's bytes from the start, as its record says
+	 * (until the sender agrees), then where this run's data starts */
+	bool partial;
+	uint64_t have, start;
+	pthread_mutex_t mark_lock;
+	uint64_t marked, marked_ns; /* mark_lock */
 };
 
 static struct receiver *receiver_of(struct rdx_session *s)
@@ -338,6 +344,33 @@ static int end_tree(struct receiver *x, bool ok)
 	return ret;
 }
 
+/* --resume: records how much of the partial is complete from its start
+ * (the chunks written without a gap), every RESUME_MARK_NS while data
+ * arrives (what a SIGKILL can lose), or now when at_end.  A record behind
+ * the data only costs a resend; one ahead of it (the disk lost what the
+ * page cache had) is caught by the hash compared before resuming. */
+#define RESUME_MARK_NS 500000000ull
+static void mark_partial(struct receiver *x, bool at_end)
+{
+	struct rdx_session *s = &x->s;
+	uint64_t done, have, now = rdx_now_ns();
+
+	if (at_end)
+		pthread_mutex_lock(&x->mark_lock);
+	else if (pthread_mutex_trylock(&x->mark_lock))
+		return;
+	done = s->ring ? rdx_ring_released_below(s->ring) * s->opts.slot_size : 0;
+	if (done > s->opts.size)
+		done = s->opts.size;
+	have = x->start + done;
+	if (have > x->marked && (at_end || now - x->marked_ns >= RESUME_MARK_NS) &&
+	    rdx_sink_mark(x->sink, have) == 0) {
+		x->marked = have;
+		x->marked_ns = now;
+	}
+	pthread_mutex_unlock(&x->mark_lock);
+}
+
 static void *writer_main(void *arg)
 {
 	struct receiver *x = arg;
@@ -361,6 +394,8 @@ static void *writer_main(void *arg)
 		atomic_fetch_add(&s->moved, slot->len);
 		rdx_ring_release(s->ring, slot);
 		sess_grant(s);
+		if (x->partial)
+			mark_partial(x, false);
 	}
 	if (ret == -ENODATA)
 		sess_fail(s, -RDX_EPROTO, "sender ended the streams with data missing");
@@ -385,9 +420,16 @@ static int open_file(struct receiver *x)
 	const struct rdx_xfer_opts *o = s->o;
 	int ret;
 
-	ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
-			    s->opts.size, o->fsync, &s->stop, o->timeout_ms / 2,
-			    o->interrupted);
+	ret = -ENOTSUP;
+	if (s->opts.flags & RDX_OPT_RESUME) {
+		ret = rdx_sink_open_partial(&x->sink, o->path, s->opts.size, o->fsync, &s->stop,
+					    &x->have);
+		x->partial = !ret;
+	}
+	if (ret == -ENOTSUP) /* stdout, a device: nothing to resume */
+		ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
+				    s->opts.size, o->fsync, &s->stop, o->timeout_ms / 2,
+				    o->interrupted);
 	if (ret == -EINTR)
 		return sess_fail(s, -RDX_EINTR, "interrupted");
 	if (ret == -ENXIO)
@@ -553,6 +595,54 @@ static int prepare(struct receiver *x)
 		sess_warn_unpinned(s);
 	rdx_ring_set_stall(s->ring, o->timeout_ms);
 	return s->encrypt ? sess_setup_crypto(s, false) : 0;
+}
+
+/* --resume: tells the sender what our partial has (its first x->have
+ * bytes and their hash) and learns where its data starts: there, or at 0
+ * when its file differs.  Either way the end-to-end hash has seen the
+ * bytes before the start, so DONE and EOS cover the whole file. */
+static int serve_resume(struct receiver *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_conn *c = s->streams[0].conn;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
+	struct rdx_done have = { 0 }, from;
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	int ret;
+
+	XXH3_128bits_reset(s->hash);
+	if (x->have && rdx_sink_read_prefix(x->sink, x->have, rdx_hash_prefix, s->hash)) {
+		rdx_info(1, "cannot read the partial of '%s': starting over", rdx_sink_name(x->sink));
+		x->have = 0;
+		XXH3_128bits_reset(s->hash);
+	}
+	have.total = x->have;
+	rdx_hash_digest(s->hash, have.hash);
+	rdx_done_encode(&have, buf);
+	ret = sess_send_ctrl(s, RDX_F_RESUME, buf, RDX_DONE_LEN);
+	if (!ret)
+		ret = sess_recv_ctrl(s, c, &h, buf, s->encrypt, &em);
+	if (ret == -RDX_EREMOTE)
+		return sess_peer_failure(s, &em);
+	if (ret)
+		return sess_fail_conn(s, c, ret, "lost the connection to the sender");
+	if (h.type != RDX_F_RESUME_FROM || rdx_done_decode(buf, h.len, &from) ||
+	    (from.total && (from.total != x->have || memcmp(from.hash, have.hash, RDX_HASH_LEN))))
+		return sess_fail(s, -RDX_EPROTO, "sender sent a malformed resume offset");
+	x->start = from.total;
+	if (!x->start)
+		XXH3_128bits_reset(s->hash);
+	ret = rdx_sink_start_at(x->sink, x->start, s->opts.size - x->start);
+	if (ret)
+		return sess_fail(s, -RDX_ELOCAL, "cannot write '%s': %s", rdx_sink_name(x->sink),
+				 rdx_strerror(ret));
+	x->marked = x->start;
+	s->opts.size -= x->start;
+	if (x->start)
+		rdx_info(1, "resuming '%s' after its first %llu bytes", rdx_sink_name(x->sink),
+			 (unsigned long long)x->start);
+	return 0;
 }
 
 /* Why a sender's handshake was rejected: logged by a listener, which then
@@ -742,9 +832,6 @@ static int start_pipeline(struct receiver *x)
 	if (ret)
 		return ret;
 	for (i = 0; i < s->nstreams; i++) {
-		s->streams[i].conn->ops->set_timeout(s->streams[i].conn,
-						     s->o->timeout_ms);
-		s->streams[i].conn->ops->set_deadline(s->streams[i].conn, 0, NULL);
 		ret = pthread_create(&s->streams[i].thread, NULL, stream_main,
 				     &s->streams[i]);
 		if (ret)
@@ -859,6 +946,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		return -ENOMEM;
 	}
 	s = &x->s;
+	pthread_mutex_init(&x->mark_lock, NULL);
 	ret = sess_init(s, o, "sender");
 	if (ret) {
 		sess_fail(s, ret, "out of memory");
@@ -866,7 +954,16 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	}
 	if (link_open(s) || meet_sender(x) || link_join_streams(s))
 		goto out;
+	/* Accepted streams came with the handshake's short limits: from
+	 * here on (a listing, a resume, the data) --timeout and no
+	 * deadline, on every stream. */
+	for (unsigned i = 0; i < s->nstreams; i++) {
+		s->streams[i].conn->ops->set_timeout(s->streams[i].conn, o->timeout_ms);
+		s->streams[i].conn->ops->set_deadline(s->streams[i].conn, 0, NULL);
+	}
 	if ((s->opts.flags & RDX_OPT_SYNC) && serve_list(x))
+		goto out;
+	if ((s->opts.flags & RDX_OPT_RESUME) && serve_resume(x))
 		goto out;
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,
@@ -881,9 +978,12 @@ out:
 	if (x->tree)
 		end_tree(x, false);
 	ret = sess_finish(s);
+	if (x->partial && !s->final)
+		mark_partial(x, true); /* kept by rdx_sink_close() */
 	rdx_sink_close(x->sink);
 	link_close(s);
 	sess_release(s);
+	pthread_mutex_destroy(&x->mark_lock);
 	free(x);
 	return ret;
 }

@@ -341,6 +341,16 @@ uint64_t rdx_ring_taken(struct rdx_ring *r)
 	return t;
 }
 
+uint64_t rdx_ring_released_below(struct rdx_ring *r)
+{
+	uint64_t low;
+
+	pthread_mutex_lock(&r->lock);
+	low = r->low;
+	pthread_mutex_unlock(&r->lock);
+	return low;
+}
+
 uint64_t rdx_ring_writable_below(struct rdx_ring *r)
 {
 	uint64_t w;

@@ -98,4 +98,8 @@ uint64_t rdx_ring_writable_below(struct rdx_ring *r);
 /* Chunks taken so far (the next seq rdx_ring_take() will hand out). */
 uint64_t rdx_ring_taken(struct rdx_ring *r);
 
+/* Every chunk below the returned seq is released (for a receiver:
+ * written). */
+uint64_t rdx_ring_released_below(struct rdx_ring *r);
+
 #endif

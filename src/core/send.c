@@ -627,6 +627,57 @@ static int fetch_list(struct sender *x, struct rdx_tree_plan **plan)
 	return 0;
 }
 
+/* --resume: the receiver says how much of the file its partial has and
+ * the hash of it; when our first bytes hash the same, the data starts
+ * after them, else at 0.  Either way the end-to-end hash has seen the
+ * bytes before the start, so EOS and DONE cover the whole file. */
+static int fetch_resume(struct sender *x)
+{
+	struct rdx_session *s = &x->s;
+	struct rdx_conn *c = s->streams[0].conn;
+	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN], mine[RDX_HASH_LEN];
+	struct rdx_done have, from = { 0 };
+	struct rdx_frame_hdr h;
+	struct rdx_errmsg em;
+	int ret;
+
+	ret = sess_recv_ctrl(s, c, &h, buf, s->encrypt, &em);
+	if (ret == -RDX_EREMOTE)
+		return sess_peer_failure(s, &em);
+	if (ret)
+		return sess_fail_conn(s, c, ret, "lost the connection to the receiver");
+	if (h.type != RDX_F_RESUME || rdx_done_decode(buf, h.len, &have))
+		return sess_fail(s, -RDX_EPROTO, "receiver sent a malformed resume offer");
+	XXH3_128bits_reset(s->hash);
+	if (have.total > s->opts.size) {
+		rdx_warn("the receiver's partial is longer than '%s': sending it all", x->src_name);
+	} else if (have.total) {
+		ret = rdx_source_read_prefix(x->src, have.total, rdx_hash_prefix, s->hash);
+		if (ret)
+			return sess_fail(s, -RDX_ELOCAL, "cannot read '%s': %s", x->src_name,
+					 rdx_strerror(ret));
+		rdx_hash_digest(s->hash, mine);
+		if (!memcmp(mine, have.hash, RDX_HASH_LEN)) {
+			from.total = have.total;
+			memcpy(from.hash, mine, RDX_HASH_LEN);
+		} else {
+			rdx_warn("the receiver's partial differs from '%s': sending it all",
+				 x->src_name);
+			XXH3_128bits_reset(s->hash);
+		}
+	}
+	rdx_done_encode(&from, buf);
+	ret = sess_send_ctrl(s, RDX_F_RESUME_FROM, buf, RDX_DONE_LEN);
+	if (ret)
+		return sess_fail_conn(s, c, ret, "lost the connection to the receiver");
+	rdx_source_skip(x->src, from.total);
+	s->opts.size -= from.total;
+	if (from.total)
+		rdx_info(1, "resuming: the receiver has the first %llu bytes",
+			 (unsigned long long)from.total);
+	return 0;
+}
+
 /* The file, stdin, or a tree's packer at the far end of a pipe (with
  * --sync, the receiver's listing, which the packer takes over). */
 static int open_source(struct sender *x, struct rdx_tree_plan *plan)
@@ -698,8 +749,12 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		s->opts.flags = RDX_OPT_TREE | (o->tree_sync ? RDX_OPT_SYNC : 0) |
 				(o->tree_sync && o->tree_checksum ? RDX_OPT_CHECKSUM : 0);
 	} else if (rdx_source_seekable(x->src)) {
-		s->opts.flags = RDX_OPT_SIZE_KNOWN;
+		s->opts.flags = RDX_OPT_SIZE_KNOWN | (o->resume ? RDX_OPT_RESUME : 0);
 		s->opts.size = rdx_source_size(x->src);
+	} else if (o->resume) {
+		ret = sess_fail(s, -RDX_EUSAGE, "--resume needs a file to send, not %s",
+				x->src_name);
+		goto out;
 	}
 	if (link_open(s) || handshake(x))
 		goto out;
@@ -714,6 +769,8 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		if (open_source(x, plan))
 			goto out;
 	}
+	if ((s->opts.flags & RDX_OPT_RESUME) && fetch_resume(x))
+		goto out;
 	s->t_start_ns = rdx_now_ns();
 	rdx_progress_init(&s->progress, o->progress,
 			  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);

@@ -30,6 +30,7 @@ struct rdx_xfer_opts {
 	bool tree_delete;  /* sender, with tree_sync: remove what we lack */
 	bool tree_dry_run; /* sender, with tree_sync: only say what would go */
 	bool tree_checksum; /* sender, with tree_sync: compare content, not mtime */
+	bool resume;	    /* sender, a file: continue the receiver's partial */
 	const struct rdx_rule *tree_rules; /* sender: --include/--exclude */
 	size_t ntree_rules;
 	struct rdx_key key;

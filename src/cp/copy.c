@@ -189,6 +189,8 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, " --dry-run");
 	if (o->recursive && o->xo.tree_checksum)
 		cp_cmd_raw(c, " --checksum");
+	if (!o->recursive && o->xo.resume)
+		cp_cmd_raw(c, " --resume");
 	for (i = 0; o->recursive && i < (int)o->xo.ntree_rules; i++) {
 		cp_cmd_raw(c, o->xo.tree_rules[i].include ? " --include=" : " --exclude=");
 		cp_cmd_quoted(c, o->xo.tree_rules[i].pattern);

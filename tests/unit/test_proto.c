@@ -122,6 +122,19 @@ static void test_auth(void)
 	a.opts.size = (uint64_t)1 << 63;
 	rdx_auth_encode(&a, buf);
 	CHECK(rdx_auth_decode(buf, RDX_AUTH_LEN, &d) == -RDX_EPROTO, "size beyond off_t rejected");
+	a.opts.size = 100;
+	a.opts.flags = RDX_OPT_SIZE_KNOWN | RDX_OPT_RESUME;
+	rdx_auth_encode(&a, buf);
+	CHECK(rdx_auth_decode(buf, RDX_AUTH_LEN, &d) == 0 && (d.opts.flags & RDX_OPT_RESUME),
+	      "resume of a file accepted");
+	a.opts.flags = RDX_OPT_RESUME;
+	a.opts.size = 0;
+	rdx_auth_encode(&a, buf);
+	CHECK(rdx_auth_decode(buf, RDX_AUTH_LEN, &d) == -RDX_EPROTO,
+	      "resume without a known size rejected");
+	a.opts.flags = RDX_OPT_TREE | RDX_OPT_RESUME;
+	rdx_auth_encode(&a, buf);
+	CHECK(rdx_auth_decode(buf, RDX_AUTH_LEN, &d) == -RDX_EPROTO, "resume of a tree rejected");
 }
 
 static void test_others(void)

@@ -1,0 +1,202 @@
+#!/usr/bin/env bats
+# --resume: a file copy that fails keeps what it wrote as .NAME.rdx-part
+# with a record (.NAME.rdx-part.meta, "have BYTES"); run again with
+# --resume, both ends hash that part (XXH3-128) and only the rest is sent
+# when the hashes agree.  rdsend/rdrecv across two namespaces, and rdcp
+# through the tests' sshd, with the veth pair slowed to 40 Mbit/s (tc tbf)
+# so that a copy can be killed midway.
+
+load ../lib/common
+load ../lib/netns
+load ../lib/sshd
+
+setup_file() {
+	CLEANUPS=()
+	sshd_setup
+	# Both directions at 40 Mbit/s: SIZE takes about 5 s.
+	in_b tc qdisc add dev veth1 root tbf rate 40mbit burst 64kb latency 400ms
+	in_a tc qdisc add dev veth0 root tbf rate 40mbit burst 64kb latency 400ms
+}
+
+teardown_file() {
+	sshd_teardown
+}
+
+setup() {
+	rdcp_test_setup
+	SIZE=$((24 * 1024 * 1024))
+	mkrand "$D/src" "$SIZE"
+}
+
+in_ns_a() { NETNS_EXEC="ip netns exec $NS_A" "$@"; }
+
+# partial_started SRC DST: DST's partial holds SRC's first MiB.
+partial_started() {
+	local part=${2%/*}/.${2##*/}.rdx-part
+	[ -f "$part" ] && cmp -s -n 1048576 "$1" "$part"
+}
+
+record_started() {
+	[ "$(recorded "$1" 2>/dev/null || echo 0)" -gt 0 ] 2>/dev/null
+}
+
+# recorded DST: what DST's partial record says is complete.
+recorded() {
+	sed -n 's/^have \([0-9]*\)$/\1/p' "${1%/*}/.${1##*/}.rdx-part.meta"
+}
+
+# sent_bytes: the byte count of rdsend's/rdcp's -v line in $stderr.
+sent_bytes() {
+	sed -n 's/.* \(sent\|received\) \([0-9]*\) bytes in .*/\2/p' <<<"$stderr" | tail -n 1
+}
+
+# cut_send DST SEND_OPTS...: rdsend --resume from B into rdrecv in A,
+# SIGKILLed once DST's partial has data; rdrecv must fail.
+cut_send() {
+	local dst=$1
+	shift
+	port=$(in_ns_a free_port)
+	in_ns_a start_recv --timeout 5 "$port" "$KEY" "$dst"
+	in_ns_a wait_listen "$port"
+	NETNS_EXEC="ip netns exec $NS_B" start_send --resume "$@" "$IP_A" "$port" "$KEY" "$D/src"
+	wait_until 20 partial_started "$D/src" "$dst" || fail "no partial with data: $(ls -la "${dst%/*}")"
+	kill -KILL "$SEND_PID"
+	wait_recv 30
+	[ "$RECV_RC" -ne 0 ] || fail "rdrecv exited 0 after its sender was killed"
+	[ ! -e "$dst" ] || fail "a file under the final name after the kill"
+}
+
+# resume_send DST SEND_OPTS...: the same copy again, to its end.
+resume_send() {
+	local dst=$1
+	shift
+	port=$(in_ns_a free_port)
+	in_ns_a start_recv --timeout 10 "$port" "$KEY" "$dst"
+	in_ns_a wait_listen "$port"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDSEND" -v --resume "$@" "$IP_A" "$port" "$KEY" "$D/src"
+	wait_recv 30
+}
+
+@test "rdsend --resume: a copy killed midway goes on from what the receiver has, checked" {
+	cut_send "$D/dst"
+	have=$(recorded "$D/dst")
+	[ -n "$have" ] && [ "$have" -gt 0 ] && [ "$have" -lt "$SIZE" ] ||
+		fail "record says '$have' of $SIZE"
+	[ $((have % 1048576)) -eq 0 ] || fail "record $have is not whole slots"
+	cmp -s -n "$have" "$D/src" "$D/.dst.rdx-part" || fail "the record claims bytes the partial lacks"
+	resume_send "$D/dst"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_match "$stderr" "resuming: the receiver has the first $have bytes"
+	[ "$(sent_bytes)" -eq $((SIZE - have)) ] || fail "sent $(sent_bytes) bytes, want $((SIZE - have))"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+	[ ! -e "$D/.dst.rdx-part.meta" ] || fail "the record is left"
+}
+
+@test "rdsend --resume --streams 3 --compress --encrypt: the same, sealed and striped" {
+	cut_send "$D/dst" --streams 3 --compress --encrypt
+	have=$(recorded "$D/dst")
+	[ "$have" -gt 0 ] || fail "record says '$have'"
+	resume_send "$D/dst" --streams 3 --compress --encrypt
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_match "$stderr" "resuming: the receiver has the first $have bytes"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+}
+
+@test "rdsend --resume: a partial that differs from the file is sent whole" {
+	cut_send "$D/dst"
+	have=$(recorded "$D/dst")
+	[ "$have" -gt 4096 ] || fail "record says '$have'"
+	# One byte of the part the record vouches for is changed: the
+	# hashes differ, so nothing of it may be kept.
+	printf 'X' | dd of="$D/.dst.rdx-part" bs=1 seek=4000 conv=notrunc 2>/dev/null
+	cmp -s -n "$have" "$D/src" "$D/.dst.rdx-part" && fail "the byte was not changed"
+	resume_send "$D/dst"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_match "$stderr" "the receiver's partial differs from '$D/src': sending it all"
+	[ "$(sent_bytes)" -eq "$SIZE" ] || fail "sent $(sent_bytes) bytes, want all $SIZE"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+}
+
+@test "rdsend --resume: a record claiming more than the file has, or a complete partial" {
+	head -c 1000 "$D/src" >"$D/.dst.rdx-part"
+	echo "have 99999999999" >"$D/.dst.rdx-part.meta"
+	# The claim is cut to what the partial holds (1000 bytes), which do
+	# match: the rest follows them.
+	resume_send "$D/dst"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_match "$stderr" "resuming: the receiver has the first 1000 bytes"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+	# Everything there already, only not renamed: nothing is sent.
+	cp "$D/src" "$D/.dst2.rdx-part"
+	echo "have $SIZE" >"$D/.dst2.rdx-part.meta"
+	resume_send "$D/dst2"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	[ "$(sent_bytes)" -eq 0 ] || fail "sent $(sent_bytes) bytes for a complete partial"
+	assert_same "$D/src" "$D/dst2"
+	assert_no_temp "$D/dst2"
+}
+
+@test "without --resume a failed copy leaves nothing; --resume needs a file" {
+	port=$(in_ns_a free_port)
+	in_ns_a start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	in_ns_a wait_listen "$port"
+	NETNS_EXEC="ip netns exec $NS_B" start_send "$IP_A" "$port" "$KEY" "$D/src"
+	wait_temp "$D/dst" 20
+	kill -KILL "$SEND_PID"
+	wait_recv 30
+	[ "$RECV_RC" -ne 0 ] || fail "rdrecv exited 0"
+	assert_no_temp "$D/dst"
+	[ -z "$(find "$D" -name '*.rdx-part*')" ] || fail "a partial without --resume"
+	run_t bash -c "echo data | '$RDSEND' --resume 127.0.0.1 1 '$KEY'"
+	assert_status 2
+	assert_one_line_error "$stderr" rdsend
+	assert_match "$stderr" "--resume needs a file to send, not standard input"
+	run_t "$RDSEND" -r --resume 127.0.0.1 1 "$KEY" "$D"
+	assert_status 2
+	assert_match "$stderr" "--resume is for a FILE: trees resume with --sync"
+	rdcp_b -r --resume "$D/src" "rdxhost:$D/x"
+	assert_status 2
+	assert_match "$stderr" "--resume is for files: trees resume with --sync"
+}
+
+# cut_rdcp SRC DST: rdcp --resume SIGKILLed once DST's partial has data.
+cut_rdcp() {
+	BG_STDOUT=$D/rdcp.out bg_start rdcp ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$RDX_BUILD" --timeout 5 --resume "$1" "$2"
+	local local_dst=${2#rdxhost:}
+	# The receiver records its progress twice a second: wait for one.
+	wait_until 30 record_started "$local_dst" || fail "no partial with a record of data"
+	kill -KILL "$BG_PID"
+	# The far end notices within --timeout and keeps its partial.
+	wait_until 20 eval '! ns_running "$NS_A" rdrecv && ! ns_running "$NS_A" rdsend' ||
+		fail "the far side still runs"
+}
+
+@test "rdcp --resume: push and pull, each killed midway, then finished from where they stopped" {
+	cut_rdcp "$D/src" "rdxhost:$D/far"
+	have=$(recorded "$D/far")
+	[ "$have" -gt 0 ] || fail "push: record says '$have'"
+	rdcp_b -v --resume "$D/src" "rdxhost:$D/far"
+	assert_status 0
+	assert_match "$stderr" "resuming: the receiver has the first $have bytes"
+	assert_same "$D/src" "$D/far"
+	assert_no_temp "$D/far"
+
+	cut_rdcp "rdxhost:$D/src" "$D/near"
+	have=$(recorded "$D/near")
+	[ "$have" -gt 0 ] || fail "pull: record says '$have'"
+	rdcp_b -v --resume "rdxhost:$D/src" "$D/near"
+	assert_status 0
+	assert_match "$stderr" "resuming '$D/near' after its first $have bytes"
+	assert_same "$D/src" "$D/near"
+	assert_no_temp "$D/near"
+}
