@@ -796,7 +796,9 @@ out:
 	if (x->pack) {
 		int pret = rdx_tree_pack_finish(x->pack);
 
-		if (!ret)
+		/* What we could not read is why the receiver failed too
+		 * (it names the same entries): ours is the exit status. */
+		if (!ret || (ret == -RDX_EREMOTE && pret == -RDX_ELOCAL))
 			ret = pret;
 	}
 	sess_release(s);

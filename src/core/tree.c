@@ -236,6 +236,27 @@ static int by_name_desc(const void *a, const void *b)
 	return -strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A marker entry (RDX_TREE_DELETE_NAME, RDX_TREE_MISSING_NAME) whose
+ * data is a name.  Returns 0, -ENOMEM or -EPIPE. */
+static int pack_marker(struct archive *w, const char *marker, const char *name)
+{
+	struct archive_entry *e = archive_entry_new();
+	size_t len = strlen(name);
+	int ret = 0;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_set_pathname(e, marker);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0400);
+	archive_entry_set_size(e, (la_int64_t)len);
+	if (archive_write_header(w, e) < ARCHIVE_WARN ||
+	    archive_write_data(w, name, len) != (la_ssize_t)len)
+		ret = -EPIPE;
+	archive_entry_free(e);
+	return ret;
+}
+
 /* --delete: the removal entries for what the receiver listed and the walk
  * did not see, children first (names in descending order put "d/x"
  * before "d").  Returns 0, -ENOMEM or -EPIPE. */
@@ -258,26 +279,10 @@ static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
 	}
 	qsort(names, n, sizeof(*names), by_name_desc);
 	for (i = 0; i < n && !ret; i++) {
-		struct archive_entry *e;
-		size_t len = strlen(names[i]);
-
-		if (p->dry_run) {
+		if (p->dry_run)
 			rdx_info(0, "would delete '%s'", names[i]);
-			continue;
-		}
-		e = archive_entry_new();
-		if (!e) {
-			ret = -ENOMEM;
-			break;
-		}
-		archive_entry_set_pathname(e, RDX_TREE_DELETE_NAME);
-		archive_entry_set_filetype(e, AE_IFREG);
-		archive_entry_set_perm(e, 0400);
-		archive_entry_set_size(e, (la_int64_t)len);
-		if (archive_write_header(w, e) < ARCHIVE_WARN ||
-		    archive_write_data(w, names[i], len) != (la_ssize_t)len)
-			ret = -EPIPE;
-		archive_entry_free(e);
+		else
+			ret = pack_marker(w, RDX_TREE_DELETE_NAME, names[i]);
 	}
 	free(names);
 	return ret;
@@ -482,9 +487,13 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 	int ret = 0, r;
 
 	if (!root || !top) {
-		rdx_warn("cannot send '%s': %s", path,
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s: %s", path,
 			 !top && root ? "it has no name to send it under" : strerror(errno));
+		rdx_warn("cannot send %s", why);
 		p->unwalkable++;
+		ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
 		goto out;
 	}
 	rlen = strlen(root);
@@ -505,9 +514,13 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 						     ARCHIVE_READDISK_NO_ACL |
 						     ARCHIVE_READDISK_NO_FFLAGS);
 	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
-		rdx_warn("cannot read '%s': %s", path, archive_errno(disk) > 0
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s: %s", path, archive_errno(disk) > 0
 			 ? strerror(archive_errno(disk)) : archive_error_string(disk));
+		rdx_warn("cannot read %s", why);
 		p->unwalkable++;
+		ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
 		goto out;
 	}
 	for (;;) {
@@ -520,9 +533,19 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 			break;
 		src = archive_entry_pathname(e);
 		if (r < ARCHIVE_OK) {
-			rdx_warn("cannot read '%s': %s", src ? src : path,
-				 archive_error_string(disk));
+			char why[512];
+
+			/* libarchive's message names what failed ("PATH:
+			 * reason", a directory below src it could not list). */
+			if (archive_error_string(disk))
+				snprintf(why, sizeof(why), "%s", archive_error_string(disk));
+			else
+				snprintf(why, sizeof(why), "%s: unknown error", src ? src : path);
+			rdx_warn("cannot read %s", why);
 			p->incomplete = true;
+			ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
+			if (ret)
+				break;
 		}
 		if (r == ARCHIVE_FATAL) {
 			p->unwalkable++;
@@ -810,6 +833,7 @@ struct rdx_tree_unpack {
 	void *stage;	  /* STAGE bytes, 4 KiB-aligned, for pend_sink */
 	_Atomic uint64_t files, bytes;
 	atomic_uint failed; /* entries named in a warning */
+	unsigned missing;   /* ... of them the sender could not read */
 	int err; /* fatal: the first one (the unpacking thread's) */
 	char why[256];
 };
@@ -1058,6 +1082,7 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 	if (n == 0) {
 		rdx_warn("'%s' was not sent: the sender could not read it", shown(u, u->pend_final));
 		u->failed++;
+		u->missing++;
 	} else if (!u->pend_tmp && !u->pend_sink && !u->pend_job) {
 		/* failed here; named already */
 	} else {
@@ -1091,6 +1116,35 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 		}
 	}
 	drop_pending(u);
+	return 0;
+}
+
+/* What the sender could not read (RDX_TREE_MISSING_NAME: its name and
+ * why, as the sender said it): shown with anything unprintable as '?',
+ * and counted as a failure. */
+static int take_missing(struct rdx_tree_unpack *u, struct archive *rd,
+			struct archive_entry *e)
+{
+	la_int64_t size = archive_entry_size(e);
+	char name[4097];
+	la_ssize_t n;
+
+	if (u->pend_final)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: no hash after '%s'",
+				   shown(u, u->pend_final));
+	if (size <= 0 || size >= (la_int64_t)sizeof(name))
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a missing entry of %lld bytes",
+				   (long long)size);
+	n = archive_read_data(rd, name, sizeof(name) - 1);
+	if (n != size)
+		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a bad missing entry");
+	for (la_ssize_t i = 0; i < n; i++)
+		if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			name[i] = '?';
+	name[n] = '\0';
+	rdx_warn("not sent, the sender could not read it: %s", name);
+	u->failed++;
+	u->missing++;
 	return 0;
 }
 
@@ -1665,6 +1719,10 @@ static void *unpack_main(void *arg)
 			   strcmp(archive_entry_pathname(e), RDX_TREE_DELETE_NAME) == 0) {
 			if (take_delete(u, rd, e))
 				break;
+		} else if (archive_entry_pathname(e) &&
+			   strcmp(archive_entry_pathname(e), RDX_TREE_MISSING_NAME) == 0) {
+			if (take_missing(u, rd, e))
+				break;
 		} else if (unpack_entry(u, rd, wd, e)) {
 			break;
 		}
@@ -1876,10 +1934,14 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	ret = u->err;
 	if (ret)
 		snprintf(why, len, "%s", u->why);
-	else if ((failed = atomic_load(&u->failed))) {
+	else if ((failed = atomic_load(&u->failed)) && u->missing == failed) {
+		ret = -RDX_ELOCAL;
+		snprintf(why, len, "the sender could not read %u entr%s (named above)", failed,
+			 failed == 1 ? "y" : "ies");
+	} else if (failed) {
 		ret = -RDX_ELOCAL;
 		snprintf(why, len, "%u entr%s could not be written (named above)",
-			 failed, failed == 1 ? "y" : "ies");
+			 failed - u->missing, failed - u->missing == 1 ? "y" : "ies");
 	}
 	writers_destroy(u);
 	free(u->top_seen);

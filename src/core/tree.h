@@ -29,6 +29,11 @@
 #define RDX_TREE_HASH_NAME "/.rdx-xxh3-128"
 /* --delete: an entry whose data is a name the receiver removes. */
 #define RDX_TREE_DELETE_NAME "/.rdx-delete"
+/* An entry whose data says what the sender could not read and why
+ * ("NAME: reason": a source, a directory it could not list, an entry it
+ * could not stat): the receiver shows it and fails, rather than take a
+ * shorter tree for the whole. */
+#define RDX_TREE_MISSING_NAME "/.rdx-missing"
 
 struct rdx_tree_pack;
 struct rdx_tree_unpack;

@@ -454,4 +454,16 @@ rm_nobody() { chmod -R u+rwx "$N" 2>/dev/null; rm -rf "$N"; }
 	wait_recv
 	[ -e "$D/out/t/closed/b" ] && [ -e "$D/out/t/extra" ] ||
 		fail "--delete removed something though the source was not all read"
+	# The receiver got a shorter tree: it names what is missing and
+	# fails too, rather than take it for the whole.
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "not sent, the sender could not read it: .*/closed: "
+	assert_file_match "$D/recv.err" "the sender could not read 1 entry"
+	# A source that does not exist, beside one that does: the same.
+	mkdir "$D/out2"
+	send_tree -r PORT key "$D/out2" -- -r 127.0.0.1 PORT key "$N/src/t/open" "$D/no-such"
+	assert_status 4
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "not sent, the sender could not read it: $D/no-such: "
+	[ -e "$D/out2/open/a" ] || fail "the readable source was not sent"
 }

@@ -133,6 +133,27 @@ rx_size() {
 	assert_xport "$D/send.err"
 }
 
+@test "--resume --encrypt: the partial's offer and the sender's answer cross $XPORT, the rest follows" {
+	mkrand "$D/src" $((5 * 1024 * 1024 + 7))
+	# A partial as a failed --resume copy leaves it: 2 MiB kept.
+	head -c $((2 * 1024 * 1024)) "$D/src" >"$D/.dst.rdx-part"
+	echo "have $((2 * 1024 * 1024))" >"$D/.dst.rdx-part.meta"
+	port=$(free_port)
+	start_recv -v --transport "$XPORT" --timeout $T "$port" "$KEY" "$D/dst"
+	wait_listen "$port" $T
+	run_t "$RDSEND" -v --resume --encrypt --transport "$XPORT" --timeout $T \
+		"$RXE_ADDR" "$port" "$KEY" "$D/src"
+	assert_status 0
+	assert_match "$stderr" "resuming: the receiver has the first $((2 * 1024 * 1024)) bytes"
+	assert_match "$stderr" " sent $((3 * 1024 * 1024 + 7)) bytes"
+	wait_recv $T
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+	echo "$stderr" >"$D/send.err"
+	assert_xport "$D/send.err"
+}
+
 @test "wrong key: rdsend exits 3, rdrecv logs it, keeps waiting, then a right sender succeeds" {
 	mkrand "$D/src" $((1024 * 1024 + 1))
 	port=$(free_port)

@@ -611,6 +611,35 @@ static void b_too_big(struct craft *c)
 	file(c, "t/after", "fits too");
 }
 
+static void b_missing(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/a", "alpha");
+	entry(c, RDX_TREE_MISSING_NAME, AE_IFREG, "/src/t/closed\033[2J: Permission denied", NULL,
+	      false);
+	file(c, "t/b", "beta");
+}
+
+static void b_missing_empty(struct craft *c)
+{
+	entry(c, RDX_TREE_MISSING_NAME, AE_IFREG, NULL, NULL, false);
+}
+
+/* What the sender could not read fails the receiver too, after the rest. */
+static void missing(void)
+{
+	char why[256];
+	int ret;
+
+	ret = craft_into(b_missing, "m", why, sizeof(why));
+	CHECK(ret == -RDX_ELOCAL && strstr(why, "the sender could not read 1 entry"),
+	      "a missing entry fails the tree: %d %s", ret, why);
+	CHECK(content_is("m/a", "alpha") && content_is("m/b", "beta"),
+	      "the files around it are written");
+	ret = craft_into(b_missing_empty, "m2", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO, "a missing entry without a name is malformed: %d %s", ret, why);
+}
+
 static void writers(void)
 {
 	struct rlimit old, lim;
@@ -657,6 +686,7 @@ int main(void)
 	hostile();
 	semantics();
 	writers();
+	missing();
 	round_trip();
 	{
 		char cmd[256];
