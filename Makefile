@@ -74,7 +74,13 @@ $(BUILD)/src/cp/%.o: src/cp/%.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SSH_CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(CP_OBJ) $(CLI_OBJ) $(LIB)
+# rds3's commands: rds3 itself, and rdcp for s3:// addresses.
+S3CMD_OBJ := $(BUILD)/src/cmd/s3cmd.o
+$(BUILD)/rds3: $(BUILD)/src/cmd/rds3.o $(S3CMD_OBJ) $(CLI_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3CMD_OBJ) $(CP_OBJ) $(CLI_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 

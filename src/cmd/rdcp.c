@@ -3,6 +3,7 @@
  * hosts, both ends started over SSH (src/cp/relay.c); both ends local, a
  * local copy (src/cp/local.c). */
 #include "cli.h"
+#include "s3cmd.h"
 
 #include "../core/err.h"
 #include "../core/log.h"
@@ -100,7 +101,8 @@ static const struct rdx_cli rdcp_cli = {
 		   "directory.  A local '-' is standard input or output.  The far end is started\n"
 		   "over SSH; the data goes directly between the two hosts.  SRC and DST both\n"
 		   "remote: both ends are started over SSH and the data goes from one host to\n"
-		   "the other, not through this one.  Both local: a plain local copy.",
+		   "the other, not through this one.  Both local: a plain local copy.\n"
+		   "SRC or DST s3://BUCKET/KEY: rds3's cp (with --sync and what implies it, sync).",
 	.opts = rdcp_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
 		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
@@ -111,6 +113,12 @@ struct rdcp {
 	struct cli_state c; /* first: cli_common_opt gets it */
 	struct cp_opts cp;
 	bool preserve_only; /* -p without -r: files as one-file trees */
+	/* Every option as given, for s3:// copies (s3_copy). */
+	struct given {
+		int key;
+		const char *arg;
+	} given[CLI_RULES_MAX + 64];
+	unsigned ngiven;
 };
 
 static int bad(const char *opt, const char *arg, const char *want)
@@ -192,7 +200,14 @@ static int handle(int key, const char *arg, void *ctx)
 {
 	struct rdcp *r = ctx;
 	uint64_t v;
-	int ret = cli_common_opt(&r->c, key, arg);
+	int ret;
+
+	if (r->ngiven == sizeof(r->given) / sizeof(r->given[0])) {
+		rdx_error("too many options");
+		return -1;
+	}
+	r->given[r->ngiven++] = (struct given){ key, arg };
+	ret = cli_common_opt(&r->c, key, arg);
 
 	if (ret <= 0)
 		return ret;
@@ -368,6 +383,116 @@ static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 	return first;
 }
 
+/* The long name of an option key, for messages. */
+static const char *opt_name(int key)
+{
+	for (const struct rdx_opt *o = rdcp_opts; o->name; o++)
+		if (o->key == key)
+			return o->name;
+	return "?";
+}
+
+static bool is_s3(const char *arg)
+{
+	return !strncmp(arg, "s3://", 5);
+}
+
+/* SRC or DST is s3://BUCKET/KEY: the copy is rds3's, run with the options
+ * that mean the same there ("rds3 cp", or "rds3 sync" for --sync and what
+ * implies it).  The endpoint, credentials and region come from the
+ * environment and ~/.aws as for rds3.  Options of SSH and of the data
+ * path have no meaning here and are refused. */
+static int s3_copy(struct rdcp *r, char **args, int n)
+{
+	char **v = calloc(2 * r->ngiven + 8, sizeof(*v));
+	bool sync = r->c.o.tree_sync;
+	int k = 0, ret;
+
+	if (!v) {
+		rdx_error("out of memory");
+		return RDX_EXIT_FAIL;
+	}
+	if (n != 2) {
+		rdx_error("a copy with s3:// takes one SRC and one DST (rds3 sync copies many)");
+		ret = RDX_EXIT_USAGE;
+		goto out;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct cp_addr a = { 0 };
+		bool remote;
+
+		if (is_s3(args[i]) || !strcmp(args[i], "-"))
+			continue;
+		ret = cp_addr_parse(args[i], &a);
+		remote = !ret && a.remote;
+		cp_addr_release(&a);
+		if (ret || remote) {
+			if (ret)
+				rdx_error("invalid address '%s'", args[i]);
+			else
+				rdx_error("cannot copy between s3:// and a remote host ('%s'): run rdcp there",
+					  args[i]);
+			ret = RDX_EXIT_USAGE;
+			goto out;
+		}
+	}
+	v[k++] = "rdcp";
+	for (unsigned i = 0; i < r->ngiven; i++) {
+		const struct given *g = &r->given[i];
+
+		switch (g->key) {
+		case 'v':
+			v[k++] = "-v";
+			break;
+		case 'q': /* rds3 prints nothing on success anyway */
+			break;
+		case OPT_JSON:
+			v[k++] = "--json";
+			break;
+		case 'r':
+			if (!sync)
+				v[k++] = "-r";
+			break;
+		case OPT_CP_SYNC:
+			break;
+		case OPT_CP_DELETE:
+			v[k++] = "--delete";
+			break;
+		case OPT_CP_DRY_RUN:
+			v[k++] = "--dry-run";
+			break;
+		case OPT_TREE_CHECKSUM:
+			v[k++] = "--checksum";
+			break;
+		case OPT_FILE_RESUME:
+			v[k++] = "--resume";
+			break;
+		case OPT_TREE_INCLUDE:
+		case OPT_TREE_EXCLUDE:
+		case OPT_TIMEOUT:
+		case OPT_CONNECT_TIMEOUT:
+			v[k++] = g->key == OPT_TREE_INCLUDE   ? "--include"
+				 : g->key == OPT_TREE_EXCLUDE ? "--exclude"
+				 : g->key == OPT_TIMEOUT      ? "--timeout"
+							      : "--connect-timeout";
+			v[k++] = (char *)g->arg;
+			break;
+		default:
+			rdx_error("--%s has no meaning for a copy with s3:// (see rds3(1))",
+				  opt_name(g->key));
+			ret = RDX_EXIT_USAGE;
+			goto out;
+		}
+	}
+	v[k++] = sync ? "sync" : "cp";
+	v[k++] = args[0];
+	v[k++] = args[1];
+	ret = rds3_run("rdcp", k, v);
+out:
+	free(v);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct rdcp r = { .c = { .cli = &rdcp_cli } };
@@ -384,6 +509,9 @@ int main(int argc, char **argv)
 	if (r.c.done)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdcp", r.cp.quiet ? 0 : r.c.verbose);
+	for (i = optind_; i < argc; i++)
+		if (is_s3(argv[i]))
+			return s3_copy(&r, argv + optind_, argc - optind_);
 	nsrc = argc - optind_ - 1;
 	if (nsrc < 1) {
 		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);

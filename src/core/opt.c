@@ -49,6 +49,7 @@ int rdx_opt_parse(const struct rdx_cli *cli, int argc, char **argv,
 		}
 	}
 	opterr = 0;
+	optind = 0; /* a full restart: a second parse (rdcp -> rds3_run) starts afresh */
 	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
