@@ -84,9 +84,9 @@ $(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3CMD_OBJ) $(CP_OBJ) $(CLI_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 
-# rdcp's pure modules (addresses, quoting) need no libssh.
+# rdcp's pure modules (addresses, quoting, ssh_config) need no libssh.
 $(BUILD)/tests/unit/test_cp: $(BUILD)/tests/unit/test_cp.o $(BUILD)/src/cp/addr.o \
-		$(BUILD)/src/cp/shquote.o $(LIB)
+		$(BUILD)/src/cp/shquote.o $(BUILD)/src/cp/sshcfg.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -164,14 +164,9 @@ static int ssh_option(struct rdcp *r, const char *arg)
 	}
 #define KEY_IS(k) (klen == strlen(k) && !strncasecmp(arg, k, klen))
 	if (KEY_IS("StrictHostKeyChecking")) {
-		if (!strcasecmp(v, "yes") || !strcasecmp(v, "ask"))
-			r->cp.ssh.strict = CP_STRICT_YES;
-		else if (!strcasecmp(v, "accept-new"))
-			r->cp.ssh.strict = CP_STRICT_ACCEPT_NEW;
-		else if (!strcasecmp(v, "no") || !strcasecmp(v, "off"))
-			r->cp.ssh.strict = CP_STRICT_NO;
-		else
+		if (cp_strict_parse(v, &r->cp.ssh.strict))
 			return bad("-o StrictHostKeyChecking", v, "yes, accept-new or no");
+		r->cp.ssh.strict_set = true;
 		return 0;
 	}
 	if (KEY_IS("UserKnownHostsFile")) {

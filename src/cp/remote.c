@@ -1,5 +1,7 @@
 #include "remote.h"
 
+#include "sshcfg.h"
+
 #include "../core/err.h"
 #include "../core/log.h"
 #include "../core/units.h"
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define ERR_KEEP (64u << 10) /* stderr kept from the far side */
@@ -58,14 +61,63 @@ static void fingerprint(struct cp_remote *r, char *buf, size_t len)
 	ssh_key_free(key);
 }
 
-/* known_hosts, as -o StrictHostKeyChecking says.  A changed key is refused
- * whatever it says: the user removes the old one if the change is
- * expected. */
+int cp_strict_parse(const char *v, enum cp_strict *out)
+{
+	if (!strcasecmp(v, "yes") || !strcasecmp(v, "ask"))
+		*out = CP_STRICT_YES;
+	else if (!strcasecmp(v, "accept-new"))
+		*out = CP_STRICT_ACCEPT_NEW;
+	else if (!strcasecmp(v, "no") || !strcasecmp(v, "off"))
+		*out = CP_STRICT_NO;
+	else
+		return -1;
+	return 0;
+}
+
+/* StrictHostKeyChecking as ssh finds it: -o, else the first value in the
+ * config (-F's, or ~/.ssh/config then /etc/ssh/ssh_config) for the host
+ * as given, else yes.  libssh reads the same files but does not say. */
+static int strictness(const struct cp_ssh_opts *o, enum cp_strict *out)
+{
+	const char *home = getenv("HOME");
+	char user[4096], v[64];
+	const char *files[2] = { o->config, NULL };
+	int r = 0;
+
+	*out = o->strict;
+	if (o->strict_set)
+		return 0;
+	if (!o->config) {
+		snprintf(user, sizeof(user), "%s/.ssh/config", home ? home : "");
+		files[0] = home ? user : NULL;
+		files[1] = "/etc/ssh/ssh_config";
+	}
+	for (int i = 0; i < 2 && r == 0; i++) {
+		if (!files[i])
+			continue;
+		r = cp_sshcfg_value(files[i], o->host, "StrictHostKeyChecking", v, sizeof(v));
+		if (r == 1 && cp_strict_parse(v, out)) {
+			rdx_error("%s: bad StrictHostKeyChecking '%s' (yes, accept-new or no)",
+				  files[i], v);
+			return -RDX_EUSAGE;
+		}
+	}
+	*out = r == 1 ? *out : CP_STRICT_YES;
+	return 0;
+}
+
+/* known_hosts, as StrictHostKeyChecking says (strictness()).  A changed
+ * key is refused whatever it says: the user removes the old one if the
+ * change is expected. */
 static int check_host_key(struct cp_remote *r, const struct cp_ssh_opts *o)
 {
 	enum ssh_known_hosts_e state = ssh_session_is_known_server(r->ss);
+	enum cp_strict strict;
 	char fp[160];
+	int ret = strictness(o, &strict);
 
+	if (ret)
+		return ret;
 	fingerprint(r, fp, sizeof(fp));
 	switch (state) {
 	case SSH_KNOWN_HOSTS_OK:
@@ -77,7 +129,7 @@ static int check_host_key(struct cp_remote *r, const struct cp_ssh_opts *o)
 		return -RDX_ECONNECT;
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
 	case SSH_KNOWN_HOSTS_UNKNOWN:
-		if (o->strict == CP_STRICT_YES) {
+		if (strict == CP_STRICT_YES) {
 			rdx_error("host key of '%s' is not known (%s); add it to known_hosts, or use -o StrictHostKeyChecking=accept-new",
 				  o->host, fp);
 			return -RDX_ECONNECT;

@@ -27,8 +27,13 @@ struct cp_ssh_opts {
 	const char *config;	 /* -F; NULL: ~/.ssh/config and the system's */
 	const char *known_hosts; /* NULL: the config's, else ~/.ssh/known_hosts */
 	enum cp_strict strict;
+	bool strict_set;	 /* -o gave it; else the config's, else yes */
 	long connect_timeout_s;
 };
+
+/* A StrictHostKeyChecking value: yes or ask (no one is asked), accept-new,
+ * no or off.  Returns 0, or -1 for anything else. */
+int cp_strict_parse(const char *v, enum cp_strict *out);
 
 struct cp_remote;
 

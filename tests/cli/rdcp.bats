@@ -113,7 +113,7 @@ setup() {
 	assert_same "$D/src" "$D/back"
 }
 
-@test "rdcp: an unknown host key is refused (StrictHostKeyChecking=yes, and by default)" {
+@test "rdcp: an unknown host key is refused (StrictHostKeyChecking=yes, and by default); the config's value" {
 	echo hi >"$D/src"
 	: >"$D/kh"
 	for strict in "" "-o StrictHostKeyChecking=yes"; do
@@ -131,6 +131,22 @@ setup() {
 	grep -qF "$(cut -d' ' -f2 "$SSHD_DIR/host_key.pub")" "$D/kh" || fail "known_hosts not updated: $(cat "$D/kh")"
 	rdcp_b -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$D/kh" "$D/src" "rdxhost:$D/dst2"
 	assert_status 0
+	# The config's StrictHostKeyChecking, for the Host blocks that match
+	# the name as given; -o still comes first.
+	{ printf 'Host other\n  StrictHostKeyChecking no\nHost rdx*\n  StrictHostKeyChecking accept-new\n'
+	  cat "$SSH_CONFIG"; } >"$D/cfg"
+	: >"$D/kh2"
+	rdcp_b -F "$D/cfg" -o StrictHostKeyChecking=yes -o "UserKnownHostsFile=$D/kh2" "$D/src" "rdxhost:$D/dst3"
+	assert_status 3
+	assert_match "$stderr" "host key of 'rdxhost' is not known"
+	rdcp_b -F "$D/cfg" -o "UserKnownHostsFile=$D/kh2" "$D/src" "rdxhost:$D/dst3"
+	assert_status 0
+	grep -qF "$(cut -d' ' -f2 "$SSHD_DIR/host_key.pub")" "$D/kh2" || fail "accept-new from the config did not add the key"
+	{ printf 'Host other\n  StrictHostKeyChecking no\n'; cat "$SSH_CONFIG"; } >"$D/cfg2"
+	: >"$D/kh3"
+	rdcp_b -F "$D/cfg2" -o "UserKnownHostsFile=$D/kh3" "$D/src" "rdxhost:$D/dst4"
+	assert_status 3
+	assert_match "$stderr" "host key of 'rdxhost' is not known"
 }
 
 @test "rdcp: a changed host key is refused, whatever StrictHostKeyChecking says" {

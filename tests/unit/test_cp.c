@@ -2,6 +2,7 @@
  * a real /bin/sh (what the quoted word comes out as is what went in). */
 #include "../../src/cp/addr.h"
 #include "../../src/cp/shquote.h"
+#include "../../src/cp/sshcfg.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static bool same(const char *a, const char *b)
 {
@@ -66,6 +68,54 @@ static bool sh_roundtrip(const char *s)
 	return ok;
 }
 
+/* cp_sshcfg_value() over a config written here. */
+static const char *cfg_value(const char *cfg, const char *host)
+{
+	static char out[64];
+	char path[] = "/tmp/rdx-test-sshcfg-XXXXXX";
+	int fd = mkstemp(path), r;
+
+	if (fd < 0 || write(fd, cfg, strlen(cfg)) != (ssize_t)strlen(cfg))
+		return "(write failed)";
+	close(fd);
+	r = cp_sshcfg_value(path, host, "StrictHostKeyChecking", out, sizeof(out));
+	unlink(path);
+	return r == 1 ? out : r == 0 ? "(none)" : "(error)";
+}
+
+static void sshcfg(void)
+{
+	const char *cfg = "# comment\n"
+			  "Host lab*  !lab-secure\n"
+			  "    StrictHostKeyChecking accept-new\n"
+			  "Host *.example.org other\n"
+			  "\tstricthostkeychecking=no\n"
+			  "Match host matched\n"
+			  "    StrictHostKeyChecking no\n"
+			  "Host *\n"
+			  "    StrictHostKeyChecking \"yes\"\n";
+
+	CHECK(!strcmp(cfg_value(cfg, "lab7"), "accept-new"), "a Host pattern with '*'");
+	CHECK(!strcmp(cfg_value(cfg, "LAB7"), "accept-new"), "host names match without case");
+	CHECK(!strcmp(cfg_value(cfg, "lab-secure"), "yes"), "a negated pattern excludes a host");
+	CHECK(!strcmp(cfg_value(cfg, "a.example.org"), "no"), "key=value, any case");
+	CHECK(!strcmp(cfg_value(cfg, "other"), "no"), "the second pattern of a Host line");
+	CHECK(!strcmp(cfg_value(cfg, "matched"), "yes"), "a Match block is not taken");
+	CHECK(!strcmp(cfg_value(cfg, "x"), "yes"), "the first value wins; quotes removed");
+	CHECK(!strcmp(cfg_value("StrictHostKeyChecking no\nHost x\n StrictHostKeyChecking yes\n",
+				"x"), "no"),
+	      "a value before any Host line applies to every host");
+	CHECK(!strcmp(cfg_value("Host y\n StrictHostKeyChecking no\n", "x"), "(none)"),
+	      "no value for a host no block matches");
+	{
+		char out[8];
+
+		CHECK(cp_sshcfg_value("/nonexistent/rdx-ssh-config", "x", "StrictHostKeyChecking",
+				      out, sizeof(out)) == 0,
+		      "a missing file says nothing");
+	}
+}
+
 int main(void)
 {
 	static const char *hostile[] = {
@@ -106,5 +156,6 @@ int main(void)
 	cp_cmd_release(&c);
 	for (i = 0; i < sizeof(hostile) / sizeof(hostile[0]); i++)
 		CHECK(sh_roundtrip(hostile[i]), "sh gets back exactly what was quoted (%zu)", i);
+	sshcfg();
 	return TAP_DONE();
 }
