@@ -35,6 +35,16 @@ _rdcp()
 		COMPREPLY=($(compgen -W "-r --recursive -p --preserve -L --dereference --sync --delete --dry-run --checksum --resume --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
-	COMPREPLY=($(compgen -f -- "$cur"))
+	COMPREPLY=()
+	if [[ "$cur" != */* && "$cur" != *:* ]]; then
+		local h
+		for h in $( { sed -nE 's/^[[:space:]]*[Hh][Oo][Ss][Tt][[:space:]=]+//p' ~/.ssh/config 2>/dev/null
+			awk '$1 !~ /^[|#@]/ { n = split($1, a, ","); for (i = 1; i <= n; i++) { h = a[i]; sub(/^\[/, "", h); sub(/\]:.*/, "", h); print h } }' ~/.ssh/known_hosts 2>/dev/null
+			} | tr -s ' \t' '\n\n' | grep -v '[*?!]' | sort -u); do
+			[[ "$h:" == "$cur"* ]] && COMPREPLY+=("$h:")
+		done
+		[ ${#COMPREPLY[@]} -gt 0 ] && compopt -o nospace 2>/dev/null
+	fi
+	COMPREPLY+=($(compgen -f -- "$cur"))
 }
 complete -F _rdcp rdcp

@@ -104,6 +104,7 @@ static const struct rdx_cli rdcp_cli = {
 		   "the other, not through this one.  Both local: a plain local copy.\n"
 		   "SRC or DST s3://BUCKET/KEY: rds3's cp (with --sync and what implies it, sync).",
 	.opts = rdcp_opts,
+	.args = "scp",
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 SSH or data connection/authentication/timeout,\n"
 		 "4 local I/O, 5 remote side failed (or rdsend/rdrecv missing there), 6 integrity,\n"
 		 "130 interrupted.",

@@ -143,11 +143,27 @@ static void bash_completion(const struct rdx_cli *cli, FILE *f)
 		if (o->arg == RDX_ARG_OPTIONAL)
 			fprintf(f, "--%s= ", o->name);
 	}
-	fprintf(f, "\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n"
-		   "\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n}\n"
-		   "complete -F _%s %s\n",
-		cli->args && !strcmp(cli->args, "host") ? "-A hostname" : "-f",
-		fn, fn);
+	fprintf(f, "\" -- \"$cur\"))\n\t\treturn 0\n\tfi\n");
+	if (cli->args && !strcmp(cli->args, "scp"))
+		/* scp's operands: "host:" for the Host names of ~/.ssh/config
+		 * (no patterns) and the plain names of ~/.ssh/known_hosts
+		 * (not hashed ones), while the word has no '/' or ':' yet;
+		 * files always. */
+		fprintf(f, "\tCOMPREPLY=()\n"
+			   "\tif [[ \"$cur\" != */* && \"$cur\" != *:* ]]; then\n"
+			   "\t\tlocal h\n"
+			   "\t\tfor h in $( { sed -nE 's/^[[:space:]]*[Hh][Oo][Ss][Tt][[:space:]=]+//p' ~/.ssh/config 2>/dev/null\n"
+			   "\t\t\tawk '$1 !~ /^[|#@]/ { n = split($1, a, \",\"); for (i = 1; i <= n; i++) { h = a[i]; sub(/^\\[/, \"\", h); sub(/\\]:.*/, \"\", h); print h } }' ~/.ssh/known_hosts 2>/dev/null\n"
+			   "\t\t\t} | tr -s ' \\t' '\\n\\n' | grep -v '[*?!]' | sort -u); do\n"
+			   "\t\t\t[[ \"$h:\" == \"$cur\"* ]] && COMPREPLY+=(\"$h:\")\n"
+			   "\t\tdone\n"
+			   "\t\t[ ${#COMPREPLY[@]} -gt 0 ] && compopt -o nospace 2>/dev/null\n"
+			   "\tfi\n"
+			   "\tCOMPREPLY+=($(compgen -f -- \"$cur\"))\n}\n");
+	else
+		fprintf(f, "\tCOMPREPLY=($(compgen %s -- \"$cur\"))\n}\n",
+			cli->args && !strcmp(cli->args, "host") ? "-A hostname" : "-f");
+	fprintf(f, "complete -F _%s %s\n", fn, fn);
 }
 
 static void zsh_completion(const struct rdx_cli *cli, FILE *f)

@@ -24,7 +24,9 @@ struct rdx_cli {
 	/* The exit statuses --help lists, "Exit status: 0 ok, 1 ...";
 	 * NULL: the table the transfer tools share (err.h). */
 	const char *exits;
-	/* What the positional arguments complete to: "host"; NULL: files. */
+	/* What the positional arguments complete to: "host"; "scp": files,
+	 * and "host:" from ~/.ssh/config and known_hosts (bash); NULL:
+	 * files. */
 	const char *args;
 };
 

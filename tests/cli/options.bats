@@ -344,6 +344,25 @@ complete_words() {
 	assert_match "$output" "^  '\\*:host:_hosts'$" "rdx-diag zsh operand"
 }
 
+@test "rdcp's bash completion offers host: from ~/.ssh/config and known_hosts, and files" {
+	mkdir -p "$D/h/.ssh" "$D/w"
+	printf 'Host alpha beta *.wild !neg\n  HostName x.example\nhost=gamma\n' >"$D/h/.ssh/config"
+	printf 'delta,10.0.0.9 ssh-ed25519 AAAA\n[eps]:2222 ssh-ed25519 AAAA\n|1|c2FsdA==|aGFzaA== ssh-ed25519 AAAA\n' \
+		>"$D/h/.ssh/known_hosts"
+	touch "$D/w/alpha-file"
+	cd "$D/w"
+	HOME=$D/h complete_words rdcp ""
+	assert_status 0
+	for h in alpha: beta: gamma: delta: 10.0.0.9: eps: alpha-file; do
+		grep -qxF -- "$h" <<<"$output" || fail "no '$h' in: $output"
+	done
+	! grep -qE '\*|!|^\||x\.example' <<<"$output" || fail "a pattern, hash or HostName offered: $output"
+	HOME=$D/h complete_words rdcp al
+	[ "$(sort <<<"$output" | tr '\n' ' ')" = "alpha-file alpha: " ] || fail "for 'al': $output"
+	HOME=$D/h complete_words rdcp ./al
+	[ "$output" = ./alpha-file ] || fail "for './al': $output"
+}
+
 @test "--completion zsh starts with #compdef and mentions every --help option" {
 	for tool in "${ALL_TOOLS[@]}"; do
 		run_t --secs 10 "$RDX_BUILD/$tool" --completion zsh
