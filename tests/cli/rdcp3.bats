@@ -14,7 +14,7 @@ load ../lib/tree
 setup_file() {
 	CLEANUPS=()
 	sshd_setup netns3_setup
-	export NS_C IP_C IP_BC IP_AC_A
+	export NS_C IP_C IP_BC IP_AC_A IP_AC_C
 	sshd_add "$NS_C" "$IP_C" rdxc
 	mktree "$BATS_FILE_TMPDIR/tree" 40
 }
@@ -171,4 +171,26 @@ b_bytes() {
 	rdcp_sigint "rdxhost:$D/fifo" "rdxc:$D/dst"
 	assert_far_gone
 	assert_no_output_file "$D/dst"
+}
+
+@test "rdcp3: ProxyCommand (what libssh makes of ProxyJump): the login to A goes through C, the data straight to A" {
+	# libssh runs a config's ProxyCommand, and turns a ProxyJump into one
+	# ("ssh -W [%h]:%p JUMP").  ProxyJump itself cannot be tried here:
+	# that ssh reads the user's own ~/.ssh, which tests never use.
+	sed -n '/^Host rdxc$/,/^Host /p' "$SSH_CONFIG" | sed '$ { /^Host /d }' >"$D/inner.cfg"
+	printf '  BatchMode yes\n' >>"$D/inner.cfg"
+	grep -q "HostName $IP_C" "$D/inner.cfg" || fail "no rdxc entry: $(cat "$D/inner.cfg")"
+	{ printf 'Host viac\n  HostName %s\n  ProxyCommand ssh -F %s -W [%%h]:%%p rdxc\n' "$IP_A" "$D/inner.cfg"
+	  printf '  User root\n  IdentityFile %s\n  UserKnownHostsFile %s\n' "$SSHD_DIR/id" "$SSHD_DIR/known_hosts"; } >"$D/jump.cfg"
+	mkrand "$D/src" $((1024 * 1024 + 3))
+	rdcp_b -F "$D/jump.cfg" "$D/src" "viac:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	# A's sshd saw the login come from C's end of the A-C link.
+	grep -q "Accepted publickey for root from $IP_AC_C " "$SSHD_DIR/sshd.log" ||
+		fail "no login from C in A's log: $(grep Accepted "$SSHD_DIR/sshd.log" | tail -n 3)"
+	# And back, a pull through the same jump.
+	rdcp_b -F "$D/jump.cfg" "viac:$D/src" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
 }
