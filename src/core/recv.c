@@ -493,6 +493,7 @@ static int serve_list(struct receiver *x)
 	struct rdx_conn *c = s->streams[0].conn;
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 	struct list_out *l = calloc(1, sizeof(*l));
+	struct sess_busy busy;
 	struct rdx_frame_hdr h;
 	struct rdx_errmsg em;
 	size_t off = 0;
@@ -514,7 +515,9 @@ static int serve_list(struct receiver *x)
 		ret = sess_fail(s, -RDX_EPROTO, "sender sent a malformed listing request");
 		goto out;
 	}
-	/* NUL-terminated top-level names, one tree each. */
+	/* NUL-terminated top-level names, one tree each; with --checksum
+	 * every file is read, which can take longer than --timeout. */
+	sess_busy_begin(s, &busy);
 	while (!ret && off < h.len) {
 		const char *top = (const char *)buf + off;
 
@@ -526,6 +529,7 @@ static int serve_list(struct receiver *x)
 	}
 	if (!ret)
 		ret = list_flush(l);
+	sess_busy_end(&busy);
 	if (!ret)
 		ret = sess_send_ctrl(s, RDX_F_LIST_END, buf, 0);
 	if (ret && !sess_error(s))
@@ -608,11 +612,15 @@ static int serve_resume(struct receiver *x)
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 	struct rdx_done have = { 0 }, from;
 	struct rdx_frame_hdr h;
+	struct sess_busy busy;
 	struct rdx_errmsg em;
 	int ret;
 
 	XXH3_128bits_reset(s->hash);
-	if (x->have && rdx_sink_read_prefix(x->sink, x->have, rdx_hash_prefix, s->hash)) {
+	sess_busy_begin(s, &busy);
+	ret = x->have ? rdx_sink_read_prefix(x->sink, x->have, rdx_hash_prefix, s->hash) : 0;
+	sess_busy_end(&busy);
+	if (ret) {
 		rdx_info(1, "cannot read the partial of '%s': starting over", rdx_sink_name(x->sink));
 		x->have = 0;
 		XXH3_128bits_reset(s->hash);

@@ -652,7 +652,11 @@ static int fetch_resume(struct sender *x)
 	if (have.total > s->opts.size) {
 		rdx_warn("the receiver's partial is longer than '%s': sending it all", x->src_name);
 	} else if (have.total) {
+		struct sess_busy busy;
+
+		sess_busy_begin(s, &busy);
 		ret = rdx_source_read_prefix(x->src, have.total, rdx_hash_prefix, s->hash);
+		sess_busy_end(&busy);
 		if (ret)
 			return sess_fail(s, -RDX_ELOCAL, "cannot read '%s': %s", x->src_name,
 					 rdx_strerror(ret));

@@ -572,6 +572,44 @@ static void send_keepalives(struct rdx_session *s, bool all_streams)
 	}
 }
 
+static void *busy_main(void *arg)
+{
+	struct sess_busy *b = arg;
+	struct timespec dl;
+
+	pthread_mutex_lock(&b->lock);
+	while (!b->done) {
+		deadline_in(&dl, 100);
+		pthread_cond_timedwait(&b->cond, &b->lock, &dl);
+		if (!b->done)
+			send_keepalives(b->s, false);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
+}
+
+void sess_busy_begin(struct rdx_session *s, struct sess_busy *b)
+{
+	*b = (struct sess_busy){ .s = s };
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	/* Without the thread the peer may time out on long work: a
+	 * failure we can live with, not one to stop for. */
+	b->started = pthread_create(&b->thread, NULL, busy_main, b) == 0;
+}
+
+void sess_busy_end(struct sess_busy *b)
+{
+	pthread_mutex_lock(&b->lock);
+	b->done = true;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	if (b->started)
+		pthread_join(b->thread, NULL);
+	pthread_cond_destroy(&b->cond);
+	pthread_mutex_destroy(&b->lock);
+}
+
 void sess_tick_loop(struct rdx_session *s, bool all_streams,
 		    bool (*done)(struct rdx_session *s))
 {

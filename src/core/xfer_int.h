@@ -186,6 +186,21 @@ void sess_send_error(struct rdx_session *s);
 
 /* Runs the main thread's duties until done() says so or the session fails:
  * signals, keepalives (stream 0 only unless all_streams), progress. */
+/* Long local work before the data flows (hashing a partial or a
+ * --checksum listing) while the peer waits for a control frame: a thread
+ * keeps stream 0 alive meanwhile, so that the peer's --timeout counts
+ * silence, not work.  Keepalives are unsealed and skipped by
+ * sess_recv_ctrl().  begin/end pair up on one thread. */
+struct sess_busy {
+	struct rdx_session *s;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, started;
+};
+void sess_busy_begin(struct rdx_session *s, struct sess_busy *b);
+void sess_busy_end(struct sess_busy *b);
+
 void sess_tick_loop(struct rdx_session *s, bool all_streams,
 		    bool (*done)(struct rdx_session *s));
 

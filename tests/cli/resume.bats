@@ -168,6 +168,61 @@ resume_send() {
 	assert_match "$stderr" "--resume is for files: trees resume with --sync"
 }
 
+# slow_disk DIR: DIR becomes a fresh ext4 on a loop device that processes
+# in the cgroup SLOW_CG read at 8 MB/s (cgroup v1 blkio, or v2 io).
+# Returns 1 with SLOW_WHY when this machine cannot.
+slow_disk() {
+	local img=$D/slow.img dev mm
+	SLOW_CG=
+	truncate -s 256M "$img" && mkfs.ext4 -q -F "$img" 2>/dev/null ||
+		{ SLOW_WHY="mkfs.ext4 failed"; return 1; }
+	mkdir -p "$1"
+	mount -o loop "$img" "$1" 2>/dev/null || { SLOW_WHY="cannot mount a loop device"; return 1; }
+	MOUNTS+=("$1")
+	dev=$(findmnt -n -o SOURCE "$1")
+	mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+	if [ -f /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then
+		SLOW_CG=/sys/fs/cgroup/blkio/rdx-slow-$$-$BATS_TEST_NUMBER
+		mkdir "$SLOW_CG" && echo "$mm 8388608" >"$SLOW_CG/blkio.throttle.read_bps_device" ||
+			{ SLOW_WHY="cannot set a blkio read limit"; return 1; }
+	elif grep -qw io /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+		SLOW_CG=/sys/fs/cgroup/rdx-slow-$$-$BATS_TEST_NUMBER
+		{ echo +io >/sys/fs/cgroup/cgroup.subtree_control && mkdir "$SLOW_CG" &&
+			echo "$mm rbps=8388608" >"$SLOW_CG/io.max"; } 2>/dev/null ||
+			{ SLOW_WHY="cannot set a cgroup v2 io.max read limit"; return 1; }
+	else
+		SLOW_WHY="neither cgroup v1 blkio nor cgroup v2 io is available"
+		return 1
+	fi
+	CLEANUPS+=(rm_slow_cg)
+}
+
+rm_slow_cg() { [ -z "$SLOW_CG" ] || rmdir "$SLOW_CG"; }
+
+@test "--resume: reading a partial for longer than --timeout keeps the connection alive" {
+	# The receiver hashes its 24 MiB partial from a disk throttled to
+	# 8 MB/s (3 s) while the sender waits with --timeout 1: only the
+	# keepalives sent meanwhile keep the sender from giving up.
+	slow_disk "$D/slow" || skip "$SLOW_WHY"
+	cp "$D/src" "$D/slow/.dst.rdx-part"
+	echo "have $SIZE" >"$D/slow/.dst.rdx-part.meta"
+	sync
+	dd if="$D/slow/.dst.rdx-part" iflag=nocache count=0 status=none # out of the page cache
+	port=$(free_port)
+	BG_STDOUT=$D/recv.out bg_start recv bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -v --timeout 2 "$3" "$4" "$5"' \
+		_ "$SLOW_CG" "$RDRECV" "$port" "$KEY" "$D/slow/dst"
+	RECV_PID=$BG_PID
+	wait_listen "$port"
+	t0=$SECONDS
+	run_t "$RDSEND" -v --timeout 1 --resume 127.0.0.1 "$port" "$KEY" "$D/src"
+	assert_status 0
+	[ $((SECONDS - t0)) -ge 2 ] || fail "the partial was read in under 2 s: the throttle did not hold"
+	assert_match "$stderr" "resuming: the receiver has the first $SIZE bytes"
+	wait_recv 30
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$D/slow/dst"
+}
+
 # cut_rdcp SRC DST: rdcp --resume SIGKILLed once DST's partial has data.
 cut_rdcp() {
 	BG_STDOUT=$D/rdcp.out bg_start rdcp ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
