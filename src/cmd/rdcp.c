@@ -440,7 +440,11 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 		case 'v':
 			v[k++] = "-v";
 			break;
-		case 'q': /* rds3 prints nothing on success anyway */
+		case 'q':
+			v[k++] = "-q";
+			break;
+		case OPT_PROGRESS:
+			v[k++] = "--progress";
 			break;
 		case OPT_JSON:
 			v[k++] = "--json";

@@ -16,6 +16,7 @@
 
 #include "../core/err.h"
 #include "../core/log.h"
+#include "../core/progress.h"
 #include "../core/units.h"
 #include "../s3/config.h"
 #include "../s3/local.h"
@@ -28,11 +29,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PUT_MAX ((uint64_t)5 << 30) /* S3's limit for one PutObject */
@@ -65,6 +69,11 @@ enum s3_key {
 static const struct rdx_opt s3_opts[] = {
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,
 	  "more detail on stderr (-vv: each request, -vvv: libcurl's trace)", NULL },
+	{ "quiet", 'q', RDX_ARG_NONE, NULL,
+	  "no warnings, only errors (and no progress line)", NULL },
+	{ "progress", OPT_PROGRESS, RDX_ARG_NONE, NULL,
+	  "put, get, cp, sync: a progress line on stderr (bytes, rate; percent and ETA for put) when it is a terminal",
+	  NULL },
 	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
 	  "ls and stat print JSON, one object per line", NULL },
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
@@ -154,7 +163,12 @@ struct s3_cmd {
 	struct rdx_rule rules[RULES_MAX];
 	size_t nrules;
 	bool sync_opt; /* a sync-only option was given */
+	bool quiet;
 };
+
+/* --progress: bytes of finished requests' bodies (s3_client_opts.moved),
+ * and the total when a command knows it (put of a file). */
+static _Atomic uint64_t moved, progress_total;
 
 static atomic_int interrupted;
 
@@ -172,6 +186,9 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case OPT_RECURSIVE:
 		s->recursive = true;
+		return 0;
+	case 'q':
+		s->quiet = true;
 		return 0;
 	case OPT_RESUME:
 		s->resume = true;
@@ -419,6 +436,8 @@ static int cmd_put(struct s3_cmd *s, char **args, int n)
 		ret = RDX_EXIT_IO;
 		goto out;
 	}
+	if (S_ISREG(st.st_mode))
+		atomic_store(&progress_total, (uint64_t)st.st_size);
 	if (!S_ISREG(st.st_mode)) {
 		/* A pipe, FIFO or device: read in parts, memory bounded. */
 		ret = s3_upload_stream(s->s3, &s->xfer, u.bucket, u.key, fd, &info);
@@ -987,7 +1006,70 @@ static const char *const commands[] = { "put", "get", "cat", "ls", "rm",
 					"stat", "head", "mb", "rb", "cp",
 					"presign", "sync", NULL };
 
+/* The --progress line, redrawn by its own thread while a command runs. */
+struct progress_line {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, started;
+};
+
+static void *progress_main(void *arg)
+{
+	struct progress_line *pl = arg;
+	struct rdx_progress p;
+	struct timespec dl;
+
+	rdx_progress_init(&p, true, false, 0);
+	pthread_mutex_lock(&pl->lock);
+	while (!pl->done) {
+		uint64_t total = atomic_load(&progress_total);
+
+		if (total && !p.total_known) {
+			p.total_known = true;
+			p.total = total;
+		}
+		rdx_progress_update(&p, atomic_load(&moved));
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += 100000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&pl->cond, &pl->lock, &dl);
+	}
+	pthread_mutex_unlock(&pl->lock);
+	rdx_progress_end(&p);
+	return NULL;
+}
+
+static int run_cmd(struct s3_cmd *s, char **args, int n);
+
+/* The command, under a progress line when asked for and stderr is a
+ * terminal. */
 static int run(struct s3_cmd *s, char **args, int n)
+{
+	struct progress_line pl = { .done = false };
+	int rc;
+
+	if (!s->c.o.progress || s->quiet || !isatty(STDERR_FILENO))
+		return run_cmd(s, args, n);
+	pthread_mutex_init(&pl.lock, NULL);
+	pthread_cond_init(&pl.cond, NULL);
+	pl.started = pthread_create(&pl.thread, NULL, progress_main, &pl) == 0;
+	rc = run_cmd(s, args, n);
+	pthread_mutex_lock(&pl.lock);
+	pl.done = true;
+	pthread_cond_signal(&pl.cond);
+	pthread_mutex_unlock(&pl.lock);
+	if (pl.started)
+		pthread_join(pl.thread, NULL);
+	pthread_cond_destroy(&pl.cond);
+	pthread_mutex_destroy(&pl.lock);
+	return rc;
+}
+
+static int run_cmd(struct s3_cmd *s, char **args, int n)
 {
 	const char *c = s->cmd;
 
@@ -1043,7 +1125,7 @@ int rds3_run(const char *tool, int argc, char **argv)
 		return RDX_EXIT_USAGE;
 	if (s.c.done)
 		return RDX_EXIT_OK;
-	rdx_log_init(tool, s.c.verbose);
+	rdx_log_init(tool, s.quiet ? -1 : s.c.verbose);
 	if (first >= argc) {
 		rdx_error("no command: rds3 put|get|cat|ls|rm|cp|sync|stat|mb|rb|presign ... (see --help)");
 		return RDX_EXIT_USAGE;
@@ -1075,6 +1157,7 @@ int rds3_run(const char *tool, int argc, char **argv)
 	co.stall_secs = (long)((s.c.o.timeout_ms + 999) / 1000);
 	co.verbose = s.c.verbose;
 	co.stop = &interrupted;
+	co.moved = s.c.o.progress ? &moved : NULL;
 	s.client = co;
 	s.xfer.client = &s.client;
 	s.xfer.stop = &interrupted;

@@ -6,6 +6,7 @@
 
 static const char *log_prog = "rdx";
 static int log_level;
+atomic_bool rdx_log_bar;
 
 void rdx_log_init(const char *progname, int verbosity)
 {
@@ -20,7 +21,8 @@ static void log_line(const char *tag, const char *fmt, va_list ap)
 	char buf[1024];
 	int n;
 
-	n = snprintf(buf, sizeof(buf), "%s: %s", log_prog, tag);
+	n = snprintf(buf, sizeof(buf), "%s%s: %s",
+		     atomic_exchange(&rdx_log_bar, false) ? "\r\033[K" : "", log_prog, tag);
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = 0;
 	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
@@ -44,6 +46,8 @@ void rdx_warn(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (log_level < 0)
+		return;
 	va_start(ap, fmt);
 	log_line("warning: ", fmt, ap);
 	va_end(ap);

@@ -6,8 +6,15 @@
 #define RDX_LOG_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 
-/* Sets the prefix and how chatty rdx_info() is (0 = only errors/warnings). */
+/* Set while a progress line (progress.c) is on the terminal: the next
+ * message clears it first, so that it starts a line of its own. */
+extern atomic_bool rdx_log_bar;
+
+/* Sets the prefix and how chatty rdx_info() is (0 = only errors/warnings;
+ * below 0, only errors: rdx_warn() is quiet too). */
 void rdx_log_init(const char *progname, int verbosity);
 
 void rdx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,5 +1,6 @@
 #include "progress.h"
 
+#include "log.h"
 #include "units.h"
 
 #include <stdio.h>
@@ -51,14 +52,17 @@ void rdx_progress_update(struct rdx_progress *p, uint64_t done)
 		n = snprintf(line, sizeof(line), "\r%s  %.2f GB/s ", bdone,
 			     rate / 1e9);
 	}
-	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0)
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) > 0) {
 		p->drawn = true;
+		atomic_store(&rdx_log_bar, true);
+	}
 }
 
 void rdx_progress_end(struct rdx_progress *p)
 {
 	static const char clear[] = "\r\033[K";
 
-	if (p->on && p->drawn && write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0)
+	if (p->on && p->drawn && atomic_exchange(&rdx_log_bar, false) &&
+	    write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0)
 		return;
 }

@@ -352,6 +352,9 @@ int s3_http_do(struct s3_http *h, const struct s3_http_req *r,
 		return x.err;
 	switch (rc) {
 	case CURLE_OK:
+		if (h->o.moved && resp->status >= 200 && resp->status < 300)
+			atomic_fetch_add(h->o.moved, (r->body || r->body_fd >= 0 ? r->body_len : 0) +
+							     (r->sink.write ? resp->bytes : 0));
 		return 0;
 	case CURLE_ABORTED_BY_CALLBACK:
 		ret = -RDX_EINTR;

@@ -27,6 +27,9 @@ struct s3_http_opts {
 	long stall_secs;	 /* give up after this long under 1 byte/s */
 	int verbose;		 /* 3: libcurl's own trace on stderr */
 	const atomic_int *stop;	 /* set by a signal: abort the transfer */
+	/* --progress: the body bytes of each 2xx exchange (uploaded, or
+	 * downloaded into a sink), added when it ends; NULL: not counted. */
+	_Atomic uint64_t *moved;
 };
 
 /* Where a 2xx body goes: write returns 0 or -errno (which ends the

@@ -26,6 +26,7 @@ int s3_client_new(struct s3_client **out, const struct s3_client_opts *o)
 		.stall_secs = o->stall_secs,
 		.verbose = o->verbose,
 		.stop = o->stop,
+		.moved = o->moved,
 	};
 	int ret;
 

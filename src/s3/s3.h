@@ -35,6 +35,7 @@ struct s3_client_opts {
 	long stall_secs;
 	int verbose;
 	const atomic_int *stop;
+	_Atomic uint64_t *moved; /* --progress (s3_http_opts) */
 };
 
 struct s3_error {

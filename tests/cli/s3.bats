@@ -603,3 +603,20 @@ open_uploads() {
 	rds3 ls -r "s3://$B/p/"
 	[ -z "$output" ] || fail "left: $output"
 }
+
+@test "--progress on a terminal: put shows a percent and rate, get a rate; not on a pipe" {
+	command -v script >/dev/null || fail "script (bsdutils) not installed"
+	mkrand "$D/src" $((24 * 1024 * 1024))
+	# script(1) gives rds3 a pty as stdout and stderr.
+	run_t --secs 60 script -qec "$(printf '%q ' "$RDS3" --progress put "$D/src" "s3://$B/p")" "$D/ts1"
+	assert_status 0
+	bar=$(tr '\r' '\n' <"$D/ts1")
+	assert_match "$bar" '[0-9]+% .* / 24\.00 MiB +[0-9.]+ GB/s +ETA' "put's progress line"
+	run_t --secs 60 script -qec "$(printf '%q ' "$RDS3" --progress get "s3://$B/p" "$D/back")" "$D/ts2"
+	assert_status 0
+	assert_match "$(tr '\r' '\n' <"$D/ts2")" '[0-9.]+ [KMG]?i?B +[0-9.]+ GB/s' "get's progress line"
+	assert_same "$D/src" "$D/back"
+	rds3 --progress get "s3://$B/p" "$D/back2"
+	assert_status 0
+	[ -z "$stderr" ] || fail "--progress on a pipe wrote: $stderr"
+}

@@ -266,6 +266,10 @@ keys() {
 	assert_status 0
 	assert_match "$stderr" "warning: skipping '$D/src/link': a symlink"
 	[ "$(keys "")" = a ] || fail "got $(keys "")"
+	# -q: errors only.
+	rds3 -q sync "$D/src" "s3://$B"
+	assert_status 0
+	[ -z "$stderr" ] || fail "-q printed: $stderr"
 }
 
 @test "2000 small objects up and down with --jobs 16 on kept-alive connections; aws counts them and reads a sample" {
