@@ -257,6 +257,20 @@ static int pack_marker(struct archive *w, const char *marker, const char *name)
 	return ret;
 }
 
+/* Something the walk could not read: said here, and to the receiver in a
+ * RDX_TREE_MISSING_NAME entry ("NAME: why"), which fails it too.
+ * Returns 0, -ENOMEM or -EPIPE. */
+static int walk_failed(struct archive *w, const char *name, const char *why)
+{
+	char text[1024];
+
+	if (!why)
+		why = "unknown error";
+	rdx_warn("cannot read '%s': %s", name, why);
+	snprintf(text, sizeof(text), "%s: %s", name, why);
+	return pack_marker(w, RDX_TREE_MISSING_NAME, text);
+}
+
 /* --delete: the removal entries for what the receiver listed and the walk
  * did not see, children first (names in descending order put "d/x"
  * before "d").  Returns 0, -ENOMEM or -EPIPE. */
@@ -487,13 +501,9 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 	int ret = 0, r;
 
 	if (!root || !top) {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s: %s", path,
-			 !top && root ? "it has no name to send it under" : strerror(errno));
-		rdx_warn("cannot send %s", why);
 		p->unwalkable++;
-		ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
+		ret = walk_failed(w, path, !top && root ? "it has no name to send it under"
+							: strerror(errno));
 		goto out;
 	}
 	rlen = strlen(root);
@@ -514,13 +524,9 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 						     ARCHIVE_READDISK_NO_ACL |
 						     ARCHIVE_READDISK_NO_FFLAGS);
 	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
-		char why[512];
-
-		snprintf(why, sizeof(why), "%s: %s", path, archive_errno(disk) > 0
-			 ? strerror(archive_errno(disk)) : archive_error_string(disk));
-		rdx_warn("cannot read %s", why);
 		p->unwalkable++;
-		ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
+		ret = walk_failed(w, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))
+								  : archive_error_string(disk));
 		goto out;
 	}
 	for (;;) {
@@ -533,17 +539,8 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 			break;
 		src = archive_entry_pathname(e);
 		if (r < ARCHIVE_OK) {
-			char why[512];
-
-			/* libarchive's message names what failed ("PATH:
-			 * reason", a directory below src it could not list). */
-			if (archive_error_string(disk))
-				snprintf(why, sizeof(why), "%s", archive_error_string(disk));
-			else
-				snprintf(why, sizeof(why), "%s: unknown error", src ? src : path);
-			rdx_warn("cannot read %s", why);
 			p->incomplete = true;
-			ret = pack_marker(w, RDX_TREE_MISSING_NAME, why);
+			ret = walk_failed(w, src ? src : path, archive_error_string(disk));
 			if (ret)
 				break;
 		}
@@ -808,9 +805,23 @@ struct writers {
 	bool quit;
 };
 
+/* The stream handed over in place (no pipe; rdx_tree_unpack_feed): the
+ * core's writer offers a slot's bytes and waits until the unpacking
+ * thread is done with them, libarchive reading straight from the slot. */
+struct feed {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const void *buf; /* offered, or held by the unpacker; NULL: none */
+	size_t len;
+	bool held;	 /* the unpacker reads from buf until its next read */
+	bool eof;	 /* no more will come */
+	bool gone;	 /* the unpacker reads no more */
+};
+
 struct rdx_tree_unpack {
 	pthread_t thread;
-	int fd;		  /* the stream's read end: the thread's */
+	int fd;		  /* the stream's read end (the thread's), or -1: fed */
+	struct feed feed;
 	char *root;	  /* realpath of the extraction root: no symlink */
 	size_t rootlen;
 	int root_fd;	  /* the root, opened (O_PATH) */
@@ -854,11 +865,97 @@ static int unpack_fail(struct rdx_tree_unpack *u, int err, const char *fmt, ...)
 	return err;
 }
 
+/* Fed mode: gives back the buffer read last, then waits for the next
+ * one (or the end, or a stop). */
+static la_ssize_t feed_read(struct rdx_tree_unpack *u, struct archive *a, const void **buf)
+{
+	struct feed *f = &u->feed;
+	la_ssize_t n = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->held) {
+		f->held = false;
+		f->buf = NULL;
+		pthread_cond_broadcast(&f->cond);
+	}
+	while (!f->buf && !f->eof && !atomic_load(u->stop)) {
+		struct timespec dl;
+
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += 100000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&f->cond, &f->lock, &dl);
+	}
+	if (f->buf) {
+		f->held = true;
+		*buf = f->buf;
+		n = (la_ssize_t)f->len;
+	} else if (!f->eof) {
+		archive_set_error(a, ECANCELED, "stopped");
+		n = -1;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+/* The unpacker reads no more: a writer waiting in feed returns. */
+static void feed_gone(struct rdx_tree_unpack *u)
+{
+	pthread_mutex_lock(&u->feed.lock);
+	u->feed.gone = true;
+	u->feed.held = false;
+	u->feed.buf = NULL;
+	pthread_cond_broadcast(&u->feed.cond);
+	pthread_mutex_unlock(&u->feed.lock);
+}
+
+int rdx_tree_unpack_feed(struct rdx_tree_unpack *u, const void *buf, size_t len)
+{
+	struct feed *f = &u->feed;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	while ((f->buf || f->held) && !f->gone)
+		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->gone) {
+		pthread_mutex_unlock(&f->lock);
+		return -EPIPE;
+	}
+	f->buf = buf;
+	f->len = len;
+	pthread_cond_broadcast(&f->cond);
+	/* Until the unpacker gives it back: libarchive may point into it. */
+	while (f->buf == buf && !f->gone)
+		pthread_cond_wait(&f->cond, &f->lock);
+	if (f->buf == buf) { /* it stopped without reading it all */
+		f->buf = NULL;
+		f->held = false;
+		ret = -EPIPE;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+void rdx_tree_unpack_end_feed(struct rdx_tree_unpack *u)
+{
+	pthread_mutex_lock(&u->feed.lock);
+	u->feed.eof = true;
+	pthread_cond_broadcast(&u->feed.cond);
+	pthread_mutex_unlock(&u->feed.lock);
+}
+
 static la_ssize_t unpack_read(struct archive *a, void *arg, const void **buf)
 {
 	struct rdx_tree_unpack *u = arg;
 	ssize_t n;
 
+	if (u->fd < 0)
+		return feed_read(u, a, buf);
 	do
 		n = read(u->fd, u->buf, UNPACK_BUF);
 	while (n < 0 && errno == EINTR);
@@ -1732,8 +1829,10 @@ static void *unpack_main(void *arg)
 			    shown(u, u->pend_final));
 out:
 	/* Unblock the core's writer at once; what it sends now is moot. */
-	close(u->fd);
+	if (u->fd >= 0)
+		close(u->fd);
 	u->fd = -1;
+	feed_gone(u);
 	writers_stop(u); /* every verified file written */
 	if (wd) {
 		/* Directory modes and times; an entry cut short is finished
@@ -1798,9 +1897,9 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		ret = sret ? -serr : -ENOTDIR;
 		goto err;
 	}
-	u->buf = malloc(UNPACK_BUF);
+	u->buf = fd ? malloc(UNPACK_BUF) : NULL; /* fed: libarchive reads the slots */
 	u->hash = XXH3_createState();
-	if (!root || !u->buf || !u->hash) {
+	if (!root || (fd && !u->buf) || !u->hash) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -1821,22 +1920,31 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		u->root[0] = '\0';
 		u->rootlen = 0;
 	}
-	ret = new_pipe(fds);
-	if (ret)
-		goto err;
-	u->fd = fds[0];
+	if (fd) {
+		ret = new_pipe(fds);
+		if (ret)
+			goto err;
+		u->fd = fds[0];
+	}
+	pthread_mutex_init(&u->feed.lock, NULL);
+	pthread_cond_init(&u->feed.cond, NULL);
 	pthread_mutex_init(&u->w.lock, NULL);
 	pthread_cond_init(&u->w.room, NULL);
 	pthread_cond_init(&u->w.idle, NULL);
 	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
 	if (ret) {
 		writers_destroy(u);
-		close(fds[0]);
-		close(fds[1]);
+		pthread_cond_destroy(&u->feed.cond);
+		pthread_mutex_destroy(&u->feed.lock);
+		if (fd) {
+			close(fds[0]);
+			close(fds[1]);
+		}
 		goto err;
 	}
 	free(root);
-	*fd = fds[1];
+	if (fd)
+		*fd = fds[1];
 	*out = u;
 	return 0;
 err:
@@ -1944,6 +2052,8 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 			 failed - u->missing, failed - u->missing == 1 ? "y" : "ies");
 	}
 	writers_destroy(u);
+	pthread_cond_destroy(&u->feed.cond);
+	pthread_mutex_destroy(&u->feed.lock);
 	free(u->top_seen);
 	free(u->stage);
 	forget_checked(u);

@@ -42,22 +42,28 @@ static void far_stop(struct far *f)
 	f->stopped = true;
 }
 
-/* Keeps both channels moving until both far sides have ended.  A side
- * that fails, or an interruption, stops the other; once one side has
- * ended (or was stopped) the other gets a grace period to report, as
- * cp_copy() gives its one far side. */
+/* Keeps both channels moving until both far sides have ended.  An
+ * interruption stops both; a side that fails stops the other a second
+ * later (time to end on its own: both may fail for one cause, as when
+ * the destination fails because the source could not read some of a
+ * tree, and then both have something to say).  Once one side has ended
+ * (or was stopped) the other gets a grace period to report, as cp_copy()
+ * gives its one far side. */
+#define RELAY_FAIL_GRACE_NS 1000000000ull
 static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
 {
 	uint64_t ms = o->xo.timeout_ms < 5000 ? o->xo.timeout_ms : 5000;
-	uint64_t grace = 0;
+	uint64_t grace = 0, failed_at = 0;
 
 	for (;;) {
 		far_pump(s, 50);
 		far_pump(d, 50);
 		if (s->over && d->over)
 			return;
+		if (!failed_at && (far_failed(s) || far_failed(d)))
+			failed_at = rdx_now_ns();
 		if ((o->xo.interrupted && atomic_load(o->xo.interrupted)) ||
-		    far_failed(s) || far_failed(d)) {
+		    (failed_at && rdx_now_ns() - failed_at >= RELAY_FAIL_GRACE_NS)) {
 			far_stop(s);
 			far_stop(d);
 		}
