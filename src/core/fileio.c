@@ -280,6 +280,9 @@ struct rdx_sink {
 	uint64_t marked;  /* --resume: what the record says */
 	const char *name; /* for messages */
 	uint64_t next;	  /* stream sinks: expected offset */
+	int (*cb_write)(void *arg, const void *buf, size_t len); /* rdx_sink_open_cb */
+	void (*cb_end)(void *arg);
+	void *cb_arg;
 	const atomic_int *stop;
 };
 
@@ -574,7 +577,7 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 	if (!k->parallel) {
 		if (off != k->next)
 			return -EINVAL;
-		n = rdx_write_full(k->fd, buf, len, k->stop);
+		n = k->cb_write ? k->cb_write(k->cb_arg, buf, len) : rdx_write_full(k->fd, buf, len, k->stop);
 		if (n < 0)
 			return (int)n;
 		k->next += len;
@@ -621,11 +624,29 @@ int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
 	return 0;
 }
 
+int rdx_sink_open_cb(struct rdx_sink **out, const char *name,
+		     int (*write)(void *arg, const void *buf, size_t len),
+		     void (*end)(void *arg), void *arg)
+{
+	struct rdx_sink *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->fd = -1;
+	k->dfd = -1;
+	k->name = name;
+	k->cb_write = write;
+	k->cb_end = end;
+	k->cb_arg = arg;
+	*out = k;
+	return 0;
+}
+
 int rdx_sink_flush(struct rdx_sink *k, uint64_t total)
 {
 	if (!k->tmp) {
 		/* Pipes and devices cannot be synced; that is no error. */
-		if (k->do_fsync && fsync(k->fd) && errno != EINVAL &&
+		if (k->do_fsync && k->fd >= 0 && fsync(k->fd) && errno != EINVAL &&
 		    errno != EROFS)
 			return -errno;
 		return 0;
@@ -666,6 +687,8 @@ void rdx_sink_close(struct rdx_sink *k)
 {
 	if (!k)
 		return;
+	if (k->cb_end)
+		k->cb_end(k->cb_arg);
 	if (k->dfd >= 0)
 		close(k->dfd);
 	if (k->fd >= 0 && k->fd != STDOUT_FILENO)

@@ -95,6 +95,13 @@ int rdx_sink_mark(struct rdx_sink *k, uint64_t have);
 int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
 		     const atomic_int *stop);
 
+/* A stream sink handing its bytes in order to write(arg, buf, len), which
+ * returns 0 or -errno; rdx_sink_close() calls end(arg) once.  name is for
+ * messages.  Returns 0 or -ENOMEM. */
+int rdx_sink_open_cb(struct rdx_sink **out, const char *name,
+		     int (*write)(void *arg, const void *buf, size_t len),
+		     void (*end)(void *arg), void *arg);
+
 /* True when writes at distinct offsets may run in parallel. */
 bool rdx_sink_parallel(const struct rdx_sink *k);
 

@@ -323,7 +323,7 @@ static int order_hook(void *arg, struct rdx_slot *slot)
 
 static int finish(struct receiver *x);
 
-/* Ends a tree's extraction: closes its pipe, waits for the unpacker and
+/* Ends a tree's extraction: ends its input, waits for the unpacker and
  * records why it failed.  Called by the (single) writer, or at the end. */
 static int end_tree(struct receiver *x, bool ok)
 {
@@ -539,23 +539,33 @@ out:
 	return ret;
 }
 
-/* -r: the unpacker, and the pipe to it as the sink. */
+static int tree_feed(void *arg, const void *buf, size_t len)
+{
+	return rdx_tree_unpack_feed(arg, buf, len);
+}
+
+static void tree_end(void *arg)
+{
+	rdx_tree_unpack_end_feed(arg);
+}
+
+/* -r: the unpacker, fed the slots in place (no pipe) as the sink. */
 static int open_tree(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
 	const char *dst = s->o->path ? s->o->path : ".";
-	int ret, fd;
+	int ret;
 
-	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, s->o->io_threads, &s->stop, &fd);
+	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, s->o->io_threads, &s->stop, NULL);
 	if (ret == -ENOTDIR)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",
 				 dst);
 	if (ret)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': %s", dst,
 				 rdx_strerror(ret));
-	ret = rdx_sink_open_fd(&x->sink, fd, dst, &s->stop);
+	ret = rdx_sink_open_cb(&x->sink, dst, tree_feed, tree_end, x->tree);
 	if (ret) {
-		close(fd);
+		rdx_tree_unpack_end_feed(x->tree);
 		end_tree(x, false);
 		return sess_fail(s, ret, "out of memory");
 	}

@@ -98,10 +98,19 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
  * real path of the extraction root (no working directory is changed).
  * as_root: restore ownership.  writers: threads writing small files (each
  * received whole and its hash checked first; 0: the unpacking thread
- * writes them).  Returns 0 or -errno (-ENOTDIR: dst exists and is
- * neither a directory nor a regular file). */
+ * writes them).  fd NULL: no pipe, the stream comes through
+ * rdx_tree_unpack_feed().  Returns 0 or -errno (-ENOTDIR: dst exists and
+ * is neither a directory nor a regular file). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  bool as_root, unsigned writers, const atomic_int *stop, int *fd);
+
+/* Without a pipe: hands len bytes of the stream to the unpacker, which
+ * reads them in place; returns once it is done with them (0), or -EPIPE
+ * when it reads no more (it failed, or the tree ended before them). */
+int rdx_tree_unpack_feed(struct rdx_tree_unpack *u, const void *buf, size_t len);
+
+/* Without a pipe: the stream ends here (a pipe's writer closes it). */
+void rdx_tree_unpack_end_feed(struct rdx_tree_unpack *u);
 
 /* --sync: calls emit for every entry the receiver has where the sender's
  * top-level name top would land (walked without following symlinks),
