@@ -24,6 +24,9 @@ struct rdx_source {
 	uint64_t base;	 /* where reading starts: stdin's current offset */
 	uint64_t size;	 /* bytes from base to the end at open time */
 	const atomic_int *stop;
+	ssize_t (*cb_read)(void *arg, void *buf, size_t cap); /* rdx_source_open_cb */
+	void (*cb_close)(void *arg);
+	void *cb_arg;
 };
 
 static bool aligned(uint64_t v)
@@ -172,7 +175,8 @@ ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
 	ssize_t n;
 
 	if (!s->seekable)
-		return rdx_read_full(s->fd, buf, cap, s->stop);
+		return s->cb_read ? s->cb_read(s->cb_arg, buf, cap)
+				  : rdx_read_full(s->fd, buf, cap, s->stop);
 
 	off = seq * cap;
 	if (off >= s->size)
@@ -254,10 +258,29 @@ void rdx_source_skip(struct rdx_source *s, uint64_t len)
 	s->size -= len;
 }
 
+int rdx_source_open_cb(struct rdx_source **out,
+		       ssize_t (*read)(void *arg, void *buf, size_t cap),
+		       void (*close)(void *arg), void *arg)
+{
+	struct rdx_source *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->dfd = -1;
+	s->cb_read = read;
+	s->cb_close = close;
+	s->cb_arg = arg;
+	*out = s;
+	return 0;
+}
+
 void rdx_source_close(struct rdx_source *s)
 {
 	if (!s)
 		return;
+	if (s->cb_close)
+		s->cb_close(s->cb_arg);
 	if (s->dfd >= 0)
 		close(s->dfd);
 	if (s->own)

@@ -27,6 +27,14 @@ int rdx_source_open(struct rdx_source **out, const char *path,
  * source owns and closes.  Returns 0 or -ENOMEM. */
 int rdx_source_open_fd(struct rdx_source **out, int fd, const atomic_int *stop);
 
+/* A stream source taking its bytes from read(arg, buf, cap), which fills
+ * buf (less only at the end) and returns the count, 0 at the end or
+ * -errno; rdx_source_close() calls close(arg) once.  Returns 0 or
+ * -ENOMEM. */
+int rdx_source_open_cb(struct rdx_source **out,
+		       ssize_t (*read)(void *arg, void *buf, size_t cap),
+		       void (*close)(void *arg), void *arg);
+
 /* True for regular files: size known, chunks readable in parallel. */
 bool rdx_source_seekable(const struct rdx_source *s);
 

@@ -682,13 +682,25 @@ static int fetch_resume(struct sender *x)
 	return 0;
 }
 
-/* The file, stdin, or a tree's packer at the far end of a pipe (with
+static ssize_t tree_read(void *arg, void *buf, size_t cap)
+{
+	struct sender *x = arg;
+
+	return rdx_tree_pack_read(x->pack, buf, cap, &x->s.stop);
+}
+
+static void tree_close(void *arg)
+{
+	rdx_tree_pack_close_input(((struct sender *)arg)->pack);
+}
+
+/* The file, stdin, or a tree's packer handing its stream out (with
  * --sync, the receiver's listing, which the packer takes over). */
 static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
-	int ret, fd;
+	int ret;
 
 	if (o->ntree) {
 		struct rdx_tree_pack_opts po = {
@@ -701,11 +713,11 @@ static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 		};
 
 		x->src_name = "the tree";
-		ret = rdx_tree_pack_start(&x->pack, &po, &fd);
+		ret = rdx_tree_pack_start(&x->pack, &po, NULL);
 		if (!ret) {
-			ret = rdx_source_open_fd(&x->src, fd, &s->stop);
+			ret = rdx_source_open_cb(&x->src, tree_read, tree_close, x);
 			if (ret)
-				close(fd);
+				rdx_tree_pack_close_input(x->pack);
 		}
 		if (ret)
 			return sess_fail(s, -RDX_ELOCAL, "cannot start sending the tree: %s",

@@ -302,11 +302,65 @@ static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
 	return ret;
 }
 
+/* The stream handed over in place between a tree's thread and the core,
+ * without a pipe: one side offers a buffer and waits until the other is
+ * done with it.  Receiving (rdx_tree_unpack_feed), the core offers a
+ * slot and libarchive reads straight from it; sending
+ * (rdx_tree_pack_read), the packer offers libarchive's block and the
+ * core copies it into slots. */
+struct feed {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	const void *buf; /* offered, or held by the unpacker; NULL: none */
+	size_t len, off; /* off: what the core took of a packer's block */
+	bool held;	 /* the unpacker reads from buf until its next read */
+	bool eof;	 /* no more will come */
+	bool gone;	 /* the side taking buffers takes no more */
+};
+
+static void feed_init(struct feed *f)
+{
+	*f = (struct feed){ 0 };
+	pthread_mutex_init(&f->lock, NULL);
+	pthread_cond_init(&f->cond, NULL);
+}
+
+static void feed_destroy(struct feed *f)
+{
+	pthread_cond_destroy(&f->cond);
+	pthread_mutex_destroy(&f->lock);
+}
+
+/* Sets eof or gone, and wakes whoever waits. */
+static void feed_mark(struct feed *f, bool *flag)
+{
+	pthread_mutex_lock(&f->lock);
+	*flag = true;
+	pthread_cond_broadcast(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Waits on f for at most 100 ms (the caller rechecks a stop flag). */
+static void feed_wait(struct feed *f)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += 100000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&f->cond, &f->lock, &dl);
+}
+
 /* ---- sender: walk and pack -------------------------------------------- */
 
 struct rdx_tree_pack {
 	pthread_t thread;
-	int fd; /* the stream's write end: the thread's, closed when it ends */
+	int fd; /* the stream's write end: the thread's, closed when it ends;
+		 * -1: handed out (rdx_tree_pack_read) */
+	struct feed out;
 	char **paths;	     /* as given: the names they are sent under */
 	char **abs;	     /* the same, absolute: what the walk opens */
 	unsigned n;
@@ -326,8 +380,27 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 			     size_t len)
 {
 	struct rdx_tree_pack *p = arg;
-	ssize_t n = rdx_write_full(p->fd, buf, len, NULL);
+	ssize_t n;
 
+	if (p->fd < 0) {
+		/* Handed out: wait until the core took all of it. */
+		struct feed *f = &p->out;
+
+		pthread_mutex_lock(&f->lock);
+		if (!f->gone) {
+			f->buf = buf;
+			f->len = len;
+			f->off = 0;
+			pthread_cond_broadcast(&f->cond);
+			while (f->buf && !f->gone)
+				pthread_cond_wait(&f->cond, &f->lock);
+		}
+		n = f->gone ? -EPIPE : (ssize_t)len;
+		f->buf = NULL;
+		pthread_mutex_unlock(&f->lock);
+	} else {
+		n = rdx_write_full(p->fd, buf, len, NULL);
+	}
 	if (n < 0) {
 		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
 		return -1;
@@ -640,8 +713,45 @@ out:
 	archive_entry_linkresolver_free(lr);
 	XXH3_freeState(h);
 	p->err = ret;
-	close(p->fd); /* the reader sees the end of the stream */
+	if (p->fd >= 0)
+		close(p->fd); /* the reader sees the end of the stream */
+	else
+		feed_mark(&p->out, &p->out.eof);
 	return NULL;
+}
+
+ssize_t rdx_tree_pack_read(struct rdx_tree_pack *p, void *buf, size_t cap,
+			   const atomic_int *stop)
+{
+	struct feed *f = &p->out;
+	size_t got = 0;
+	ssize_t ret;
+
+	pthread_mutex_lock(&f->lock);
+	while (got < cap) {
+		size_t n;
+
+		while (!f->buf && !f->eof && !(stop && atomic_load(stop)))
+			feed_wait(f);
+		if (!f->buf)
+			break;
+		n = f->len - f->off < cap - got ? f->len - f->off : cap - got;
+		memcpy((char *)buf + got, (const char *)f->buf + f->off, n);
+		got += n;
+		f->off += n;
+		if (f->off == f->len) {
+			f->buf = NULL;
+			pthread_cond_broadcast(&f->cond);
+		}
+	}
+	ret = got || f->eof ? (ssize_t)got : -ECANCELED;
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+void rdx_tree_pack_close_input(struct rdx_tree_pack *p)
+{
+	feed_mark(&p->out, &p->out.gone);
 }
 
 int rdx_tree_pack_start(struct rdx_tree_pack **out,
@@ -687,17 +797,25 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	}
 	p->n = n;
 	p->follow = o->follow;
-	ret = new_pipe(fds);
-	if (ret)
-		goto err;
-	p->fd = fds[1];
+	p->fd = -1;
+	if (fd) {
+		ret = new_pipe(fds);
+		if (ret)
+			goto err;
+		p->fd = fds[1];
+	}
+	feed_init(&p->out);
 	ret = -pthread_create(&p->thread, NULL, pack_main, p);
 	if (ret) {
-		close(fds[0]);
-		close(fds[1]);
+		feed_destroy(&p->out);
+		if (fd) {
+			close(fds[0]);
+			close(fds[1]);
+		}
 		goto err;
 	}
-	*fd = fds[0];
+	if (fd)
+		*fd = fds[0];
 	*out = p;
 	return 0;
 err:
@@ -736,6 +854,7 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 	free(p->paths);
 	free(p->abs);
 	rdx_tree_plan_free(p->plan);
+	feed_destroy(&p->out);
 	free(p);
 	return ret;
 }
@@ -805,19 +924,6 @@ struct writers {
 	bool quit;
 };
 
-/* The stream handed over in place (no pipe; rdx_tree_unpack_feed): the
- * core's writer offers a slot's bytes and waits until the unpacking
- * thread is done with them, libarchive reading straight from the slot. */
-struct feed {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	const void *buf; /* offered, or held by the unpacker; NULL: none */
-	size_t len;
-	bool held;	 /* the unpacker reads from buf until its next read */
-	bool eof;	 /* no more will come */
-	bool gone;	 /* the unpacker reads no more */
-};
-
 struct rdx_tree_unpack {
 	pthread_t thread;
 	int fd;		  /* the stream's read end (the thread's), or -1: fed */
@@ -878,17 +984,8 @@ static la_ssize_t feed_read(struct rdx_tree_unpack *u, struct archive *a, const 
 		f->buf = NULL;
 		pthread_cond_broadcast(&f->cond);
 	}
-	while (!f->buf && !f->eof && !atomic_load(u->stop)) {
-		struct timespec dl;
-
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_nsec += 100000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&f->cond, &f->lock, &dl);
-	}
+	while (!f->buf && !f->eof && !atomic_load(u->stop))
+		feed_wait(f);
 	if (f->buf) {
 		f->held = true;
 		*buf = f->buf;
@@ -943,10 +1040,7 @@ int rdx_tree_unpack_feed(struct rdx_tree_unpack *u, const void *buf, size_t len)
 
 void rdx_tree_unpack_end_feed(struct rdx_tree_unpack *u)
 {
-	pthread_mutex_lock(&u->feed.lock);
-	u->feed.eof = true;
-	pthread_cond_broadcast(&u->feed.cond);
-	pthread_mutex_unlock(&u->feed.lock);
+	feed_mark(&u->feed, &u->feed.eof);
 }
 
 static la_ssize_t unpack_read(struct archive *a, void *arg, const void **buf)
@@ -1926,16 +2020,14 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			goto err;
 		u->fd = fds[0];
 	}
-	pthread_mutex_init(&u->feed.lock, NULL);
-	pthread_cond_init(&u->feed.cond, NULL);
+	feed_init(&u->feed);
 	pthread_mutex_init(&u->w.lock, NULL);
 	pthread_cond_init(&u->w.room, NULL);
 	pthread_cond_init(&u->w.idle, NULL);
 	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
 	if (ret) {
 		writers_destroy(u);
-		pthread_cond_destroy(&u->feed.cond);
-		pthread_mutex_destroy(&u->feed.lock);
+		feed_destroy(&u->feed);
 		if (fd) {
 			close(fds[0]);
 			close(fds[1]);
@@ -2052,8 +2144,7 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 			 failed - u->missing, failed - u->missing == 1 ? "y" : "ies");
 	}
 	writers_destroy(u);
-	pthread_cond_destroy(&u->feed.cond);
-	pthread_mutex_destroy(&u->feed.lock);
+	feed_destroy(&u->feed);
 	free(u->top_seen);
 	free(u->stage);
 	forget_checked(u);

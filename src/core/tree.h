@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define RDX_TREE_HASH_NAME "/.rdx-xxh3-128"
 /* --delete: an entry whose data is a name the receiver removes. */
@@ -73,7 +74,8 @@ struct rdx_tree_pack_opts {
 };
 
 /* Starts walking o->paths on a thread of its own; *fd is the read end of
- * the stream, owned by the caller.  Unreadable files are skipped with a
+ * the stream, owned by the caller (fd NULL: no pipe, the stream is read
+ * with rdx_tree_pack_read()).  Unreadable files are skipped with a
  * warning and counted.  A name the rules exclude is not sent, and an
  * excluded directory is not walked.  With a plan, regular files the
  * receiver has with the same size and mtime (seconds) are not sent.
@@ -82,6 +84,16 @@ struct rdx_tree_pack_opts {
  * Returns 0 or -errno (the plan is freed either way). */
 int rdx_tree_pack_start(struct rdx_tree_pack **out,
 			const struct rdx_tree_pack_opts *o, int *fd);
+
+/* Without a pipe: copies the next cap bytes of the stream into buf (fewer
+ * only at its end), waiting for the walk.  Returns the bytes, 0 at the
+ * end, -ECANCELED once *stop is set with nothing copied. */
+ssize_t rdx_tree_pack_read(struct rdx_tree_pack *p, void *buf, size_t cap,
+			   const atomic_int *stop);
+
+/* Without a pipe: nothing more will be read (a pipe's reader closes it);
+ * the walk stops at its next write. */
+void rdx_tree_pack_close_input(struct rdx_tree_pack *p);
 
 /* Waits for the walk to end (the caller has read the stream to its end,
  * or closed it) and frees it.  Returns 0; -RDX_ELOCAL when some files
