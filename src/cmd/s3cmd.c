@@ -1030,12 +1030,7 @@ static void *progress_main(void *arg)
 			p.total = total;
 		}
 		rdx_progress_update(&p, atomic_load(&moved));
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_nsec += 100000000;
-		if (dl.tv_nsec >= 1000000000) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000;
-		}
+		rdx_deadline_in(&dl, 100);
 		pthread_cond_timedwait(&pl->cond, &pl->lock, &dl);
 	}
 	pthread_mutex_unlock(&pl->lock);

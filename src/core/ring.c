@@ -1,6 +1,7 @@
 #include "ring.h"
 
 #include "err.h"
+#include "units.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -171,13 +172,7 @@ int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out)
 
 	pthread_mutex_lock(&r->lock);
 	if (r->stall_ms) {
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += (time_t)(r->stall_ms / 1000);
-		deadline.tv_nsec += (long)(r->stall_ms % 1000) * 1000000;
-		if (deadline.tv_nsec >= 1000000000) {
-			deadline.tv_sec++;
-			deadline.tv_nsec -= 1000000000;
-		}
+		rdx_deadline_in(&deadline, r->stall_ms);
 		dl = &deadline;
 	}
 	for (;;) {

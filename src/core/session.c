@@ -15,17 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static void deadline_in(struct timespec *dl, uint64_t ms)
-{
-	clock_gettime(CLOCK_REALTIME, dl);
-	dl->tv_sec += (time_t)(ms / 1000);
-	dl->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (dl->tv_nsec >= 1000000000) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000;
-	}
-}
-
 void rdx_xfer_opts_init(struct rdx_xfer_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -528,7 +517,7 @@ void sess_send_error(struct rdx_session *s)
 	pthread_mutex_unlock(&s->lock);
 	/* The data thread of stream 0 may sit in a blocked send holding the
 	 * lock; then the peer learns of the failure from the closed socket. */
-	deadline_in(&dl, 1000);
+	rdx_deadline_in(&dl, 1000);
 	if (pthread_mutex_timedlock(&st->send_lock, &dl))
 		return;
 	st->conn->ops->send(st->conn, &h, buf);
@@ -579,7 +568,7 @@ static void *busy_main(void *arg)
 
 	pthread_mutex_lock(&b->lock);
 	while (!b->done) {
-		deadline_in(&dl, 100);
+		rdx_deadline_in(&dl, 100);
 		pthread_cond_timedwait(&b->cond, &b->lock, &dl);
 		if (!b->done)
 			send_keepalives(b->s, false);
@@ -623,7 +612,7 @@ void sess_tick_loop(struct rdx_session *s, bool all_streams,
 			pthread_mutex_unlock(&s->lock);
 			break;
 		}
-		deadline_in(&dl, 100);
+		rdx_deadline_in(&dl, 100);
 		pthread_cond_timedwait(&s->cond, &s->lock, &dl);
 		pthread_mutex_unlock(&s->lock);
 		send_keepalives(s, all_streams);
@@ -636,7 +625,7 @@ void sess_wait(struct rdx_session *s, bool (*done)(struct rdx_session *s),
 {
 	struct timespec dl;
 
-	deadline_in(&dl, ms);
+	rdx_deadline_in(&dl, ms);
 	pthread_mutex_lock(&s->lock);
 	while (!done(s))
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &dl) == ETIMEDOUT)

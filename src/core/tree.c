@@ -10,6 +10,7 @@
 #include "rules.h"
 #include "io.h"
 #include "log.h"
+#include "units.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -345,12 +346,7 @@ static void feed_wait(struct feed *f)
 {
 	struct timespec dl;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_nsec += 100000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	rdx_deadline_in(&dl, 100);
 	pthread_cond_timedwait(&f->cond, &f->lock, &dl);
 }
 

@@ -128,6 +128,17 @@ char *rdx_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 	return buf;
 }
 
+void rdx_deadline_in(struct timespec *dl, uint64_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_sec += (time_t)(ms / 1000);
+	dl->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl->tv_nsec >= 1000000000) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000;
+	}
+}
+
 uint64_t rdx_now_ns(void)
 {
 	struct timespec ts;

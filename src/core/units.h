@@ -23,4 +23,8 @@ char *rdx_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 /* Monotonic clock in nanoseconds. */
 uint64_t rdx_now_ns(void);
 
+/* Now plus ms on CLOCK_REALTIME: a deadline for pthread_cond_timedwait. */
+struct timespec;
+void rdx_deadline_in(struct timespec *dl, uint64_t ms);
+
 #endif

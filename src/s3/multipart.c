@@ -5,6 +5,7 @@
 
 #include "../core/err.h"
 #include "../core/log.h"
+#include "../core/units.h"
 #include "sigv4.h"
 
 #include <errno.h>
@@ -48,12 +49,7 @@ void s3_xfer_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += S3_XFER_POLL_MS * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	rdx_deadline_in(&ts, S3_XFER_POLL_MS);
 	pthread_cond_timedwait(cond, lock, &ts);
 }
 
