@@ -472,8 +472,8 @@ err:
 	return ret;
 }
 
-int rdx_sink_open_partial(struct rdx_sink **out, const char *path, uint64_t size,
-			  bool do_fsync, const atomic_int *stop, uint64_t *have)
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync,
+			  const atomic_int *stop, uint64_t *have)
 {
 	struct rdx_sink *k;
 	char line[64] = "";
@@ -515,7 +515,6 @@ int rdx_sink_open_partial(struct rdx_sink **out, const char *path, uint64_t size
 			*have = n < (uint64_t)st.st_size ? n : (uint64_t)st.st_size;
 		k->marked = *have;
 	}
-	(void)size; /* preallocated by rdx_sink_start_at() */
 	*out = k;
 	return 0;
 err:

@@ -81,8 +81,8 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
  * record, never more than the partial holds; 0 without a record.  Returns
  * 0 or -errno; -ENOTSUP when path is not a regular or new file (the caller
  * opens it with rdx_sink_open() instead). */
-int rdx_sink_open_partial(struct rdx_sink **out, const char *path, uint64_t size,
-			  bool do_fsync, const atomic_int *stop, uint64_t *have);
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync,
+			  const atomic_int *stop, uint64_t *have);
 
 /* Reads the partial's first len bytes (see rdx_source_read_prefix). */
 int rdx_sink_read_prefix(struct rdx_sink *k, uint64_t len, rdx_prefix_fn fn, void *arg);

@@ -44,7 +44,8 @@ struct receiver {
 	bool partial;
 	uint64_t have, start;
 	pthread_mutex_t mark_lock;
-	uint64_t marked, marked_ns; /* mark_lock */
+	uint64_t marked;		/* mark_lock */
+	_Atomic uint64_t marked_ns;	/* written under mark_lock */
 };
 
 static struct receiver *receiver_of(struct rdx_session *s)
@@ -357,16 +358,17 @@ static void mark_partial(struct receiver *x, bool at_end)
 
 	if (at_end)
 		pthread_mutex_lock(&x->mark_lock);
-	else if (pthread_mutex_trylock(&x->mark_lock))
-		return;
+	else if (now - atomic_load(&x->marked_ns) < RESUME_MARK_NS ||
+		 pthread_mutex_trylock(&x->mark_lock))
+		return; /* most slots: not yet time, no lock taken */
 	done = s->ring ? rdx_ring_released_below(s->ring) * s->opts.slot_size : 0;
 	if (done > s->opts.size)
 		done = s->opts.size;
 	have = x->start + done;
-	if (have > x->marked && (at_end || now - x->marked_ns >= RESUME_MARK_NS) &&
+	if (have > x->marked && (at_end || now - atomic_load(&x->marked_ns) >= RESUME_MARK_NS) &&
 	    rdx_sink_mark(x->sink, have) == 0) {
 		x->marked = have;
-		x->marked_ns = now;
+		atomic_store(&x->marked_ns, now);
 	}
 	pthread_mutex_unlock(&x->mark_lock);
 }
@@ -422,8 +424,7 @@ static int open_file(struct receiver *x)
 
 	ret = -ENOTSUP;
 	if (s->opts.flags & RDX_OPT_RESUME) {
-		ret = rdx_sink_open_partial(&x->sink, o->path, s->opts.size, o->fsync, &s->stop,
-					    &x->have);
+		ret = rdx_sink_open_partial(&x->sink, o->path, o->fsync, &s->stop, &x->have);
 		x->partial = !ret;
 	}
 	if (ret == -ENOTSUP) /* stdout, a device: nothing to resume */
