@@ -393,27 +393,50 @@ static bool is_s3(const char *arg)
 	return !strncmp(arg, "s3://", 5);
 }
 
+/* Whether a DST takes several sources: an s3:// prefix ending in '/' (or
+ * a bucket), or an existing local directory. */
+static bool s3_dst_is_dir(const char *dst)
+{
+	struct stat sb;
+
+	if (is_s3(dst))
+		return dst[strlen(dst) - 1] == '/' || !strchr(dst + 5, '/');
+	return !stat(dst, &sb) && S_ISDIR(sb.st_mode);
+}
+
 /* SRC or DST is s3://BUCKET/KEY: the copy is rds3's, run with the options
  * that mean the same there ("rds3 cp", or "rds3 sync" for --sync and what
- * implies it).  The endpoint, credentials and region come from the
+ * implies it), once per SRC when there are several (files into a prefix
+ * or a directory).  The endpoint, credentials and region come from the
  * environment and ~/.aws as for rds3.  Options of SSH and of the data
  * path have no meaning here and are refused. */
 static int s3_copy(struct rdcp *r, char **args, int n)
 {
 	char **v = calloc(2 * r->ngiven + 8, sizeof(*v));
 	bool sync = r->c.o.tree_sync;
-	int k = 0, ret;
+	int k = 0, ret = 0;
 
 	if (!v) {
 		rdx_error("out of memory");
 		return RDX_EXIT_FAIL;
 	}
-	if (n != 2) {
-		rdx_error("a copy with s3:// takes one SRC and one DST (rds3 sync copies many)");
+	if (n < 2) {
+		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);
 		ret = RDX_EXIT_USAGE;
 		goto out;
 	}
-	for (int i = 0; i < 2; i++) {
+	if (n > 2 && (sync || r->cp.recursive)) {
+		rdx_error("a copy with s3:// takes one SRC with -r or --sync (rds3 sync copies trees)");
+		ret = RDX_EXIT_USAGE;
+		goto out;
+	}
+	if (n > 2 && !s3_dst_is_dir(args[n - 1])) {
+		rdx_error("several SRCs: '%s' is not a directory or an s3:// prefix ending in '/'",
+			  args[n - 1]);
+		ret = RDX_EXIT_USAGE;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
 		struct cp_addr a = { 0 };
 		bool remote;
 
@@ -485,9 +508,19 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 		}
 	}
 	v[k++] = sync ? "sync" : "cp";
-	v[k++] = args[0];
-	v[k++] = args[1];
-	ret = rds3_run("rdcp", k, v);
+	/* One run per SRC; the first failure is the exit status, the
+	 * others are still copied (as for hosts). */
+	for (int i = 0; i < n - 1; i++) {
+		int rc;
+
+		v[k] = args[i];
+		v[k + 1] = args[n - 1];
+		rc = rds3_run("rdcp", k + 2, v);
+		if (rc && !ret)
+			ret = rc;
+		if (rc == RDX_EXIT_INTR)
+			break;
+	}
 out:
 	free(v);
 	return ret;

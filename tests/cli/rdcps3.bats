@@ -82,7 +82,12 @@ sent() {
 	assert_match "$stderr" "--ssh-port has no meaning for a copy with s3://"
 	run_t "$RDCP" "$D/src" "$D/src" "s3://$B/k"
 	assert_status 2
-	assert_match "$stderr" "takes one SRC and one DST"
+	assert_match "$stderr" "several SRCs: 's3://$B/k' is not a directory or an s3:// prefix ending in '/'"
+	run_t "$RDCP" -r "$D/src" "$D/src" "s3://$B/k/"
+	assert_status 2
+	assert_match "$stderr" "takes one SRC with -r or --sync"
+	run_t "$RDCP" "s3://$B/k"
+	assert_status 2
 	run_t "$RDCP" "s3://$B/k" "somehost:/tmp/x"
 	assert_status 2
 	assert_match "$stderr" "cannot copy between s3:// and a remote host \\('somehost:/tmp/x'\\)"
@@ -95,4 +100,22 @@ sent() {
 	AWS_SECRET_ACCESS_KEY=wrong run_t "$RDCP" "$D/src" "s3://$B/k"
 	assert_status 3
 	assert_match "$stderr" "SignatureDoesNotMatch"
+}
+
+@test "rdcp with several SRCs: files into an s3:// prefix, keys into a directory; one missing is named, the rest copied" {
+	mkrand "$D/a" 1000
+	mkrand "$D/b" 70000
+	run_t "$RDCP" "$D/a" "$D/b" "s3://$B/multi/"
+	assert_status 0
+	mkdir "$D/down"
+	run_t "$RDCP" "s3://$B/multi/a" "s3://$B/multi/b" "$D/down"
+	assert_status 0
+	assert_same "$D/a" "$D/down/a"
+	assert_same "$D/b" "$D/down/b"
+	mkdir "$D/down2"
+	run_t "$RDCP" "s3://$B/multi/a" "s3://$B/multi/nope" "s3://$B/multi/b" "$D/down2"
+	assert_status 5
+	assert_match "$stderr" "s3://$B/multi/nope: NoSuchKey"
+	assert_same "$D/a" "$D/down2/a"
+	assert_same "$D/b" "$D/down2/b"
 }
