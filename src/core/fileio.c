@@ -390,21 +390,66 @@ static bool is_fifo(int fd)
 	return fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
+/* A sink with no file yet; NULL when out of memory. */
+static struct rdx_sink *sink_new(const char *name, const atomic_int *stop, bool do_fsync)
+{
+	struct rdx_sink *k = calloc(1, sizeof(*k));
+
+	if (k) {
+		k->fd = -1;
+		k->dfd = -1;
+		k->name = name;
+		k->stop = stop;
+		k->do_fsync = do_fsync;
+	}
+	return k;
+}
+
+/* A regular or new file at path: its temporary (or partial) beside it,
+ * with the file's mode, or the umask's for a new one. */
+static int open_file(struct rdx_sink *k, const char *path, bool partial)
+{
+	struct stat st;
+	mode_t mode, mask;
+	int ret;
+
+	if (stat(path, &st) == 0) {
+		mode = st.st_mode & 07777;
+	} else {
+		mask = umask(0);
+		umask(mask);
+		mode = 0666 & ~mask;
+	}
+	ret = open_temp(k, path, mode, partial);
+	if (ret)
+		return ret;
+	k->final = strdup(path);
+	if (!k->final)
+		return -ENOMEM;
+	k->parallel = true;
+	atomic_init(&k->direct_ok, k->dfd >= 0);
+	return 0;
+}
+
+/* Reserves len bytes at off (an early, clean ENOSPC); filesystems
+ * without fallocate are fine.  0 or -errno. */
+static int prealloc(int fd, uint64_t off, uint64_t len)
+{
+	int ret = len ? posix_fallocate(fd, (off_t)off, (off_t)len) : 0;
+
+	return ret && ret != EOPNOTSUPP && ret != EINVAL ? -ret : 0;
+}
+
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		  uint64_t size, bool do_fsync, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted)
 {
-	struct rdx_sink *k = calloc(1, sizeof(*k));
+	struct rdx_sink *k = sink_new(path, stop, do_fsync);
 	struct stat st;
-	mode_t mask, mode;
 	int ret;
 
 	if (!k)
 		return -ENOMEM;
-	k->fd = -1;
-	k->dfd = -1;
-	k->stop = stop;
-	k->do_fsync = do_fsync;
 	if (!path || strcmp(path, "-") == 0) {
 		k->fd = STDOUT_FILENO;
 		k->name = "standard output";
@@ -418,7 +463,6 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		*out = k;
 		return 0;
 	}
-	k->name = path;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) {
 			ret = -EISDIR;
@@ -439,31 +483,11 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		*out = k;
 		return 0;
 	}
-	if (stat(path, &st) == 0) {
-		mode = st.st_mode & 07777;
-	} else {
-		mask = umask(0);
-		umask(mask);
-		mode = 0666 & ~mask;
-	}
-	ret = open_temp(k, path, mode, false);
+	ret = open_file(k, path, false);
+	if (!ret && size_known)
+		ret = prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
-	k->final = strdup(path);
-	if (!k->final) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	k->parallel = true;
-	atomic_init(&k->direct_ok, k->dfd >= 0);
-	if (size_known && size > 0) {
-		ret = posix_fallocate(k->fd, 0, (off_t)size);
-		/* Filesystems without fallocate are fine; no space is not. */
-		if (ret && ret != EOPNOTSUPP && ret != EINVAL) {
-			ret = -ret;
-			goto err;
-		}
-	}
 	*out = k;
 	return 0;
 
@@ -479,32 +503,17 @@ int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync
 	char line[64] = "";
 	unsigned long long n;
 	struct stat st;
-	mode_t mask;
 	int fd, ret;
 
 	*have = 0;
 	if (!path || strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
 		return -ENOTSUP;
-	k = calloc(1, sizeof(*k));
+	k = sink_new(path, stop, do_fsync);
 	if (!k)
 		return -ENOMEM;
-	k->fd = -1;
-	k->dfd = -1;
-	k->stop = stop;
-	k->do_fsync = do_fsync;
-	k->name = path;
-	mask = umask(0);
-	umask(mask);
-	ret = open_temp(k, path, stat(path, &st) == 0 ? st.st_mode & 07777 : 0666 & ~mask, true);
+	ret = open_file(k, path, true);
 	if (ret)
 		goto err;
-	k->final = strdup(path);
-	if (!k->final) {
-		ret = -ENOMEM;
-		goto err;
-	}
-	k->parallel = true;
-	atomic_init(&k->direct_ok, k->dfd >= 0);
 	fd = open(k->meta, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
 		ssize_t got = read(fd, line, sizeof(line) - 1);
@@ -536,12 +545,8 @@ int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size)
 	if (ftruncate(k->fd, (off_t)start))
 		return -errno;
 	k->base = start;
-	if (size > 0) {
-		ret = posix_fallocate(k->fd, (off_t)start, (off_t)size);
-		if (ret && ret != EOPNOTSUPP && ret != EINVAL)
-			return -ret;
-	}
-	return rdx_sink_mark(k, start);
+	ret = prealloc(k->fd, start, size);
+	return ret ? ret : rdx_sink_mark(k, start);
 }
 
 int rdx_sink_mark(struct rdx_sink *k, uint64_t have)
@@ -634,14 +639,11 @@ static int fsync_dir(const char *dir)
 int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
 		     const atomic_int *stop)
 {
-	struct rdx_sink *k = calloc(1, sizeof(*k));
+	struct rdx_sink *k = sink_new(name, stop, false);
 
 	if (!k)
 		return -ENOMEM;
 	k->fd = fd;
-	k->dfd = -1;
-	k->name = name;
-	k->stop = stop;
 	*out = k;
 	return 0;
 }
@@ -650,13 +652,10 @@ int rdx_sink_open_cb(struct rdx_sink **out, const char *name,
 		     int (*write)(void *arg, const void *buf, size_t len),
 		     void (*end)(void *arg), void *arg)
 {
-	struct rdx_sink *k = calloc(1, sizeof(*k));
+	struct rdx_sink *k = sink_new(name, NULL, false);
 
 	if (!k)
 		return -ENOMEM;
-	k->fd = -1;
-	k->dfd = -1;
-	k->name = name;
 	k->cb_write = write;
 	k->cb_end = end;
 	k->cb_arg = arg;
