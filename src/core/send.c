@@ -710,6 +710,7 @@ static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 			.rules = o->tree_rules,
 			.nrules = o->ntree_rules,
 			.plan = plan,
+			.readers = o->io_threads,
 		};
 
 		x->src_name = "the tree";

@@ -258,20 +258,6 @@ static int pack_marker(struct archive *w, const char *marker, const char *name)
 	return ret;
 }
 
-/* Something the walk could not read: said here, and to the receiver in a
- * RDX_TREE_MISSING_NAME entry ("NAME: why"), which fails it too.
- * Returns 0, -ENOMEM or -EPIPE. */
-static int walk_failed(struct archive *w, const char *name, const char *why)
-{
-	char text[1024];
-
-	if (!why)
-		why = "unknown error";
-	rdx_warn("cannot read '%s': %s", name, why);
-	snprintf(text, sizeof(text), "%s: %s", name, why);
-	return pack_marker(w, RDX_TREE_MISSING_NAME, text);
-}
-
 /* --delete: the removal entries for what the receiver listed and the walk
  * did not see, children first (names in descending order put "d/x"
  * before "d").  Returns 0, -ENOMEM or -EPIPE. */
@@ -352,24 +338,82 @@ static void feed_wait(struct feed *f)
 
 /* ---- sender: walk and pack -------------------------------------------- */
 
+/* The walk, the reading of files and the writing of the stream are three
+ * stages.  A walker thread runs libarchive's walk and queues what it
+ * finds (an item per entry, in the walk's order); reader threads read
+ * small regular files whole ahead and hash them; the packing thread takes
+ * the items in order and writes the stream.  A big or sparse file, or one
+ * with hard links, is read by the packing thread itself when its turn
+ * comes.  The queue holds at most AHEAD_ITEMS entries and READ_AHEAD
+ * bytes of data read ahead. */
+#define READ_AHEAD (16u << 20)
+#define AHEAD_ITEMS 4096u
+#define MAX_READERS 64
+#define READ_BLOCK (1u << 20) /* the packing thread's own reads */
+
+enum item_kind {
+	ITEM_ENTRY,   /* a walked entry */
+	ITEM_MISSING, /* a source or entry the walk could not read */
+	ITEM_END,     /* the walk is over */
+};
+
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	struct archive_entry *e; /* ITEM_ENTRY */
+	char *text;		 /* ITEM_MISSING: "NAME: why" */
+	/* A small regular file read ahead by a reader: */
+	bool ahead;
+	bool read;	  /* the reader is done with it */
+	char *buf;
+	size_t size;	  /* from the walk */
+	size_t got;
+	int err;	  /* -errno; -ESTALE: not the walked file any more */
+	XXH128_hash_t hash;
+};
+
+struct ahead {
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* readers: an item to read, or the end */
+	pthread_cond_t ready; /* the packer: an item queued or read */
+	pthread_cond_t room;  /* the walker: the packer took an item */
+	struct item *head, *tail;
+	struct item *unread;  /* the first item no reader took yet */
+	unsigned items;
+	size_t bytes;	      /* of the items read ahead, queued */
+	bool ended;	      /* ITEM_END queued */
+	bool quit;	      /* the packer stopped: walker and readers end */
+	pthread_t walker;
+	bool walking;
+	pthread_t readers[MAX_READERS];
+	unsigned nreaders;
+};
+
 struct rdx_tree_pack {
 	pthread_t thread;
 	int fd; /* the stream's write end: the thread's, closed when it ends;
 		 * -1: handed out (rdx_tree_pack_read) */
 	struct feed out;
+	struct ahead q;
 	char **paths;	     /* as given: the names they are sent under */
 	char **abs;	     /* the same, absolute: what the walk opens */
 	unsigned n;
 	bool follow;
-	/* Written by the thread, read after the join. */
-	int err;	     /* the stream itself failed (-errno) */
-	unsigned unreadable; /* files skipped or sent empty */
+	unsigned nreaders;
+	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
+	/* Written by the walker until it queues ITEM_END, then read by the
+	 * packing thread (the queue's lock orders the two). */
 	unsigned unwalkable; /* sources that could not be opened */
+	bool incomplete;     /* the walk warned: --delete deletes nothing */
+	uint64_t unchanged;  /* files --sync did not send */
+	int walk_err;	     /* -ENOMEM */
+	/* Written by both, read after the joins. */
+	atomic_uint unreadable; /* files skipped or sent empty */
+	/* Written by the packing thread, read after its join. */
+	int err;	     /* the stream itself failed (-errno) */
 	struct rdx_tree_plan *plan; /* --sync, or NULL */
 	const struct rdx_rule *rules; /* --include/--exclude; borrowed */
 	size_t nrules;
-	uint64_t unchanged;  /* files --sync did not send */
-	bool incomplete;     /* the walk warned: --delete deletes nothing */
 };
 
 static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
@@ -433,22 +477,39 @@ char *rdx_tree_top_name(const char *path)
 	return strndup(base, (size_t)(end - base));
 }
 
-/* Bytes of data a file's entry carries: its size, or for a sparse file
- * the sum of its data regions. */
-static int64_t data_bytes(struct archive_entry *e)
+/* Opens the file the walk found, by its (absolute) path, and checks that
+ * it is still that file: what is read is what was walked, even if a name
+ * on the way was replaced since.  Returns the descriptor, or -errno
+ * (-ESTALE: another file is there now). */
+static int open_walked(struct archive_entry *e)
 {
-	la_int64_t off, len, sum = 0;
+	struct stat st;
+	/* O_NONBLOCK: a fifo put there must not block the open. */
+	int fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
-	if (archive_entry_sparse_reset(e) == 0)
-		return archive_entry_size(e);
-	while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)
-		sum += len;
-	return sum;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_ino != (ino_t)archive_entry_ino64(e) || st.st_dev != archive_entry_dev(e)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Why a file's data was not sent whole. */
+static void unread_warn(struct rdx_tree_pack *p, struct archive_entry *e, int err)
+{
+	if (err == -ESTALE || err == -ENODATA)
+		rdx_warn("'%s' changed while it was read; not sent", archive_entry_sourcepath(e));
+	else
+		rdx_warn("cannot read '%s': %s", archive_entry_sourcepath(e), strerror(-err));
+	atomic_fetch_add(&p->unreadable, 1);
 }
 
 /* Writes the hash entry that follows a regular file: its XXH3-128, or no
  * bytes at all when the file could not be read whole. */
-static int pack_hash(struct archive *w, XXH3_state_t *h, bool good)
+static int pack_hash(struct archive *w, XXH128_hash_t hash, bool good)
 {
 	struct archive_entry *e = archive_entry_new();
 	XXH128_canonical_t c;
@@ -460,7 +521,7 @@ static int pack_hash(struct archive *w, XXH3_state_t *h, bool good)
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0400);
 	archive_entry_set_size(e, good ? (la_int64_t)sizeof(c.digest) : 0);
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
+	XXH128_canonicalFromHash(&c, hash);
 	if (archive_write_header(w, e) < ARCHIVE_WARN ||
 	    (good && archive_write_data(w, c.digest, sizeof(c.digest)) !=
 			     (la_ssize_t)sizeof(c.digest)))
@@ -469,77 +530,92 @@ static int pack_hash(struct archive *w, XXH3_state_t *h, bool good)
 	return ret;
 }
 
-/* Sends one regular file's data and its hash.  Returns 0 (a read failure
- * is only counted) or -EPIPE when the stream failed. */
-static int pack_data(struct rdx_tree_pack *p, struct archive *disk,
-		     struct archive *w, struct archive_entry *e, XXH3_state_t *h)
+/* The end of a regular file's entry and its hash.  A short entry is
+ * padded with zeros by libarchive; the empty hash tells the receiver to
+ * drop it. */
+static int pack_close(struct archive *w, XXH128_hash_t hash, bool good)
+{
+	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		return -EPIPE;
+	return pack_hash(w, hash, good);
+}
+
+/* Sends a file read ahead.  Returns 0 or -EPIPE. */
+static int pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *it)
+{
+	if (it->err)
+		unread_warn(p, it->e, it->err);
+	else if (it->got && archive_write_data(w, it->buf, it->got) != (la_ssize_t)it->got)
+		return -EPIPE;
+	return pack_close(w, it->hash, !it->err);
+}
+
+/* Sends a regular file's data, read here, and its hash: the whole file,
+ * or a sparse one's data regions (the pax writer takes the content in
+ * order and drops what falls in the holes).  Returns 0 (a read failure is
+ * only counted) or -EPIPE. */
+static int pack_read(struct rdx_tree_pack *p, struct archive *w,
+		     struct archive_entry *e, XXH3_state_t *h)
 {
 	static const char zeros[64 << 10];
-	int64_t want = data_bytes(e), got = 0;
-	la_int64_t off, pos = 0;
-	const void *buf;
-	size_t size;
-	int r;
+	la_int64_t size = archive_entry_size(e), off = 0, len = size, pos = 0;
+	bool sparse = archive_entry_sparse_reset(e) > 0;
+	int fd, err = 0;
 
 	XXH3_128bits_reset(h);
-	for (;;) {
-		r = archive_read_data_block(disk, &buf, &size, &off);
-		if (r == ARCHIVE_EOF)
-			break;
-		if (r < ARCHIVE_WARN) {
-			rdx_warn("cannot read '%s': %s", archive_entry_sourcepath(e),
-				 archive_error_string(disk));
+	fd = open_walked(e);
+	if (fd < 0)
+		err = fd;
+	while (!err && (!sparse || archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)) {
+		if (off > size || len > size - off) {
+			err = -ENODATA;
 			break;
 		}
-		if (got + (int64_t)size > want)
-			size = (size_t)(want - got); /* grew while read */
-		/* The pax writer takes a sparse file's whole content in
-		 * order and drops what falls in its holes. */
-		while (pos < off) {
+		for (; pos < off;) {
 			size_t gap = off - pos < (la_int64_t)sizeof(zeros)
 					     ? (size_t)(off - pos) : sizeof(zeros);
 
 			if (archive_write_data(w, zeros, gap) != (la_ssize_t)gap)
-				return -EPIPE;
+				goto broken;
 			pos += (la_int64_t)gap;
 		}
-		XXH3_128bits_update(h, buf, size);
-		if (size && archive_write_data(w, buf, size) != (la_ssize_t)size)
-			return -EPIPE;
-		got += (int64_t)size;
-		pos += (la_int64_t)size;
+		while (!err && pos < off + len) {
+			size_t want = off + len - pos < READ_BLOCK ? (size_t)(off + len - pos)
+								   : READ_BLOCK;
+			ssize_t n = rdx_pread_full(fd, p->rbuf, want, pos);
+
+			if (n < (ssize_t)want) {
+				err = n < 0 ? (int)n : -ENODATA; /* shrank */
+				if (n <= 0)
+					break;
+			}
+			XXH3_128bits_update(h, p->rbuf, (size_t)n);
+			if (archive_write_data(w, p->rbuf, (size_t)n) != n)
+				goto broken;
+			pos += n;
+		}
+		if (!sparse)
+			break;
 	}
-	if (got != want) {
-		if (r == ARCHIVE_EOF)
-			rdx_warn("'%s' changed while it was read; not sent",
-				 archive_entry_sourcepath(e));
-		p->unreadable++;
-	}
-	/* libarchive pads a short entry with zeros; the empty hash tells the
-	 * receiver to drop it. */
-	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
-		return -EPIPE;
-	return pack_hash(w, h, got == want);
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unread_warn(p, e, err);
+	return pack_close(w, XXH3_128bits_digest(h), !err);
+broken:
+	close(fd);
+	return -EPIPE;
 }
 
 /* Sends one walked entry.  Returns 0 or -EPIPE. */
-static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
-		      struct archive *w, struct archive_entry_linkresolver *lr,
-		      struct archive_entry *e, XXH3_state_t *h)
+static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
+		      struct archive_entry_linkresolver *lr, struct item *it,
+		      XXH3_state_t *h)
 {
-	struct archive_entry *spare = NULL;
+	struct archive_entry *e = it->e, *spare = NULL;
 	mode_t type = archive_entry_filetype(e);
 	int r;
 
-	if (type == AE_IFSOCK || type == AE_IFCHR || type == AE_IFBLK) {
-		rdx_warn("skipping '%s': not a file, directory or symlink",
-			 archive_entry_sourcepath(e));
-		return 0;
-	}
-	if (p->plan && plan_walked(p->plan, e)) {
-		p->unchanged++;
-		return 0;
-	}
 	if (p->plan && p->plan->dry_run) {
 		if (type == AE_IFREG)
 			rdx_info(0, "would send '%s'", archive_entry_pathname(e));
@@ -553,15 +629,199 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *disk,
 		return -EPIPE;
 	if (r < ARCHIVE_OK)
 		rdx_warn("'%s': %s", archive_entry_sourcepath(e), archive_error_string(w));
-	if (r >= ARCHIVE_WARN && type == AE_IFREG && !archive_entry_hardlink(e))
-		return pack_data(p, disk, w, e, h);
+	if (r < ARCHIVE_WARN || type != AE_IFREG || archive_entry_hardlink(e))
+		return 0;
+	return it->ahead ? pack_ahead(p, w, it) : pack_read(p, w, e, h);
+}
+
+/* ---- sender: the queue ----------------------------------------------- */
+
+static void item_free(struct item *it)
+{
+	if (!it)
+		return;
+	if (it->e)
+		archive_entry_free(it->e);
+	free(it->text);
+	free(it->buf);
+	free(it);
+}
+
+/* Queues an item, waiting for room.  Returns 0, or -ECANCELED when the
+ * packing thread stopped (the item is freed). */
+static int queue_put(struct rdx_tree_pack *p, struct item *it)
+{
+	struct ahead *q = &p->q;
+	size_t bytes = it->ahead ? it->size : 0;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->quit && q->items &&
+	       (q->items >= AHEAD_ITEMS || q->bytes + bytes > READ_AHEAD))
+		pthread_cond_wait(&q->room, &q->lock);
+	if (q->quit) {
+		pthread_mutex_unlock(&q->lock);
+		item_free(it);
+		return -ECANCELED;
+	}
+	if (q->tail)
+		q->tail->next = it;
+	else
+		q->head = it;
+	q->tail = it;
+	q->items++;
+	q->bytes += bytes;
+	if (it->kind == ITEM_END)
+		q->ended = true;
+	if (it->ahead && !it->read && !q->unread)
+		q->unread = it;
+	if (it->kind == ITEM_END || (it->ahead && !it->read))
+		pthread_cond_broadcast(&q->work);
+	pthread_cond_signal(&q->ready);
+	pthread_mutex_unlock(&q->lock);
 	return 0;
 }
 
-/* Walks one source.  Returns 0 or -EPIPE. */
-static int pack_root(struct rdx_tree_pack *p, struct archive *w,
-		     struct archive_entry_linkresolver *lr, const char *path,
-		     const char *abs, XXH3_state_t *h)
+/* The next item in the walk's order, once read if read ahead; NULL when
+ * the walk stopped early (only after quit).  The caller frees it. */
+static struct item *queue_take(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	struct item *it;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->quit && (!q->head || (q->head->ahead && !q->head->read)))
+		pthread_cond_wait(&q->ready, &q->lock);
+	it = q->quit ? NULL : q->head;
+	if (it) {
+		q->head = it->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->items--;
+		q->bytes -= it->ahead ? it->size : 0;
+		pthread_cond_signal(&q->room);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return it;
+}
+
+/* Reads one small file whole and hashes it. */
+static void read_ahead(struct item *it)
+{
+	size_t want = it->size;
+	ssize_t n;
+	int fd;
+
+	fd = open_walked(it->e);
+	if (fd < 0) {
+		it->err = fd;
+		return;
+	}
+	n = rdx_pread_full(fd, it->buf, want, 0);
+	close(fd);
+	if (n < 0) {
+		it->err = (int)n;
+		return;
+	}
+	it->got = (size_t)n;
+	if (it->got < want)
+		it->err = -ENODATA; /* shrank */
+	else
+		it->hash = XXH3_128bits(it->buf, it->got);
+}
+
+static void *reader_main(void *arg)
+{
+	struct ahead *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		struct item *it = q->unread, *next;
+
+		if (q->quit || (!it && q->ended))
+			break;
+		if (!it) {
+			pthread_cond_wait(&q->work, &q->lock);
+			continue;
+		}
+		for (next = it->next; next && !(next->ahead && !next->read); next = next->next)
+			;
+		q->unread = next;
+		pthread_mutex_unlock(&q->lock);
+		read_ahead(it);
+		pthread_mutex_lock(&q->lock);
+		it->read = true;
+		if (it == q->head)
+			pthread_cond_signal(&q->ready);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* ---- sender: the walk ------------------------------------------------ */
+
+/* Something the walk could not read: said here, and to the receiver in a
+ * RDX_TREE_MISSING_NAME entry ("NAME: why"), which fails it too.
+ * Returns 0, -ENOMEM or -ECANCELED. */
+static int walk_failed(struct rdx_tree_pack *p, const char *name, const char *why)
+{
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (!why)
+		why = "unknown error";
+	rdx_warn("cannot read '%s': %s", name, why);
+	if (!it || asprintf(&it->text, "%s: %s", name, why) < 0) {
+		free(it);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_MISSING;
+	return queue_put(p, it);
+}
+
+/* Queues a walked entry (taken over), to be read ahead when it is a small
+ * regular file that is sent whole and only once.  Returns 0, -ENOMEM or
+ * -ECANCELED. */
+static int walk_entry(struct rdx_tree_pack *p, struct archive_entry *e)
+{
+	mode_t type = archive_entry_filetype(e);
+	la_int64_t size = archive_entry_size(e);
+	struct item *it;
+
+	if (type == AE_IFSOCK || type == AE_IFCHR || type == AE_IFBLK) {
+		rdx_warn("skipping '%s': not a file, directory or symlink",
+			 archive_entry_sourcepath(e));
+		archive_entry_free(e);
+		return 0;
+	}
+	if (p->plan && plan_walked(p->plan, e)) {
+		p->unchanged++;
+		archive_entry_free(e);
+		return 0;
+	}
+	it = calloc(1, sizeof(*it));
+	if (!it) {
+		archive_entry_free(e);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_ENTRY;
+	it->e = e;
+	if (type == AE_IFREG && size >= 0 && size < BIG_FILE && archive_entry_nlink(e) <= 1 &&
+	    archive_entry_sparse_count(e) == 0 && !(p->plan && p->plan->dry_run)) {
+		it->ahead = true;
+		it->size = (size_t)size;
+		if (size && !(it->buf = malloc((size_t)size))) {
+			item_free(it);
+			return -ENOMEM;
+		}
+		if (!size || !p->q.nreaders) {
+			read_ahead(it); /* nothing to read, or no reader to do it */
+			it->read = true;
+		}
+	}
+	return queue_put(p, it);
+}
+
+/* Walks one source.  Returns 0, -ENOMEM or -ECANCELED. */
+static int walk_root(struct rdx_tree_pack *p, const char *path, const char *abs)
 {
 	struct archive *disk = NULL;
 	struct archive_entry *e = NULL;
@@ -571,7 +831,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 
 	if (!root || !top) {
 		p->unwalkable++;
-		ret = walk_failed(w, path, !top && root ? "it has no name to send it under"
+		ret = walk_failed(p, path, !top && root ? "it has no name to send it under"
 							: strerror(errno));
 		goto out;
 	}
@@ -579,8 +839,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 	while (rlen > 1 && root[rlen - 1] == '/')
 		root[--rlen] = '\0';
 	disk = archive_read_disk_new();
-	e = archive_entry_new();
-	if (!disk || !e) {
+	if (!disk) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -594,7 +853,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 						     ARCHIVE_READDISK_NO_FFLAGS);
 	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
 		p->unwalkable++;
-		ret = walk_failed(w, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))
+		ret = walk_failed(p, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))
 								  : archive_error_string(disk));
 		goto out;
 	}
@@ -602,6 +861,10 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 		const char *src, *rest;
 		size_t need;
 
+		if (!e && !(e = archive_entry_new())) {
+			ret = -ENOMEM;
+			break;
+		}
 		archive_entry_clear(e);
 		r = archive_read_next_header2(disk, e);
 		if (r == ARCHIVE_EOF)
@@ -609,7 +872,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 		src = archive_entry_pathname(e);
 		if (r < ARCHIVE_OK) {
 			p->incomplete = true;
-			ret = walk_failed(w, src ? src : path, archive_error_string(disk));
+			ret = walk_failed(p, src ? src : path, archive_error_string(disk));
 			if (ret)
 				break;
 		}
@@ -618,7 +881,7 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 			break;
 		}
 		if (r == ARCHIVE_FAILED || !src) {
-			p->unreadable++;
+			atomic_fetch_add(&p->unreadable, 1);
 			continue;
 		}
 		/* root/x/y is sent as top/x/y. */
@@ -643,19 +906,103 @@ static int pack_root(struct rdx_tree_pack *p, struct archive *w,
 		snprintf(name, cap, "%s%s", top, rest);
 		archive_entry_copy_sourcepath(e, src);
 		archive_entry_copy_pathname(e, name);
-		ret = pack_entry(p, disk, w, lr, e, h);
+		ret = walk_entry(p, e);
+		e = NULL; /* the queue's now */
 		if (ret)
 			break;
 	}
 out:
 	if (disk)
 		archive_read_free(disk);
-	archive_entry_free(e);
+	if (e)
+		archive_entry_free(e);
 	free(name);
 	free(top);
 	free(root);
 	return ret;
 }
+
+static void *walk_main(void *arg)
+{
+	struct rdx_tree_pack *p = arg;
+	struct item *end;
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; i < p->n && !ret; i++)
+		ret = walk_root(p, p->paths[i], p->abs[i]);
+	if (ret == -ECANCELED)
+		return NULL;
+	p->walk_err = ret;
+	end = calloc(1, sizeof(*end));
+	if (end) {
+		end->kind = ITEM_END;
+		queue_put(p, end);
+	} else {
+		/* Without the item there is no other word: stop the packer. */
+		pthread_mutex_lock(&p->q.lock);
+		p->walk_err = -ENOMEM;
+		p->q.quit = true;
+		pthread_cond_broadcast(&p->q.ready);
+		pthread_cond_broadcast(&p->q.work);
+		pthread_mutex_unlock(&p->q.lock);
+	}
+	return NULL;
+}
+
+/* Starts the walker and the readers.  Returns 0 or -errno. */
+static int ahead_start(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = p->nreaders ? p->nreaders : 1;
+	int ret;
+
+	if (cpus > 0 && n > (unsigned long)cpus)
+		n = (unsigned)cpus;
+	if (n > MAX_READERS)
+		n = MAX_READERS;
+	/* The readers first: the walker reads ahead itself if none started. */
+	for (q->nreaders = 0; q->nreaders < n; q->nreaders++)
+		if (pthread_create(&q->readers[q->nreaders], NULL, reader_main, q))
+			break;
+	ret = -pthread_create(&q->walker, NULL, walk_main, p);
+	q->walking = !ret;
+	return ret;
+}
+
+static void ahead_destroy(struct ahead *q)
+{
+	pthread_cond_destroy(&q->room);
+	pthread_cond_destroy(&q->ready);
+	pthread_cond_destroy(&q->work);
+	pthread_mutex_destroy(&q->lock);
+}
+
+/* Stops and joins the walker and the readers, and frees what is queued. */
+static void ahead_stop(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	struct item *it;
+	unsigned i;
+
+	pthread_mutex_lock(&q->lock);
+	q->quit = true;
+	pthread_cond_broadcast(&q->room);
+	pthread_cond_broadcast(&q->work);
+	pthread_mutex_unlock(&q->lock);
+	if (q->walking)
+		pthread_join(q->walker, NULL);
+	for (i = 0; i < q->nreaders; i++)
+		pthread_join(q->readers[i], NULL);
+	while ((it = q->head)) {
+		q->head = it->next;
+		item_free(it);
+	}
+	q->tail = NULL;
+}
+
+/* ---- sender: the stream ---------------------------------------------- */
 
 static void *pack_main(void *arg)
 {
@@ -664,10 +1011,11 @@ static void *pack_main(void *arg)
 	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
 	XXH3_state_t *h = XXH3_createState();
 	struct archive_entry *e = NULL, *spare = NULL;
-	unsigned i;
+	struct item *it = NULL;
 	int ret = 0;
 
-	if (!w || !lr || !h) {
+	p->rbuf = malloc(READ_BLOCK);
+	if (!w || !lr || !h || !p->rbuf) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -682,11 +1030,22 @@ static void *pack_main(void *arg)
 		ret = -EPIPE;
 		goto out;
 	}
-	for (i = 0; i < p->n && !ret; i++)
-		ret = pack_root(p, w, lr, p->paths[i], p->abs[i], h);
+	ret = ahead_start(p);
+	while (!ret && (it = queue_take(p)) && it->kind != ITEM_END) {
+		if (it->kind == ITEM_MISSING)
+			ret = pack_marker(w, RDX_TREE_MISSING_NAME, it->text);
+		else
+			ret = pack_entry(p, w, lr, it, h);
+		item_free(it);
+		it = NULL;
+	}
+	if (!ret && !it)
+		ret = p->walk_err ? p->walk_err : -ENOMEM;
+	if (!ret)
+		ret = p->walk_err;
 	/* What the walk could not see must not be taken for gone. */
 	if (!ret && p->plan && p->plan->delete) {
-		if (p->unwalkable || p->unreadable || p->incomplete)
+		if (p->unwalkable || atomic_load(&p->unreadable) || p->incomplete)
 			rdx_warn("--delete: nothing deleted, the sources were not all read");
 		else
 			ret = pack_deletes(p->plan, p->rules, p->nrules, w);
@@ -704,10 +1063,13 @@ static void *pack_main(void *arg)
 	if (w && archive_write_close(w) != ARCHIVE_OK && !ret)
 		ret = -EPIPE;
 out:
+	item_free(it);
+	ahead_stop(p);
 	if (w)
 		archive_write_free(w);
 	archive_entry_linkresolver_free(lr);
 	XXH3_freeState(h);
+	free(p->rbuf);
 	p->err = ret;
 	if (p->fd >= 0)
 		close(p->fd); /* the reader sees the end of the stream */
@@ -793,7 +1155,12 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	}
 	p->n = n;
 	p->follow = o->follow;
+	p->nreaders = o->readers;
 	p->fd = -1;
+	pthread_mutex_init(&p->q.lock, NULL);
+	pthread_cond_init(&p->q.work, NULL);
+	pthread_cond_init(&p->q.ready, NULL);
+	pthread_cond_init(&p->q.room, NULL);
 	if (fd) {
 		ret = new_pipe(fds);
 		if (ret)
@@ -803,6 +1170,7 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	feed_init(&p->out);
 	ret = -pthread_create(&p->thread, NULL, pack_main, p);
 	if (ret) {
+		ahead_destroy(&p->q);
 		feed_destroy(&p->out);
 		if (fd) {
 			close(fds[0]);
@@ -829,17 +1197,15 @@ err:
 
 int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 {
-	unsigned i;
+	unsigned i, failed;
 	int ret;
 
 	pthread_join(p->thread, NULL);
-	ret = p->err == -ENOMEM		      ? -ENOMEM
-	      : p->unwalkable || p->unreadable ? -RDX_ELOCAL
-					       : 0;
-	if (p->unwalkable || p->unreadable)
-		rdx_error("%u file%s could not be read (named above)",
-			  p->unwalkable + p->unreadable,
-			  p->unwalkable + p->unreadable == 1 ? "" : "s");
+	failed = p->unwalkable + atomic_load(&p->unreadable);
+	ret = p->err == -ENOMEM ? -ENOMEM : failed ? -RDX_ELOCAL : 0;
+	if (failed)
+		rdx_error("%u file%s could not be read (named above)", failed,
+			  failed == 1 ? "" : "s");
 	if (p->plan)
 		rdx_info(1, "--sync: %llu unchanged file%s not sent",
 			 (unsigned long long)p->unchanged, p->unchanged == 1 ? "" : "s");
@@ -850,6 +1216,7 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 	free(p->paths);
 	free(p->abs);
 	rdx_tree_plan_free(p->plan);
+	ahead_destroy(&p->q);
 	feed_destroy(&p->out);
 	free(p);
 	return ret;
@@ -896,6 +1263,7 @@ struct job {
 	char *final; /* the full name, for messages */
 	uint64_t len, got;
 	struct file_meta m;
+	uint8_t want[16]; /* the XXH3-128 the writer checks */
 	char data[];
 };
 
@@ -918,6 +1286,8 @@ struct writers {
 	uint64_t bytes;	 /* queued or being written */
 	unsigned busy;	 /* files queued or being written */
 	bool quit;
+	atomic_bool corrupt; /* a writer found a file that fails its hash */
+	char *corrupt_name;  /* the first one */
 };
 
 struct rdx_tree_unpack {
@@ -1272,6 +1642,12 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 		u->missing++;
 	} else if (!u->pend_tmp && !u->pend_sink && !u->pend_job) {
 		/* failed here; named already */
+	} else if (u->pend_job) {
+		if (n != (la_ssize_t)sizeof(got.digest))
+			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a short hash");
+		memcpy(u->pend_job->want, want, sizeof(u->pend_job->want));
+		writers_submit(u, u->pend_job); /* checked, then counted, when written */
+		u->pend_job = NULL;
 	} else {
 		int ret;
 
@@ -1282,12 +1658,6 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 				    shown(u, u->pend_final));
 			drop_pending(u);
 			return u->err;
-		}
-		if (u->pend_job) {
-			writers_submit(u, u->pend_job); /* counted when written */
-			u->pend_job = NULL;
-			drop_pending(u);
-			return 0;
 		}
 		if (u->pend_sink)
 			ret = rdx_sink_publish(u->pend_sink);
@@ -1376,12 +1746,12 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
  * libarchive's writer, -1 with the error in it). */
 typedef int (*put_fn)(void *arg, const void *buf, size_t len, uint64_t off);
 
-/* Reads an entry's data block by block, hashing and counting it, into
- * put().  Blocks must follow each other unless holes are allowed (a sparse
- * file through libarchive).  Returns 0 or a fatal code; when put() fails
+/* Reads an entry's data block by block, hashing it into h (unless NULL)
+ * and counting it, into put().  Blocks must follow each other unless
+ * holes are allowed (a sparse file through libarchive).  Returns 0 or a fatal code; when put() fails
  * the rest of the data is skipped and *put_err is its error. */
 static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
-		     put_fn put, void *arg, int *put_err)
+		     XXH3_state_t *h, put_fn put, void *arg, int *put_err)
 {
 	const void *buf;
 	size_t size;
@@ -1390,7 +1760,8 @@ static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
 	int r;
 
 	*put_err = 0;
-	XXH3_128bits_reset(u->hash);
+	if (h)
+		XXH3_128bits_reset(h);
 	for (;;) {
 		if (atomic_load(u->stop))
 			return unpack_fail(u, -ECANCELED, "stopped");
@@ -1404,7 +1775,8 @@ static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
 			return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a hole in '%s'",
 					   shown(u, u->pend_final));
 		next = (uint64_t)off + size;
-		XXH3_128bits_update(u->hash, buf, size);
+		if (h)
+			XXH3_128bits_update(h, buf, size);
 		atomic_fetch_add(&u->bytes, size);
 		*put_err = put(arg, buf, size, (uint64_t)off);
 		if (*put_err) {
@@ -1425,7 +1797,7 @@ static int put_archive(void *arg, const void *buf, size_t len, uint64_t off)
 static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
 		       struct archive *wd, const char *shown)
 {
-	int err, ret = copy_data(u, rd, true, put_archive, wd, &err);
+	int err, ret = copy_data(u, rd, true, u->hash, put_archive, wd, &err);
 
 	if (ret)
 		return ret;
@@ -1470,11 +1842,24 @@ static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const
  * descriptor, then renamed over its name.  Any thread. */
 static void write_job(struct rdx_tree_unpack *u, struct job *j)
 {
-	char *tmp = temp_name(j->final);
 	const char *what = "write";
 	int fd = -1, err = 0;
+	XXH128_canonical_t got;
+	char *tmp;
 	ssize_t n;
 
+	XXH128_canonicalFromHash(&got, XXH3_128bits(j->data, j->len));
+	if (memcmp(got.digest, j->want, sizeof(got.digest))) {
+		struct writers *w = &u->w;
+
+		pthread_mutex_lock(&w->lock);
+		if (!w->corrupt_name)
+			w->corrupt_name = strdup(j->final);
+		atomic_store(&w->corrupt, true);
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	tmp = temp_name(j->final);
 	if (!tmp) {
 		err = -ENOMEM;
 		goto out;
@@ -1585,8 +1970,25 @@ static void writers_wait(struct rdx_tree_unpack *u)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/* A file a writer found to differ from its hash fails the stream (the
+ * file itself was not written).  Returns that fatal code, or 0. */
+static int writers_failed(struct rdx_tree_unpack *u)
+{
+	struct writers *w = &u->w;
+	int ret;
+
+	if (!atomic_load(&w->corrupt))
+		return 0;
+	pthread_mutex_lock(&w->lock);
+	ret = unpack_fail(u, -RDX_EINTEGRITY, "data of '%s' corrupted in transit (xxh3-128 mismatch)",
+			  w->corrupt_name ? shown(u, w->corrupt_name) : "a file");
+	pthread_mutex_unlock(&w->lock);
+	return ret;
+}
+
 static void writers_destroy(struct rdx_tree_unpack *u)
 {
+	free(u->w.corrupt_name);
 	pthread_cond_destroy(&u->w.idle);
 	pthread_cond_destroy(&u->w.room);
 	pthread_mutex_destroy(&u->w.lock);
@@ -1652,8 +2054,10 @@ static int put_job(void *arg, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* A small file's data, hashed, into memory; take_hash() hands it to a
- * writer once the hash matches.  Returns 0 or a fatal code. */
+/* A small file's data into memory; take_hash() hands it to a writer,
+ * which checks it against the hash (on a thread of its own, as hashing
+ * every byte here would make this thread the slowest).  Returns 0 or a
+ * fatal code. */
 static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
 			struct archive *wd, struct archive_entry *e)
 {
@@ -1669,7 +2073,7 @@ static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
 	u->pend_job = j;
 	if (!j->final)
 		return unpack_fail(u, -ENOMEM, "out of memory");
-	ret = copy_data(u, rd, false, put_job, j, &err);
+	ret = copy_data(u, rd, false, NULL, put_job, j, &err);
 	if (ret)
 		return ret;
 	if (err || j->got != size)
@@ -1736,7 +2140,7 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		goto failed;
 	}
 	st.sink = u->pend_sink;
-	ret = copy_data(u, rd, false, put_staged, &st, &err);
+	ret = copy_data(u, rd, false, u->hash, put_staged, &st, &err);
 	if (ret)
 		return ret;
 	if (!err && st.fill)
@@ -1890,6 +2294,8 @@ static void *unpack_main(void *arg)
 		goto out;
 	}
 	for (;;) {
+		if (writers_failed(u))
+			break;
 		r = archive_read_next_header(rd, &e);
 		if (r == ARCHIVE_EOF)
 			break;
@@ -1924,6 +2330,7 @@ out:
 	u->fd = -1;
 	feed_gone(u);
 	writers_stop(u); /* every verified file written */
+	writers_failed(u);
 	if (wd) {
 		/* Directory modes and times; an entry cut short is finished
 		 * under its temporary name, removed just below. */

@@ -372,6 +372,7 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 	ret = rdx_tree_pack_start(&p, &(struct rdx_tree_pack_opts){
 		.paths = &src, .n = 1, .follow = o->xo.tree_follow,
 		.rules = o->xo.tree_rules, .nrules = o->xo.ntree_rules,
+		.readers = o->xo.io_threads,
 	}, &rfd);
 	if (ret) {
 		close(wfd);
