@@ -1286,6 +1286,7 @@ struct writers {
 	uint64_t bytes;	 /* queued or being written */
 	unsigned busy;	 /* files queued or being written */
 	bool quit;
+	atomic_bool anon_ok; /* O_TMPFILE works here (until it fails) */
 	atomic_bool corrupt; /* a writer found a file that fails its hash */
 	char *corrupt_name;  /* the first one */
 };
@@ -1840,13 +1841,101 @@ static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const
 
 /* Writes a verified small file: its temporary through its directory's
  * descriptor, then renamed over its name.  Any thread. */
+/* A file's owner, mode and times, then its data, through fd. */
+static int write_fd(struct rdx_tree_unpack *u, struct job *j, int fd)
+{
+	ssize_t n = j->len ? rdx_pwrite_full(fd, j->data, j->len, 0) : 0;
+
+	if (n < 0)
+		return (int)n;
+	if (u->as_root && fchown(fd, j->m.uid, j->m.gid))
+		return -errno;
+	if (fchmod(fd, j->m.mode) || futimens(fd, j->m.times))
+		return -errno;
+	return 0;
+}
+
+/* Written under a temporary name, then renamed over the final one.
+ * Returns 0 or -errno; *what says which step failed. */
+static int write_named(struct rdx_tree_unpack *u, struct job *j, const char **what)
+{
+	char *tmp = temp_name(j->final);
+	int fd, err;
+
+	if (!tmp)
+		return -ENOMEM;
+	fd = openat(j->dir->fd, base_name(tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0) {
+		free(tmp);
+		return -errno;
+	}
+	err = write_fd(u, j, fd);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base_name(j->final))) {
+		err = -errno;
+		*what = "create";
+	}
+	if (err)
+		unlinkat(j->dir->fd, base_name(tmp), 0);
+	free(tmp);
+	return err;
+}
+
+/* Gives an O_TMPFILE file a name in dir.  Returns 0 or -errno. */
+static int link_anon(int fd, int dir, const char *name)
+{
+	char proc[40];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (!linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
+		return 0;
+	if (errno != ENOENT) /* no /proc: try without */
+		return -errno;
+	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
+}
+
+/* Written as an unnamed file (O_TMPFILE) that is linked under its final
+ * name once complete: one change to the directory instead of a create and
+ * a rename, which is what writers queue for on the directory's lock.  A
+ * name that is taken is replaced through a temporary link and a rename.
+ * Returns 0, -errno (*what says which step), or 1 when the file system or
+ * the system cannot do it (the caller writes it with write_named()). */
+static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **what)
+{
+	const char *base = base_name(j->final);
+	char *tmp = NULL;
+	int fd, err;
+
+	fd = openat(j->dir->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 1 : -errno;
+	err = write_fd(u, j, fd);
+	if (!err) {
+		*what = "create";
+		err = link_anon(fd, j->dir->fd, base);
+		if (err == -EEXIST) {
+			tmp = temp_name(j->final);
+			err = tmp ? link_anon(fd, j->dir->fd, base_name(tmp)) : -ENOMEM;
+			if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base)) {
+				err = -errno;
+				unlinkat(j->dir->fd, base_name(tmp), 0);
+			}
+			free(tmp);
+		} else if (err == -ENOENT || err == -EPERM) {
+			err = 1; /* neither /proc nor the capability to link it */
+		}
+	}
+	close(fd); /* unlinked, it goes with its descriptor */
+	return err;
+}
+
 static void write_job(struct rdx_tree_unpack *u, struct job *j)
 {
 	const char *what = "write";
-	int fd = -1, err = 0;
 	XXH128_canonical_t got;
-	char *tmp;
-	ssize_t n;
+	int err = 1;
 
 	XXH128_canonicalFromHash(&got, XXH3_128bits(j->data, j->len));
 	if (memcmp(got.digest, j->want, sizeof(got.digest))) {
@@ -1859,36 +1948,15 @@ static void write_job(struct rdx_tree_unpack *u, struct job *j)
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
-	tmp = temp_name(j->final);
-	if (!tmp) {
-		err = -ENOMEM;
-		goto out;
+	if (atomic_load(&u->w.anon_ok)) {
+		err = write_anon(u, j, &what);
+		if (err == 1)
+			atomic_store(&u->w.anon_ok, false);
 	}
-	fd = openat(j->dir->fd, base_name(tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
-	if (fd < 0) {
-		err = -errno;
-		goto out;
+	if (err == 1) {
+		what = "write";
+		err = write_named(u, j, &what);
 	}
-	n = j->len ? rdx_pwrite_full(fd, j->data, j->len, 0) : 0;
-	if (n < 0)
-		err = (int)n;
-	if (!err && u->as_root && fchown(fd, j->m.uid, j->m.gid))
-		err = -errno;
-	if (!err && fchmod(fd, j->m.mode))
-		err = -errno;
-	if (!err && futimens(fd, j->m.times))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base_name(j->final))) {
-		err = -errno;
-		what = "create";
-	}
-	if (err)
-		unlinkat(j->dir->fd, base_name(tmp), 0);
-out:
-	free(tmp);
 	if (err) {
 		rdx_warn("cannot %s '%s': %s", what, shown(u, j->final), strerror(-err));
 		atomic_fetch_add(&u->failed, 1);
@@ -2425,6 +2493,7 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	}
 	feed_init(&u->feed);
 	pthread_mutex_init(&u->w.lock, NULL);
+	atomic_init(&u->w.anon_ok, true);
 	pthread_cond_init(&u->w.room, NULL);
 	pthread_cond_init(&u->w.idle, NULL);
 	ret = -pthread_create(&u->thread, NULL, unpack_main, u);
