@@ -44,7 +44,7 @@ TOOLS := rdsend rdrecv rdx-diag rdcp rds3
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/verbspeer
+PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so
 LIB := $(BUILD)/librdx.a
 # libFuzzer targets for the decoders of everything a peer sends (clang only).
 CLANG ?= clang
@@ -98,6 +98,12 @@ $(BUILD)/tests/badpeer: tests/peer/badpeer.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
+
+# Not sanitized: it is preloaded into binaries that may not be.
+$(BUILD)/tests/shim.so: tests/peer/shim.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) -std=gnu11 -Wall -Wextra $(WERROR) -O2 -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
 	@mkdir -p $(@D)

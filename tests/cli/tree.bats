@@ -467,3 +467,54 @@ rm_nobody() { chmod -R u+rwx "$N" 2>/dev/null; rm -rf "$N"; }
 	assert_file_match "$D/recv.err" "not sent, the sender could not read it: $D/no-such: "
 	[ -e "$D/out2/open/a" ] || fail "the readable source was not sent"
 }
+
+# shimmed VAR=VALUE...: a NETNS_EXEC prefix that preloads tests/peer/shim.c
+# with those settings (ASan wants its runtime first; the shim is not
+# sanitized and needs no such place).
+shimmed() {
+	echo "env LD_PRELOAD=$RDX_BUILD/tests/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 $*"
+}
+
+@test "rdrecv -r where O_TMPFILE is refused (NFS, FUSE): temporary names and renames, whole files, nothing left" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	mkdir "$D/out"
+	NETNS_EXEC=$(shimmed RDX_SHIM_NO_TMPFILE=1 RDX_SHIM_LOG="$D/shim.log") \
+		send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$SMALL"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	[ -s "$D/shim.log" ] || fail "the shim refused no O_TMPFILE: the fallback was not taken"
+	assert_same_tree "$SMALL" "$D/out/small"
+	# Again over the copy, with new content: each file replaced whole.
+	cp -a "$SMALL" "$D/src"
+	find "$D/src" -type f -name 'f*' | head -n 20 | while read -r f; do echo changed >>"$f"; done
+	NETNS_EXEC=$(shimmed RDX_SHIM_NO_TMPFILE=1) \
+		send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$D/src"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_same_tree "$D/src" "$D/out/src"
+	[ -z "$(find "$D/out" -name '.*.rdx-*')" ] || fail "temporary left: $(find "$D/out" -name '.*.rdx-*')"
+}
+
+@test "rdsend -r: a file replaced after the walk saw it is not sent; both ends say so and exit 4" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	mkdir -p "$D/src/t" "$D/out"
+	echo before >"$D/src/t/a"
+	echo keep >"$D/src/t/b"
+	echo "swapped in after the walk" >"$D/other"
+	# The sender's first open of t/a (the read after the walk) first
+	# renames another file over it.
+	port=$(free_port)
+	start_recv -r --wait 30 "$port" key "$D/out"
+	wait_listen "$port"
+	run_t env LD_PRELOAD="$RDX_BUILD/tests/shim.so" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		RDX_SHIM_SWAP="$D/src/t/a" RDX_SHIM_SWAP_FROM="$D/other" \
+		"$RDSEND" -r 127.0.0.1 "$port" key "$D/src/t"
+	assert_status 4
+	assert_match "$stderr" "'$D/src/t/a' changed while it was read; not sent"
+	wait_recv
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "'t/a' was not sent: the sender could not read it"
+	[ ! -e "$D/out/t/a" ] || fail "the file was sent: $(cat "$D/out/t/a")"
+	[ "$(cat "$D/out/t/b")" = keep ] || fail "the other file did not arrive"
+}

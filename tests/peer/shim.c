@@ -1,0 +1,100 @@
+/* tests/peer/shim.c -- an LD_PRELOAD fault injector for the tree tests:
+ * what a file system or a concurrent writer would do, on cue.
+ *
+ *   RDX_SHIM_NO_TMPFILE=1   openat(..., O_TMPFILE) fails with EOPNOTSUPP,
+ *                           as on a file system without it (NFS, most
+ *                           FUSE file systems)
+ *   RDX_SHIM_LOG=FILE       each refusal appends a line to FILE (so a test
+ *                           can tell the shim was in the way)
+ *   RDX_SHIM_SWAP=PATH      the first open() of PATH (absolute, as the tree
+ *   RDX_SHIM_SWAP_FROM=FROM sender opens a walked file to read it) first
+ *                           renames FROM over PATH: the file was replaced
+ *                           after the walk saw it
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+
+static bool takes_mode(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+static void maybe_swap(const char *path)
+{
+	static atomic_bool done;
+	const char *swap = getenv("RDX_SHIM_SWAP"), *from = getenv("RDX_SHIM_SWAP_FROM");
+
+	if (swap && from && strcmp(path, swap) == 0 && !atomic_exchange(&done, true) &&
+	    rename(from, swap))
+		perror("shim: rename");
+}
+
+static int shim_open(const char *name, const char *path, int flags, mode_t mode)
+{
+	open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
+
+	maybe_swap(path);
+	return real(path, flags, mode);
+}
+
+static int shim_openat(const char *name, int dir, const char *path, int flags, mode_t mode)
+{
+	openat_fn real = (openat_fn)dlsym(RTLD_NEXT, name);
+
+	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("RDX_SHIM_NO_TMPFILE")) {
+		const char *log = getenv("RDX_SHIM_LOG");
+		FILE *f = log ? fopen(log, "a") : NULL;
+
+		if (f) {
+			fputs("O_TMPFILE refused\n", f);
+			fclose(f);
+		}
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	return real(dir, path, flags, mode);
+}
+
+#define MODE(flags)                                                    \
+	mode_t mode = 0;                                               \
+	if (takes_mode(flags)) {                                       \
+		va_list ap;                                            \
+		va_start(ap, flags);                                   \
+		mode = va_arg(ap, mode_t);                             \
+		va_end(ap);                                            \
+	}
+
+int open(const char *path, int flags, ...)
+{
+	MODE(flags)
+	return shim_open("open", path, flags, mode);
+}
+
+int open64(const char *path, int flags, ...)
+{
+	MODE(flags)
+	return shim_open("open64", path, flags, mode);
+}
+
+int openat(int dir, const char *path, int flags, ...)
+{
+	MODE(flags)
+	return shim_openat("openat", dir, path, flags, mode);
+}
+
+int openat64(int dir, const char *path, int flags, ...)
+{
+	MODE(flags)
+	return shim_openat("openat64", dir, path, flags, mode);
+}
