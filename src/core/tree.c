@@ -1257,6 +1257,8 @@ static void dir_drop(struct dirref *d)
 
 /* A small regular file, received whole and its hash checked, to be
  * written as ".NAME.rdx-XXXXXXXX" in dir and renamed to NAME. */
+/* A small file, whole; or (sink set) a STAGE of a big file, for the
+ * writers to write while the unpacker goes on. */
 struct job {
 	struct job *next;
 	struct dirref *dir;
@@ -1264,6 +1266,9 @@ struct job {
 	uint64_t len, got;
 	struct file_meta m;
 	uint8_t want[16]; /* the XXH3-128 the writer checks */
+	struct rdx_sink *sink; /* a big file's: stage holds len bytes at off */
+	char *stage;
+	uint64_t off;
 	char data[];
 };
 
@@ -1285,6 +1290,7 @@ struct writers {
 	unsigned n;	 /* started; 0: the unpacking thread writes */
 	uint64_t bytes;	 /* queued or being written */
 	unsigned busy;	 /* files queued or being written */
+	unsigned turn;	 /* the writer of the next stage */
 	bool quit;
 	atomic_bool anon_ok; /* O_TMPFILE works here (until it fails) */
 	atomic_bool corrupt; /* a writer found a file that fails its hash */
@@ -1314,7 +1320,7 @@ struct rdx_tree_unpack {
 	struct job *pend_job; /* a small file; none of the three: it failed */
 	struct writers w;
 	unsigned nwriters; /* wanted */
-	void *stage;	  /* STAGE bytes, 4 KiB-aligned, for pend_sink */
+	atomic_int stage_err; /* the first failed write of pend_sink's stages */
 	_Atomic uint64_t files, bytes;
 	atomic_uint failed; /* entries named in a warning */
 	unsigned missing;   /* ... of them the sender could not read */
@@ -1603,6 +1609,7 @@ static void job_free(struct job *j)
 	if (j) {
 		dir_drop(j->dir);
 		free(j->final);
+		free(j->stage);
 		free(j);
 	}
 }
@@ -1839,8 +1846,6 @@ static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const
 	return S_ISREG(st.st_mode);
 }
 
-/* Writes a verified small file: its temporary through its directory's
- * descriptor, then renamed over its name.  Any thread. */
 /* A file's owner, mode and times, then its data, through fd. */
 static int write_fd(struct rdx_tree_unpack *u, struct job *j, int fd)
 {
@@ -1931,11 +1936,23 @@ static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **wha
 	return err;
 }
 
+/* Writes a big file's stage, or a small file once it matches its hash:
+ * through its directory's descriptor, unnamed and then linked, or under a
+ * temporary name and then renamed.  Any thread; nothing once stopped (a
+ * stage left out fails its file). */
 static void write_job(struct rdx_tree_unpack *u, struct job *j)
 {
 	const char *what = "write";
 	XXH128_canonical_t got;
-	int err = 1;
+	int err = 1, none = 0;
+
+	if (j->sink) {
+		err = atomic_load(u->stop) ? -ECANCELED
+					   : rdx_sink_write(j->sink, j->stage, j->len, j->off);
+		if (err)
+			atomic_compare_exchange_strong(&u->stage_err, &none, err);
+		return;
+	}
 
 	XXH128_canonicalFromHash(&got, XXH3_128bits(j->data, j->len));
 	if (memcmp(got.digest, j->want, sizeof(got.digest))) {
@@ -1983,7 +2000,7 @@ static void *writer_main(void *arg)
 		if (!me->head)
 			me->tail = NULL;
 		pthread_mutex_unlock(&w->lock);
-		if (!atomic_load(u->stop))
+		if (j->sink || !atomic_load(u->stop))
 			write_job(u, j);
 		pthread_mutex_lock(&w->lock);
 		w->bytes -= j->len;
@@ -2092,10 +2109,11 @@ static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
 		job_free(j);
 		return;
 	}
-	for (const char *c = j->final; *c; c++)
+	for (const char *c = j->final; c && *c; c++)
 		h = (h ^ (unsigned char)*c) * 1099511628211ull;
-	one = &w->one[h % w->n];
 	pthread_mutex_lock(&w->lock);
+	/* A big file's stages go round the writers; a name to its own. */
+	one = &w->one[j->sink ? w->turn++ % w->n : h % w->n];
 	while (w->busy && w->bytes + j->len > WRITE_QUEUE)
 		pthread_cond_wait(&w->room, &w->lock);
 	j->next = NULL;
@@ -2151,13 +2169,39 @@ static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
 }
 
 /* A big file's stream blocks, gathered into aligned STAGE-sized writes
- * for fileio's O_DIRECT sink. */
+ * for fileio's O_DIRECT sink, each written by a writer thread (at most
+ * WRITE_QUEUE bytes of them queued) while the stream goes on. */
 struct staged {
+	struct rdx_tree_unpack *u;
 	struct rdx_sink *sink;
-	char *stage;
+	char *stage;  /* STAGE bytes, 4 KiB-aligned, or NULL */
 	size_t fill;
 	uint64_t off; /* of stage[0] */
+	bool queued;  /* a stage went to the writers */
 };
+
+/* Queues the filled part of the stage.  Returns 0 or -errno (a stage
+ * written earlier failed, or out of memory). */
+static int stage_out(struct staged *st)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	int err = atomic_load(&st->u->stage_err);
+
+	if (err || !j) {
+		free(j);
+		return err ? err : -ENOMEM;
+	}
+	j->sink = st->sink;
+	j->stage = st->stage;
+	j->len = st->fill;
+	j->off = st->off;
+	st->stage = NULL;
+	st->off += st->fill;
+	st->fill = 0;
+	st->queued = true;
+	writers_submit(st->u, j);
+	return 0;
+}
 
 static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
 {
@@ -2169,17 +2213,14 @@ static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
 	while (len) {
 		size_t n = len < STAGE - st->fill ? len : STAGE - st->fill;
 
+		if (!st->stage && !(st->stage = aligned_alloc(4096, STAGE)))
+			return -ENOMEM;
 		memcpy(st->stage + st->fill, p, n);
 		st->fill += n;
 		p += n;
 		len -= n;
-		if (st->fill == STAGE) {
-			ret = rdx_sink_write(st->sink, st->stage, STAGE, st->off);
-			if (ret)
-				return ret;
-			st->off += STAGE;
-			st->fill = 0;
-		}
+		if (st->fill == STAGE && (ret = stage_out(st)))
+			return ret;
 	}
 	return 0;
 }
@@ -2188,19 +2229,17 @@ static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
  * buffered writes of big files are throttled by dirty page writeback to
  * a fraction of what the disk takes) with its metadata; take_hash()
  * publishes it.  Returns 0 (a local failure is named and counted) or a
- * fatal code. */
+ * fatal code; either way no stage of it is left with the writers. */
 static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		      struct archive *wd, struct archive_entry *e)
 {
 	uint64_t size = (uint64_t)archive_entry_size(e);
-	struct staged st = { 0 };
+	struct staged st = { .u = u };
 	struct file_meta m;
 	int err, ret;
 
 	file_meta(u, wd, e, &m);
-	if (!u->stage && !(u->stage = aligned_alloc(4096, STAGE)))
-		return unpack_fail(u, -ENOMEM, "out of memory");
-	st.stage = u->stage;
+	atomic_store(&u->stage_err, 0);
 	err = rdx_sink_open(&u->pend_sink, u->pend_final, true, size, false, u->stop, 0, NULL);
 	if (err) {
 		u->pend_sink = NULL;
@@ -2208,12 +2247,24 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		goto failed;
 	}
 	st.sink = u->pend_sink;
+	/* Stages are written out of order: a device or fifo raced in since
+	 * ours() looked cannot take them. */
+	if (!rdx_sink_parallel(st.sink)) {
+		err = -EINVAL;
+		archive_read_data_skip(rd);
+		goto close;
+	}
 	ret = copy_data(u, rd, false, u->hash, put_staged, &st, &err);
+	if (!ret && !err && st.fill)
+		err = stage_out(&st);
+	free(st.stage);
+	if (st.queued)
+		writers_wait(u);
 	if (ret)
 		return ret;
-	if (!err && st.fill)
-		err = rdx_sink_write(st.sink, st.stage, st.fill, st.off);
-	if (!err && st.off + st.fill != size)
+	if (!err)
+		err = atomic_load(&u->stage_err);
+	if (!err && st.off != size)
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: '%s' is short",
 				   shown(u, u->pend_final));
 	if (!err)
@@ -2222,6 +2273,7 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		err = rdx_sink_set_meta(st.sink, m.mode, u->as_root, m.uid, m.gid, m.times);
 	if (!err)
 		return 0;
+close:
 	rdx_sink_close(u->pend_sink);
 	u->pend_sink = NULL;
 failed:
@@ -2618,7 +2670,6 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	writers_destroy(u);
 	feed_destroy(&u->feed);
 	free(u->top_seen);
-	free(u->stage);
 	forget_checked(u);
 	close(u->root_fd);
 	free(u->root);

@@ -518,3 +518,24 @@ shimmed() {
 	[ ! -e "$D/out/t/a" ] || fail "the file was sent: $(cat "$D/out/t/a")"
 	[ "$(cat "$D/out/t/b")" = keep ] || fail "the other file did not arrive"
 }
+
+@test "rdrecv -r: a big file whose disk write fails midway is named and not kept; the rest arrives" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	mkdir -p "$D/src/t" "$D/out"
+	echo small >"$D/src/t/a"
+	head -c $((12 * 1024 * 1024)) /dev/urandom >"$D/src/t/big"
+	echo after >"$D/src/t/z"
+	# Writes past 5 MiB fail: the third of the big file's 1 MiB stages,
+	# written by a writer thread while the stream goes on.
+	NETNS_EXEC=$(shimmed RDX_SHIM_EIO_FROM=$((5 * 1024 * 1024))) \
+		send_tree -r PORT key "$D/out" -- -r 127.0.0.1 PORT key "$D/src/t"
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "cannot write 't/big': Input/output error"
+	assert_file_match "$D/recv.err" "1 entry could not be written"
+	assert_status 5
+	assert_match "$stderr" "receiver: 1 entry could not be written"
+	[ ! -e "$D/out/t/big" ] || fail "the big file was kept under its name"
+	[ "$(cat "$D/out/t/a")" = small ] && [ "$(cat "$D/out/t/z")" = after ] ||
+		fail "the other files did not arrive"
+	[ -z "$(find "$D/out" -name '.*.rdx-*')" ] || fail "temporary left: $(find "$D/out" -name '.*.rdx-*')"
+}

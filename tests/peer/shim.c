@@ -6,6 +6,8 @@
  *                           FUSE file systems)
  *   RDX_SHIM_LOG=FILE       each refusal appends a line to FILE (so a test
  *                           can tell the shim was in the way)
+ *   RDX_SHIM_EIO_FROM=BYTES a pwrite() that reaches past BYTES fails with
+ *                           EIO, as a failing disk would
  *   RDX_SHIM_SWAP=PATH      the first open() of PATH (absolute, as the tree
  *   RDX_SHIM_SWAP_FROM=FROM sender opens a walked file to read it) first
  *                           renames FROM over PATH: the file was replaced
@@ -23,6 +25,7 @@
 #include <string.h>
 
 typedef int (*open_fn)(const char *, int, ...);
+typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
 static bool takes_mode(int flags)
@@ -97,4 +100,26 @@ int openat64(int dir, const char *path, int flags, ...)
 {
 	MODE(flags)
 	return shim_openat("openat64", dir, path, flags, mode);
+}
+
+static ssize_t shim_pwrite(const char *name, int fd, const void *buf, size_t len, off_t off)
+{
+	pwrite_fn real = (pwrite_fn)dlsym(RTLD_NEXT, name);
+	const char *from = getenv("RDX_SHIM_EIO_FROM");
+
+	if (from && off + (off_t)len > (off_t)strtoll(from, NULL, 10)) {
+		errno = EIO;
+		return -1;
+	}
+	return real(fd, buf, len, off);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	return shim_pwrite("pwrite", fd, buf, len, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+	return shim_pwrite("pwrite64", fd, buf, len, off);
 }
