@@ -39,6 +39,9 @@
 /* Smaller files are verified whole in memory and handed to writer
  * threads, at most this many bytes of them at a time. */
 #define WRITE_QUEUE (16u << 20)
+/* Stages kept for reuse: a fresh 1 MiB buffer is a fresh mapping, and
+ * faulting in and zeroing its pages cost more than the copy into it. */
+#define SPARE_STAGES (WRITE_QUEUE / STAGE + 2)
 #define MAX_WRITERS 64
 
 /* ---- shared ---------------------------------------------------------- */
@@ -1291,6 +1294,8 @@ struct writers {
 	uint64_t bytes;	 /* queued or being written */
 	unsigned busy;	 /* files queued or being written */
 	unsigned turn;	 /* the writer of the next stage */
+	char *spare[SPARE_STAGES]; /* stages written, for reuse */
+	unsigned nspare;
 	bool quit;
 	atomic_bool anon_ok; /* O_TMPFILE works here (until it fails) */
 	atomic_bool corrupt; /* a writer found a file that fails its hash */
@@ -2003,6 +2008,10 @@ static void *writer_main(void *arg)
 		if (j->sink || !atomic_load(u->stop))
 			write_job(u, j);
 		pthread_mutex_lock(&w->lock);
+		if (j->stage && w->nspare < SPARE_STAGES) {
+			w->spare[w->nspare++] = j->stage;
+			j->stage = NULL;
+		}
 		w->bytes -= j->len;
 		w->busy--;
 		pthread_cond_signal(&w->room);
@@ -2071,8 +2080,38 @@ static int writers_failed(struct rdx_tree_unpack *u)
 	return ret;
 }
 
+/* A STAGE-sized, 4 KiB-aligned buffer, a spare one if there is one. */
+static char *stage_get(struct rdx_tree_unpack *u)
+{
+	struct writers *w = &u->w;
+	char *stage = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	if (w->nspare)
+		stage = w->spare[--w->nspare];
+	pthread_mutex_unlock(&w->lock);
+	return stage ? stage : aligned_alloc(4096, STAGE);
+}
+
+static void stage_put(struct rdx_tree_unpack *u, char *stage)
+{
+	struct writers *w = &u->w;
+
+	if (!stage)
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (w->nspare < SPARE_STAGES) {
+		w->spare[w->nspare++] = stage;
+		stage = NULL;
+	}
+	pthread_mutex_unlock(&w->lock);
+	free(stage);
+}
+
 static void writers_destroy(struct rdx_tree_unpack *u)
 {
+	while (u->w.nspare)
+		free(u->w.spare[--u->w.nspare]);
 	free(u->w.corrupt_name);
 	pthread_cond_destroy(&u->w.idle);
 	pthread_cond_destroy(&u->w.room);
@@ -2106,6 +2145,8 @@ static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
 
 	if (!w->n) {
 		write_job(u, j);
+		stage_put(u, j->stage);
+		j->stage = NULL;
 		job_free(j);
 		return;
 	}
@@ -2213,7 +2254,7 @@ static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
 	while (len) {
 		size_t n = len < STAGE - st->fill ? len : STAGE - st->fill;
 
-		if (!st->stage && !(st->stage = aligned_alloc(4096, STAGE)))
+		if (!st->stage && !(st->stage = stage_get(st->u)))
 			return -ENOMEM;
 		memcpy(st->stage + st->fill, p, n);
 		st->fill += n;
@@ -2257,7 +2298,7 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 	ret = copy_data(u, rd, false, u->hash, put_staged, &st, &err);
 	if (!ret && !err && st.fill)
 		err = stage_out(&st);
-	free(st.stage);
+	stage_put(u, st.stage);
 	if (st.queued)
 		writers_wait(u);
 	if (ret)
