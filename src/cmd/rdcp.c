@@ -25,6 +25,28 @@ enum {
 	OPT_CP_SYNC,
 	OPT_CP_DELETE,
 	OPT_CP_DRY_RUN,
+	/* s3:// only: passed to rds3 as they are */
+	OPT_S3_PROFILE,
+	OPT_S3_ENDPOINT,
+	OPT_S3_REGION,
+	OPT_S3_NO_SIGN,
+	OPT_S3_PATH_STYLE,
+	OPT_S3_VIRTUAL_HOST,
+	OPT_S3_INSECURE,
+};
+
+/* rds3's names of the s3://-only options, by key. */
+static const struct {
+	int key;
+	const char *flag;
+} s3_only[] = {
+	{ OPT_S3_PROFILE, "--profile" },
+	{ OPT_S3_ENDPOINT, "--endpoint" },
+	{ OPT_S3_REGION, "--region" },
+	{ OPT_S3_NO_SIGN, "--no-sign-request" },
+	{ OPT_S3_PATH_STYLE, "--path-style" },
+	{ OPT_S3_VIRTUAL_HOST, "--virtual-host" },
+	{ OPT_S3_INSECURE, "--insecure" },
 };
 
 static const struct rdx_opt rdcp_opts[] = {
@@ -90,6 +112,20 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "give up after SECS of silence or stall (default 60)", NULL },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "give up connecting (SSH, then the data) after SECS (default 10)", NULL },
+	{ "profile", OPT_S3_PROFILE, RDX_ARG_REQUIRED, "NAME",
+	  "s3://: this profile of ~/.aws/credentials and ~/.aws/config", NULL },
+	{ "endpoint", OPT_S3_ENDPOINT, RDX_ARG_REQUIRED, "URL",
+	  "s3://: the S3 endpoint, http[s]://host[:port] (default: the environment, the profile, else AWS)", NULL },
+	{ "region", OPT_S3_REGION, RDX_ARG_REQUIRED, "REGION",
+	  "s3://: the region to sign for", NULL },
+	{ "no-sign-request", OPT_S3_NO_SIGN, RDX_ARG_NONE, NULL,
+	  "s3://: send requests unsigned (public buckets)", NULL },
+	{ "path-style", OPT_S3_PATH_STYLE, RDX_ARG_NONE, NULL,
+	  "s3://: address buckets as http://host/bucket/key", NULL },
+	{ "virtual-host", OPT_S3_VIRTUAL_HOST, RDX_ARG_NONE, NULL,
+	  "s3://: address buckets as http://bucket.host/key", NULL },
+	{ "insecure", OPT_S3_INSECURE, RDX_ARG_NONE, NULL,
+	  "s3://: do not verify the server's TLS certificate", NULL },
 	CLI_COMMON_TAIL,
 };
 
@@ -114,6 +150,7 @@ struct rdcp {
 	struct cli_state c; /* first: cli_common_opt gets it */
 	struct cp_opts cp;
 	bool preserve_only; /* -p without -r: files as one-file trees */
+	int s3_opt;	    /* the last s3://-only option given, or 0 */
 	/* Every option as given, for s3:// copies (s3_copy). */
 	struct given {
 		int key;
@@ -266,6 +303,15 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
 		return set_connect_timeout(r, "--connect-timeout", arg);
+	case OPT_S3_PROFILE:
+	case OPT_S3_ENDPOINT:
+	case OPT_S3_REGION:
+	case OPT_S3_NO_SIGN:
+	case OPT_S3_PATH_STYLE:
+	case OPT_S3_VIRTUAL_HOST:
+	case OPT_S3_INSECURE:
+		r->s3_opt = key; /* checked by rds3, refused without s3:// */
+		return 0;
 	default:
 		return -1;
 	}
@@ -404,12 +450,20 @@ static bool s3_dst_is_dir(const char *dst)
 	return !stat(dst, &sb) && S_ISDIR(sb.st_mode);
 }
 
+static const char *s3_flag(int key)
+{
+	for (size_t i = 0; i < sizeof(s3_only) / sizeof(s3_only[0]); i++)
+		if (s3_only[i].key == key)
+			return s3_only[i].flag;
+	return "?";
+}
+
 /* SRC or DST is s3://BUCKET/KEY: the copy is rds3's, run with the options
  * that mean the same there ("rds3 cp", or "rds3 sync" for --sync and what
  * implies it), once per SRC when there are several (files into a prefix
  * or a directory).  The endpoint, credentials and region come from the
- * environment and ~/.aws as for rds3.  Options of SSH and of the data
- * path have no meaning here and are refused. */
+ * s3:// options, the environment and ~/.aws as for rds3.  Options of SSH
+ * and of the data path have no meaning here and are refused. */
 static int s3_copy(struct rdcp *r, char **args, int n)
 {
 	char **v = calloc(2 * r->ngiven + 8, sizeof(*v));
@@ -490,6 +544,17 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 		case OPT_FILE_RESUME:
 			v[k++] = "--resume";
 			break;
+		case OPT_S3_PROFILE:
+		case OPT_S3_ENDPOINT:
+		case OPT_S3_REGION:
+		case OPT_S3_NO_SIGN:
+		case OPT_S3_PATH_STYLE:
+		case OPT_S3_VIRTUAL_HOST:
+		case OPT_S3_INSECURE:
+			v[k++] = (char *)s3_flag(g->key);
+			if (g->arg)
+				v[k++] = (char *)g->arg;
+			break;
 		case OPT_TREE_INCLUDE:
 		case OPT_TREE_EXCLUDE:
 		case OPT_TIMEOUT:
@@ -545,6 +610,10 @@ int main(int argc, char **argv)
 	for (i = optind_; i < argc; i++)
 		if (is_s3(argv[i]))
 			return s3_copy(&r, argv + optind_, argc - optind_);
+	if (r.s3_opt) {
+		rdx_error("%s is for copies with s3:// (see S3 in rdcp(1))", s3_flag(r.s3_opt));
+		return RDX_EXIT_USAGE;
+	}
 	nsrc = argc - optind_ - 1;
 	if (nsrc < 1) {
 		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);

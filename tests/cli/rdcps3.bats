@@ -119,3 +119,29 @@ sent() {
 	assert_same "$D/a" "$D/down2/a"
 	assert_same "$D/b" "$D/down2/b"
 }
+
+@test "rdcp --profile --endpoint --region --path-style: an S3 copy with nothing from the environment" {
+	mkrand "$D/src" 5000
+	mkdir -p "$HOME/.aws"
+	printf '[tp]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n' >"$HOME/.aws/credentials"
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_ENDPOINT_URL_S3
+	local opts=(--profile tp --endpoint "http://127.0.0.1:$PROXY_PORT" --region us-east-1 --path-style)
+	run_t "$RDCP" "${opts[@]}" "$D/src" "s3://$B/opt/k"
+	assert_status 0
+	run_t "$RDCP" "${opts[@]}" "s3://$B/opt/k" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+	# The profile is what signs: a wrong secret in it is refused.
+	printf '[bad]\naws_access_key_id = S3RVER\naws_secret_access_key = wrong\n' >>"$HOME/.aws/credentials"
+	EXPECT_REJECTED=1
+	run_t "$RDCP" --profile bad --endpoint "http://127.0.0.1:$PROXY_PORT" --region us-east-1 \
+		"$D/src" "s3://$B/opt/k2"
+	assert_status 3
+	assert_match "$stderr" "SignatureDoesNotMatch"
+	# Between hosts and local paths they mean nothing: one line, exit 2.
+	run_t "$RDCP" --endpoint "http://127.0.0.1:$PROXY_PORT" "$D/src" "$D/copy"
+	assert_status 2
+	assert_one_line_error "$stderr" rdcp
+	assert_match "$stderr" "--endpoint is for copies with s3://"
+	[ ! -e "$D/copy" ] || fail "copied anyway"
+}
