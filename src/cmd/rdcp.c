@@ -70,7 +70,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "implies --sync; compare size and content (XXH3-128, both ends read their files) instead of size and mtime",
 	  NULL },
 	{ "resume", OPT_FILE_RESUME, RDX_ARG_NONE, NULL,
-	  "files between hosts: keep what a failed copy wrote (.NAME.rdx-part), and send only the rest when run again with --resume (both ends hash that part)",
+	  "files: keep what a failed copy wrote (.NAME.rdx-part), and copy only the rest when run again with --resume (both ends hash that part)",
 	  NULL },
 	{ "include", OPT_TREE_INCLUDE, RDX_ARG_REQUIRED, "PATTERN",
 	  "with -r, copy names below the SRCs that match (after an --exclude; the last match wins)",

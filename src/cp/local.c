@@ -1,6 +1,7 @@
 #include "local.h"
 
 #include "../core/err.h"
+#include "../core/fileio.h"
 #include "../core/io.h"
 #include "../core/log.h"
 #include "../core/tree.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 /* Per copy_file_range call: small enough that Ctrl-C is noticed soon. */
 #define CFR_CHUNK (64u << 20)
@@ -168,6 +170,131 @@ static int sync_dir(const char *dir)
 	return ret;
 }
 
+/* The XXH3-128 of a file's first len bytes (fewer if it is shorter: then
+ * -ENODATA).  Returns 0 or -errno. */
+static int hash_fd_prefix(int fd, uint64_t len, XXH128_hash_t *out)
+{
+	XXH3_state_t *h = XXH3_createState();
+	char *buf = malloc(RW_BUF);
+	uint64_t off = 0;
+	int ret = h && buf ? 0 : -ENOMEM;
+
+	if (!ret)
+		XXH3_128bits_reset(h);
+	while (!ret && off < len) {
+		size_t want = len - off < RW_BUF ? (size_t)(len - off) : RW_BUF;
+		ssize_t n = rdx_pread_full(fd, buf, want, (off_t)off);
+
+		if (n < (ssize_t)want)
+			ret = n < 0 ? (int)n : -ENODATA;
+		else
+			XXH3_128bits_update(h, buf, want);
+		off += want;
+	}
+	if (!ret)
+		*out = XXH3_128bits_digest(h);
+	XXH3_freeState(h);
+	free(buf);
+	return ret;
+}
+
+static void hash_into(void *arg, const void *buf, size_t len)
+{
+	XXH3_128bits_update(arg, buf, len);
+}
+
+/* The XXH3-128 of what the partial holds of its first len bytes. */
+static int hash_partial(struct rdx_sink *k, uint64_t len, XXH128_hash_t *out)
+{
+	XXH3_state_t *h = XXH3_createState();
+	int ret = h ? 0 : -ENOMEM;
+
+	if (!ret) {
+		XXH3_128bits_reset(h);
+		ret = rdx_sink_read_prefix(k, len, hash_into, h);
+	}
+	if (!ret)
+		*out = XXH3_128bits_digest(h);
+	XXH3_freeState(h);
+	return ret;
+}
+
+/* --resume on one host: the copy goes into fileio's partial of final
+ * (.NAME.rdx-part and its record, as a receiver keeps them), and what the
+ * record vouches for is kept if the source's first bytes hash the same.
+ * On failure the partial and its record stay for the next --resume.
+ * Returns 0, -RDX_EINTR or -errno (said here); *done: the bytes this run
+ * copied. */
+static int copy_resumed(const struct cp_opts *o, int in, const struct stat *ss,
+			const char *src, const char *final, mode_t mode, uint64_t *done)
+{
+	uint64_t have = 0, size = (uint64_t)ss->st_size, marked_ns = rdx_now_ns();
+	struct rdx_sink *k = NULL;
+	XXH128_hash_t a, b;
+	bool rd_err = false;
+	char *buf = NULL;
+	int ret;
+
+	*done = 0;
+	ret = rdx_sink_open_partial(&k, final, o->xo.fsync, o->xo.interrupted, &have);
+	if (ret) {
+		rdx_error("cannot create '%s': %s", final, strerror(-ret));
+		return ret;
+	}
+	if (have > size)
+		have = 0;
+	if (have && (hash_fd_prefix(in, have, &a) || hash_partial(k, have, &b) ||
+		     !XXH128_isEqual(a, b))) {
+		rdx_warn("the partial of '%s' differs from '%s': copying it whole", final, src);
+		have = 0;
+	}
+	if (have)
+		rdx_info(1, "resuming '%s' after its first %llu bytes", final,
+			 (unsigned long long)have);
+	ret = rdx_sink_start_at(k, have, size - have);
+	if (!ret && !(buf = malloc(RW_BUF)))
+		ret = -ENOMEM;
+	while (!ret) {
+		ssize_t n;
+
+		if (interrupted(o)) {
+			ret = -RDX_EINTR;
+			break;
+		}
+		n = pread(in, buf, RW_BUF, (off_t)(have + *done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n < 0) {
+				ret = -errno;
+				rd_err = true;
+			}
+			break;
+		}
+		ret = rdx_sink_write(k, buf, (size_t)n, *done);
+		if (!ret)
+			*done += (uint64_t)n;
+		/* The record, twice a second: a killed copy loses no more. */
+		if (!ret && rdx_now_ns() - marked_ns > 500000000ull) {
+			rdx_sink_mark(k, have + *done);
+			marked_ns = rdx_now_ns();
+		}
+	}
+	free(buf);
+	if (!ret)
+		ret = rdx_sink_flush(k, *done);
+	if (!ret)
+		ret = rdx_sink_set_meta(k, mode, false, 0, 0, NULL);
+	if (!ret)
+		ret = rdx_sink_publish(k);
+	if (ret) {
+		rdx_sink_mark(k, have + *done);
+		ret = copy_failed(ret, rd_err, src, final);
+	}
+	rdx_sink_close(k);
+	return ret;
+}
+
 /* Where the copy goes: dst, or dst/NAME when dst is a directory. */
 static int final_path(const char *src, const char *dst, char **final)
 {
@@ -243,6 +370,15 @@ int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
 		mask = umask(0);
 		umask(mask);
 		mode = ss.st_mode & 0777 & ~mask;
+	}
+	if (o->xo.resume) {
+		if (!S_ISREG(ss.st_mode)) {
+			rdx_error("--resume needs a regular file: '%s' is not one", src);
+			ret = -RDX_EUSAGE;
+			goto out;
+		}
+		ret = copy_resumed(o, in, &ss, src, final, mode, &done);
+		goto out;
 	}
 	out = open_temp(final, mode, &tmp, &dir);
 	if (out < 0) {

@@ -255,3 +255,39 @@ cut_rdcp() {
 	assert_same "$D/src" "$D/near"
 	assert_no_temp "$D/near"
 }
+
+@test "rdcp --resume on one host: killed midway, then finished from the partial; a partial that differs is redone" {
+	# The source sits on a disk that rdcp reads at 8 MB/s (3 s for it).
+	slow_disk "$D/slow" || skip "$SLOW_WHY"
+	cp "$D/src" "$D/slow/src"
+	sync
+	dd if="$D/slow/src" iflag=nocache count=0 status=none # out of the page cache
+	BG_STDOUT=$D/rdcp.out bg_start rdcp bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" --resume "$3" "$4"' \
+		_ "$SLOW_CG" "$RDCP" "$D/slow/src" "$D/near"
+	wait_until 30 record_started "$D/near" || fail "no partial with a record of data"
+	kill -KILL "$BG_PID"
+	wait "$BG_PID" 2>/dev/null || true
+	[ ! -e "$D/near" ] || fail "a file under the final name after the kill"
+	have=$(recorded "$D/near")
+	[ "$have" -gt 0 ] && [ "$have" -lt "$SIZE" ] || fail "record says '$have' of $SIZE"
+	run_t "$RDCP" -v --resume "$D/slow/src" "$D/near"
+	assert_status 0
+	assert_match "$stderr" "resuming '$D/near' after its first $have bytes"
+	assert_match "$stderr" "copied $((SIZE - have)) bytes locally"
+	assert_same "$D/src" "$D/near"
+	assert_no_temp "$D/near"
+	# A partial whose vouched-for bytes differ from the source: all again.
+	head -c 4194304 "$D/src" >"$D/.other.rdx-part"
+	printf 'x' | dd of="$D/.other.rdx-part" bs=1 seek=1000 conv=notrunc status=none
+	echo "have 4194304" >"$D/.other.rdx-part.meta"
+	run_t "$RDCP" -v --resume "$D/src" "$D/other"
+	assert_status 0
+	assert_match "$stderr" "the partial of '$D/other' differs from '$D/src': copying it whole"
+	assert_match "$stderr" "copied $SIZE bytes locally"
+	assert_same "$D/src" "$D/other"
+	assert_no_temp "$D/other"
+	# Only a regular file can be resumed.
+	run_t "$RDCP" --resume /dev/zero "$D/zero"
+	assert_status 2
+	assert_match "$stderr" "--resume needs a regular file: '/dev/zero' is not one"
+}
