@@ -170,9 +170,24 @@ static void zsh_completion(const struct rdx_cli *cli, FILE *f)
 {
 	const struct rdx_opt *o;
 
+	bool scp = cli->args && !strcmp(cli->args, "scp");
+
 	fprintf(f, "#compdef %s\n# zsh completion for %s, generated from its option table\n"
-		   "# (%s --completion zsh); do not edit.\n\n_arguments -s \\\n",
+		   "# (%s --completion zsh); do not edit.\n\n",
 		cli->tool, cli->tool, cli->tool);
+	if (scp)
+		/* scp's operands: "host:" from ssh's config and known_hosts
+		 * (zsh's own _ssh_hosts, as ssh's completion has them) while
+		 * the word has no '/' or ':' yet; files always. */
+		fprintf(f, "_%s_operand() {\n"
+			   "  if [[ $PREFIX != */* && $PREFIX != *:* ]]; then\n"
+			   "    _alternative 'files:file:_files' 'hosts:host:_ssh_hosts -S :'\n"
+			   "  else\n"
+			   "    _files\n"
+			   "  fi\n"
+			   "}\n\n",
+			cli->tool);
+	fprintf(f, "_arguments -s \\\n");
 	for (o = cli->opts; o->name; o++) {
 		char action[128] = "";
 		const char *sep = o->arg == RDX_ARG_REQUIRED ? "=" :
@@ -205,6 +220,8 @@ static void zsh_completion(const struct rdx_cli *cli, FILE *f)
 	}
 	if (cli->args && !strcmp(cli->args, "host"))
 		fprintf(f, "  '*:host:_hosts'\n");
+	else if (scp)
+		fprintf(f, "  '*:file or host:_%s_operand'\n", cli->tool);
 	else
 		fprintf(f, "  '*:file:_files'\n");
 }

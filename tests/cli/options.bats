@@ -449,3 +449,37 @@ help_exit_codes() {
 		done
 	done
 }
+
+# zsh_tab HOME DIR COMPDIR KEYS: what zsh's line editor shows after KEYS
+# are typed at a prompt in DIR (in a pseudo-terminal, zsh/zpty), with the
+# completions of COMPDIR and HOME as given; carriage returns as newlines.
+zsh_tab() {
+	# shellcheck disable=SC2016 # expanded by zsh
+	timeout 30 zsh -f -c '
+		zmodload zsh/zpty
+		zpty z "HOME=$1 TERM=dumb zsh -f -i"
+		zpty -w z "PS1=\"> \"; fpath=($3 \$fpath); autoload -Uz compinit; compinit -u -D; cd $2; zstyle \":completion:*\" list-prompt \"\"; zstyle \":completion:*\" menu no"
+		zpty -w z "echo READY"
+		zpty -r z line "*READY*"
+		sleep 0.5
+		zpty -w -n z "$4"
+		sleep 1.5
+		out=
+		while zpty -r -t z chunk; do out+=$chunk; done
+		print -r -- "$out"
+		zpty -d z' _ "$@" | tr '\r' '\n'
+}
+
+@test "rdcp's zsh completion offers host: from ssh's config and known_hosts, and files" {
+	mkdir -p "$D/h/.ssh" "$D/w" "$D/comp"
+	"$RDX_BUILD/rdcp" --completion zsh >"$D/comp/_rdcp"
+	printf 'Host alpha beta\n' >"$D/h/.ssh/config"
+	printf 'delta ssh-ed25519 AAAA\n' >"$D/h/.ssh/known_hosts"
+	touch "$D/w/alpha-file"
+	run zsh_tab "$D/h" "$D/w" "$D/comp" $'rdcp de\t'
+	assert_match "$output" "rdcp delta:" "a known_hosts name, with ':'"
+	run zsh_tab "$D/h" "$D/w" "$D/comp" $'rdcp al\t\t'
+	assert_match "$output" "alpha +alpha-file" "a config host beside a file"
+	run zsh_tab "$D/h" "$D/w" "$D/comp" $'rdcp ./al\t'
+	assert_match "$output" "rdcp \\./alpha-file" "a path is a file only"
+}
