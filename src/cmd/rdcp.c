@@ -93,7 +93,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",
 	  "SSH config file instead of ~/.ssh/config", "file" },
 	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",
-	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout",
+	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode",
 	  NULL },
 	{ "remote-path", OPT_REMOTE_PATH, RDX_ARG_REQUIRED, "DIR",
 	  "directory of rdsend and rdrecv on the remote host (default: its PATH)", NULL },
@@ -223,8 +223,15 @@ static int ssh_option(struct rdcp *r, const char *arg)
 	}
 	if (KEY_IS("ConnectTimeout"))
 		return set_connect_timeout(r, "-o ConnectTimeout", v);
+	if (KEY_IS("BatchMode")) {
+		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
+			return bad("-o BatchMode", v, "yes or no");
+		r->cp.ssh.batch = !strcasecmp(v, "yes");
+		r->cp.ssh.batch_set = true;
+		return 0;
+	}
 #undef KEY_IS
-	rdx_error("unsupported -o option '%.*s' (rdcp takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout)",
+	rdx_error("unsupported -o option '%.*s' (rdcp takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode)",
 		  (int)klen, arg);
 	return -1;
 }

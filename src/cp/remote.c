@@ -7,12 +7,18 @@
 #include "../core/units.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libssh/libssh.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
+
+extern char **environ;
 
 #define ERR_KEEP (64u << 10) /* stderr kept from the far side */
 #define LINE_MAX_ 512	     /* the port line, or rdrecv --json's, with room to spare */
@@ -74,36 +80,55 @@ int cp_strict_parse(const char *v, enum cp_strict *out)
 	return 0;
 }
 
-/* StrictHostKeyChecking as ssh finds it: -o, else the first value in the
- * config (-F's, or ~/.ssh/config then /etc/ssh/ssh_config) for the host
- * as given, else yes.  libssh reads the same files but does not say. */
-static int strictness(const struct cp_ssh_opts *o, enum cp_strict *out)
+/* A keyword's first value in the config for the host as given (-F's
+ * file, or ~/.ssh/config then /etc/ssh/ssh_config), as ssh finds it:
+ * libssh reads the same files but does not say.  Returns 1 with v set, 0
+ * when no file sets it, or -errno. */
+static int config_value(const struct cp_ssh_opts *o, const char *keyword, char *v, size_t len)
 {
 	const char *home = getenv("HOME");
-	char user[4096], v[64];
 	const char *files[2] = { o->config, NULL };
+	char user[4096];
 	int r = 0;
 
-	*out = o->strict;
-	if (o->strict_set)
-		return 0;
 	if (!o->config) {
 		snprintf(user, sizeof(user), "%s/.ssh/config", home ? home : "");
 		files[0] = home ? user : NULL;
 		files[1] = "/etc/ssh/ssh_config";
 	}
-	for (int i = 0; i < 2 && r == 0; i++) {
-		if (!files[i])
-			continue;
-		r = cp_sshcfg_value(files[i], o->host, "StrictHostKeyChecking", v, sizeof(v));
-		if (r == 1 && cp_strict_parse(v, out)) {
-			rdx_error("%s: bad StrictHostKeyChecking '%s' (yes, accept-new or no)",
-				  files[i], v);
-			return -RDX_EUSAGE;
-		}
+	for (int i = 0; i < 2 && r == 0; i++)
+		if (files[i])
+			r = cp_sshcfg_value(files[i], o->host, keyword, v, len);
+	return r;
+}
+
+/* StrictHostKeyChecking: -o, else the config's, else yes. */
+static int strictness(const struct cp_ssh_opts *o, enum cp_strict *out)
+{
+	char v[64];
+
+	*out = o->strict;
+	if (o->strict_set)
+		return 0;
+	if (config_value(o, "StrictHostKeyChecking", v, sizeof(v)) != 1) {
+		*out = CP_STRICT_YES;
+		return 0;
 	}
-	*out = r == 1 ? *out : CP_STRICT_YES;
+	if (cp_strict_parse(v, out)) {
+		rdx_error("bad StrictHostKeyChecking '%s' in the SSH config (yes, accept-new or no)", v);
+		return -RDX_EUSAGE;
+	}
 	return 0;
+}
+
+/* BatchMode: -o, else the config's, else no. */
+static bool batch_mode(const struct cp_ssh_opts *o)
+{
+	char v[16];
+
+	if (o->batch_set)
+		return o->batch;
+	return config_value(o, "BatchMode", v, sizeof(v)) == 1 && !strcasecmp(v, "yes");
 }
 
 /* known_hosts, as StrictHostKeyChecking says (strictness()).  A changed
@@ -188,6 +213,244 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 	return 0;
 }
 
+/* ---- passwords and keyboard-interactive logins -------------------- */
+
+#define SECRET_MAX 1024
+#define PROMPTS 3 /* tries, as ssh's NumberOfPasswordPrompts */
+
+/* Runs SSH_ASKPASS with the prompt as its argument and takes the first
+ * line it prints.  Returns 0, or -1 when it failed or said no. */
+static int askpass(const char *prog, const char *prompt, char *buf, size_t len)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { (char *)prog, (char *)prompt, NULL };
+	char scratch[256];
+	size_t got = 0;
+	int fds[2], st = 0, ret;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	ret = posix_spawnp(&pid, prog, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (ret) {
+		close(fds[0]);
+		rdx_warn("cannot run SSH_ASKPASS '%s': %s", prog, strerror(ret));
+		return -1;
+	}
+	for (;;) { /* to its end: a program blocked on a full pipe never exits */
+		bool room = got < len - 1;
+		ssize_t n = read(fds[0], room ? buf + got : scratch,
+				 room ? len - 1 - got : sizeof(scratch));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (room)
+			got += (size_t)n;
+	}
+	close(fds[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	buf[got] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	explicit_bzero(scratch, sizeof(scratch));
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		explicit_bzero(buf, len);
+		return -1;
+	}
+	return 0;
+}
+
+/* Asks on the terminal (/dev/tty, never standard input, which may be
+ * the data), without echo unless echo.  Returns 0, or -1 when there is
+ * no terminal or the answer did not come (end of file, a signal). */
+static int tty_ask(const char *prompt, bool echo, char *buf, size_t len)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	struct termios old, quiet;
+	bool restore = false;
+	size_t got = 0;
+	int ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (!echo && tcgetattr(fd, &old) == 0) {
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		quiet.c_lflag |= ECHONL;
+		restore = tcsetattr(fd, TCSAFLUSH, &quiet) == 0;
+	}
+	if (write(fd, prompt, strlen(prompt)) >= 0) {
+		for (;;) {
+			char c;
+			ssize_t n = read(fd, &c, 1);
+
+			if (n <= 0)
+				break; /* EOF, or a signal (Ctrl-C): no answer */
+			if (c == '\n' || c == '\r') {
+				ret = 0;
+				break;
+			}
+			if (got < len - 1)
+				buf[got++] = c;
+		}
+	}
+	buf[got] = '\0';
+	if (restore)
+		tcsetattr(fd, TCSAFLUSH, &old);
+	close(fd);
+	if (ret)
+		explicit_bzero(buf, len);
+	return ret;
+}
+
+/* One answer to a prompt, as ssh gets it: from SSH_ASKPASS when
+ * SSH_ASKPASS_REQUIRE is "force" or "prefer" (or when there is a DISPLAY
+ * and no terminal), else from the terminal.  Nothing is asked with
+ * BatchMode.  Returns 0, or -1 with nothing asked or answered. */
+static int ask(const struct cp_ssh_opts *o, const char *prompt, bool echo, char *buf, size_t len)
+{
+	const char *prog = getenv("SSH_ASKPASS"), *req = getenv("SSH_ASKPASS_REQUIRE");
+	bool force = req && !strcmp(req, "force"), prefer = req && !strcmp(req, "prefer");
+	int tty;
+
+	if (batch_mode(o))
+		return -1;
+	if (req && !strcmp(req, "never"))
+		prog = NULL;
+	if (prog && *prog && (force || prefer))
+		return askpass(prog, prompt, buf, len);
+	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty >= 0)
+		close(tty);
+	else if (prog && *prog && getenv("DISPLAY"))
+		return askpass(prog, prompt, buf, len);
+	return force ? -1 : tty_ask(prompt, echo, buf, len);
+}
+
+/* Text from the server, shown to the user: no control characters (a
+ * hostile server's escape sequences stay off the terminal). */
+static void shown_text(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src && src[i] && i < len - 1; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/* Keyboard-interactive: every prompt of every round the server sends,
+ * asked as it says (echoed or not); up to PROMPTS tries.  *asked: an
+ * answer was given.  Returns libssh's SSH_AUTH_* code. */
+static int auth_kbdint(struct cp_remote *r, const struct cp_ssh_opts *o, bool *asked)
+{
+	char answer[SECRET_MAX], prompt[512];
+	int rc = SSH_AUTH_DENIED;
+
+	for (int try = 0; try < PROMPTS && rc == SSH_AUTH_DENIED; try++) {
+		int rounds = 0;
+
+		while ((rc = ssh_userauth_kbdint(r->ss, NULL, NULL)) == SSH_AUTH_INFO) {
+			int n = ssh_userauth_kbdint_getnprompts(r->ss);
+			const char *text = ssh_userauth_kbdint_getinstruction(r->ss);
+
+			if (++rounds > 16)
+				return SSH_AUTH_DENIED; /* a server that never ends */
+			if (text && *text) {
+				shown_text(prompt, sizeof(prompt), text);
+				rdx_info(0, "%s", prompt);
+			}
+			for (int i = 0; i < n; i++) {
+				char echo = 0;
+
+				shown_text(prompt, sizeof(prompt),
+					   ssh_userauth_kbdint_getprompt(r->ss, (unsigned)i, &echo));
+				if (ask(o, prompt, echo, answer, sizeof(answer)))
+					return SSH_AUTH_DENIED;
+				*asked = true;
+				rc = ssh_userauth_kbdint_setanswer(r->ss, (unsigned)i, answer);
+				explicit_bzero(answer, sizeof(answer));
+				if (rc < 0)
+					return SSH_AUTH_ERROR;
+			}
+		}
+		if (rc == SSH_AUTH_DENIED && *asked && try < PROMPTS - 1)
+			rdx_info(0, "permission denied, please try again");
+	}
+	return rc;
+}
+
+/* Password: "user@host's password: ", up to PROMPTS tries. */
+static int auth_password(struct cp_remote *r, const struct cp_ssh_opts *o, bool *asked)
+{
+	char pw[SECRET_MAX], prompt[512], who[300];
+	int rc = SSH_AUTH_DENIED;
+
+	snprintf(who, sizeof(who), "%s@%s", r->user ? r->user : "?", r->hostname);
+	shown_text(prompt, sizeof(prompt) - 13, who);
+	strcat(prompt, "'s password: ");
+	for (int try = 0; try < PROMPTS && rc == SSH_AUTH_DENIED; try++) {
+		if (try)
+			rdx_info(0, "permission denied, please try again");
+		if (ask(o, prompt, false, pw, sizeof(pw)))
+			break;
+		*asked = true;
+		rc = ssh_userauth_password(r->ss, NULL, pw);
+		explicit_bzero(pw, sizeof(pw));
+	}
+	return rc;
+}
+
+/* Keys first (the agent, -i, IdentityFile, ~/.ssh/id_*), then what the
+ * server offers of keyboard-interactive and password.  Returns 0 or
+ * -RDX_EAUTH / -RDX_ECONNECT (said here). */
+static int authenticate(struct cp_remote *r, const struct cp_ssh_opts *o)
+{
+	const char *user = r->user ? r->user : "?";
+	bool asked = false;
+	int rc, methods;
+
+	rc = ssh_userauth_publickey_auto(r->ss, NULL, NULL);
+	if (rc == SSH_AUTH_DENIED || rc == SSH_AUTH_PARTIAL) {
+		/* No key tried means no list of methods yet: "none" gets it. */
+		methods = ssh_userauth_list(r->ss, NULL);
+		if (!methods && (rc = ssh_userauth_none(r->ss, NULL)) == SSH_AUTH_DENIED)
+			methods = ssh_userauth_list(r->ss, NULL);
+		if (methods & SSH_AUTH_METHOD_INTERACTIVE)
+			rc = auth_kbdint(r, o, &asked);
+		if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR &&
+		    (methods & SSH_AUTH_METHOD_PASSWORD))
+			rc = auth_password(r, o, &asked);
+		if (rc == SSH_AUTH_DENIED && !asked &&
+		    (methods & (SSH_AUTH_METHOD_INTERACTIVE | SSH_AUTH_METHOD_PASSWORD))) {
+			rdx_error("permission denied for %s@%s: no key was accepted, and %s",
+				  user, o->host,
+				  batch_mode(o) ? "BatchMode asks for no password"
+					   : "no password can be asked here (no terminal; see SSH_ASKPASS in rdcp(1))");
+			return -RDX_EAUTH;
+		}
+		if (rc == SSH_AUTH_DENIED && asked) {
+			rdx_error("permission denied for %s@%s: no key was accepted, and the password was refused",
+				  user, o->host);
+			return -RDX_EAUTH;
+		}
+	}
+	if (rc == SSH_AUTH_SUCCESS)
+		return 0;
+	if (rc == SSH_AUTH_ERROR) {
+		rdx_error("cannot log in to '%s': %s", o->host, ssh_err(r));
+		return -RDX_ECONNECT;
+	}
+	rdx_error("permission denied for %s@%s: no key was accepted (ssh-agent, -i, IdentityFile, ~/.ssh/id_*)",
+		  user, o->host);
+	return -RDX_EAUTH;
+}
+
 int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 {
 	struct cp_remote *r = calloc(1, sizeof(*r));
@@ -213,12 +476,9 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 	ret = check_host_key(r, o);
 	if (ret)
 		goto err_disconnect;
-	if (ssh_userauth_publickey_auto(r->ss, NULL, NULL) != SSH_AUTH_SUCCESS) {
-		rdx_error("permission denied for %s@%s: no key was accepted (ssh-agent, -i, IdentityFile, ~/.ssh/id_*)",
-			  r->user ? r->user : "?", o->host);
-		ret = -RDX_EAUTH;
+	ret = authenticate(r, o);
+	if (ret)
 		goto err_disconnect;
-	}
 	*out = r;
 	return 0;
 

@@ -28,6 +28,8 @@ struct cp_ssh_opts {
 	const char *known_hosts; /* NULL: the config's, else ~/.ssh/known_hosts */
 	enum cp_strict strict;
 	bool strict_set;	 /* -o gave it; else the config's, else yes */
+	bool batch;		 /* BatchMode: keys only, nothing asked */
+	bool batch_set;		 /* -o gave it; else the config's, else no */
 	long connect_timeout_s;
 };
 
