@@ -76,6 +76,9 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 	case OPT_PROGRESS:
 		o->progress = true;
 		return 0;
+	case OPT_PROGRESS_LINES:
+		o->progress_lines = true;
+		return 0;
 	case OPT_JSON:
 		c->json = true;
 		return 0;

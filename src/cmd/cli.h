@@ -39,6 +39,7 @@ enum cli_key {
 	OPT_TREE_EXCLUDE,
 	OPT_TREE_CHECKSUM,
 	OPT_FILE_RESUME,
+	OPT_PROGRESS_LINES,
 };
 
 #define CLI_RULES_MAX 256
@@ -86,7 +87,9 @@ enum cli_key {
 	  "with --server: the port to listen on (default 0: any free port)", NULL }, \
 	{ "stop-on-eof", OPT_STOP_ON_EOF, RDX_ARG_NONE, NULL,                  \
 	  "with --server or --key-file -, and FILE: stop, as if interrupted, when stdin ends after the key", \
-	  NULL }
+	  NULL },                                                              \
+	/* rdcp's: "RDX-PROGRESS DONE TOTAL" lines on stderr (hidden) */       \
+	{ "progress-lines", OPT_PROGRESS_LINES, RDX_ARG_NONE, NULL, NULL, NULL }
 
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \

@@ -19,6 +19,12 @@ void rdx_progress_init(struct rdx_progress *p, bool wanted, bool total_known,
 	p->start_ns = rdx_now_ns();
 }
 
+void rdx_progress_init_lines(struct rdx_progress *p, bool total_known, uint64_t total)
+{
+	rdx_progress_init(p, false, total_known, total);
+	p->on = p->lines = true;
+}
+
 void rdx_progress_update(struct rdx_progress *p, uint64_t done)
 {
 	char line[160], bdone[32], btotal[32];
@@ -26,9 +32,20 @@ void rdx_progress_update(struct rdx_progress *p, uint64_t done)
 	double secs, rate;
 	int n;
 
-	if (!p->on || now - p->last_ns < REDRAW_NS)
+	if (!p->on || now - p->last_ns < (p->lines ? 2 * REDRAW_NS : REDRAW_NS))
 		return;
 	p->last_ns = now;
+	if (p->lines) {
+		if (p->total_known)
+			n = snprintf(line, sizeof(line), "RDX-PROGRESS %llu %llu\n",
+				     (unsigned long long)done, (unsigned long long)p->total);
+		else
+			n = snprintf(line, sizeof(line), "RDX-PROGRESS %llu -\n",
+				     (unsigned long long)done);
+		if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+			p->on = false;
+		return;
+	}
 	secs = (double)(now - p->start_ns) / 1e9;
 	rate = secs > 0 ? (double)done / secs : 0;
 	rdx_fmt_bytes(bdone, sizeof(bdone), done);
@@ -62,7 +79,7 @@ void rdx_progress_end(struct rdx_progress *p)
 {
 	static const char clear[] = "\r\033[K";
 
-	if (p->on && p->drawn && atomic_exchange(&rdx_log_bar, false) &&
+	if (p->on && !p->lines && p->drawn && atomic_exchange(&rdx_log_bar, false) &&
 	    write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0)
 		return;
 }

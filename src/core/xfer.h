@@ -46,6 +46,7 @@ struct rdx_xfer_opts {
 	bool encrypt;
 	bool fsync;
 	bool progress;
+	bool progress_lines; /* "RDX-PROGRESS DONE TOTAL" lines on stderr, for rdcp */
 	uint64_t timeout_ms;	     /* silence limit during a transfer */
 	uint64_t connect_timeout_ms; /* dialing: how long to retry connecting */
 	uint64_t wait_ms;	     /* listening: wait for the peer, 0 = forever */

@@ -126,6 +126,10 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_quoted(c, dial->host);
 		/* Its statistics, for rdcp's own report: one line on stdout. */
 		cp_cmd_raw(c, " --key-file - --stop-on-eof --json");
+		/* Between two far hosts the bar is drawn here, from its
+		 * progress lines (cp_relay). */
+		if (o->xo.progress && !o->quiet && isatty(STDERR_FILENO))
+			cp_cmd_raw(c, " --progress-lines");
 	} else {
 		cp_cmd_raw(c, " --server --stop-on-eof");
 	}

@@ -4,6 +4,7 @@
 
 #include "../core/err.h"
 #include "../core/log.h"
+#include "../core/progress.h"
 #include "../core/units.h"
 
 #include <errno.h>
@@ -53,13 +54,22 @@ static void far_stop(struct far *f)
 static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
 {
 	uint64_t ms = o->xo.timeout_ms < 5000 ? o->xo.timeout_ms : 5000;
-	uint64_t grace = 0, failed_at = 0;
+	uint64_t grace = 0, failed_at = 0, done, total;
+	struct rdx_progress bar = { 0 };
+	bool started = false, known;
 
 	for (;;) {
 		far_pump(s, 50);
 		far_pump(d, 50);
+		/* --progress: the destination's count (--progress-lines). */
+		if (o->xo.progress && cp_remote_progress(d->r, &done, &total, &known)) {
+			if (!started)
+				rdx_progress_init(&bar, !o->quiet, known, total);
+			started = true;
+			rdx_progress_update(&bar, done);
+		}
 		if (s->over && d->over)
-			return;
+			break;
 		if (!failed_at && (far_failed(s) || far_failed(d)))
 			failed_at = rdx_now_ns();
 		if ((o->xo.interrupted && atomic_load(o->xo.interrupted)) ||
@@ -70,8 +80,10 @@ static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
 		if (!grace && (s->over || d->over || s->stopped))
 			grace = rdx_now_ns() + ms * 1000000;
 		else if (grace && rdx_now_ns() >= grace)
-			return;
+			break;
 	}
+	if (started)
+		rdx_progress_end(&bar);
 }
 
 /* The verdict once run_both() is through: prints the far sides' words

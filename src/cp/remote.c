@@ -31,6 +31,13 @@ struct cp_remote {
 	char *user;
 	char *err;	/* stderr kept, NUL-terminated */
 	size_t err_len;
+	/* The stderr line being read, while it may be an "RDX-PROGRESS"
+	 * line (--progress-lines); anything else goes to err as it comes. */
+	char eline[64];
+	size_t eline_len;
+	bool eline_other; /* this line is not one: pass the rest through */
+	uint64_t prog_done, prog_total;
+	bool prog_seen, prog_total_known;
 	char line[LINE_MAX_]; /* the stdout line being read */
 	char last[LINE_MAX_]; /* the last whole line before any port line */
 	size_t line_len;
@@ -529,6 +536,63 @@ static void keep_err(struct cp_remote *r, const char *buf, size_t n)
 	r->err[r->err_len] = '\0';
 }
 
+/* "RDX-PROGRESS DONE TOTAL" (TOTAL "-" when unknown), or false. */
+static bool progress_line(struct cp_remote *r, const char *line)
+{
+	unsigned long long done, total;
+	char t[24];
+
+	if (sscanf(line, "RDX-PROGRESS %llu %23s", &done, t) != 2)
+		return false;
+	r->prog_done = done;
+	r->prog_total_known = strcmp(t, "-") != 0 && sscanf(t, "%llu", &total) == 1;
+	if (r->prog_total_known)
+		r->prog_total = total;
+	r->prog_seen = true;
+	return true;
+}
+
+/* Keeps stderr, less the progress lines. */
+static void take_err(struct cp_remote *r, const char *buf, size_t n)
+{
+	static const char tag[] = "RDX-PROGRESS ";
+
+	for (size_t i = 0; i < n; i++) {
+		char c = buf[i];
+
+		if (r->eline_other) {
+			keep_err(r, &c, 1);
+			r->eline_other = c != '\n';
+			continue;
+		}
+		if (c == '\n') {
+			r->eline[r->eline_len] = '\0';
+			if (!progress_line(r, r->eline)) {
+				keep_err(r, r->eline, r->eline_len);
+				keep_err(r, "\n", 1);
+			}
+			r->eline_len = 0;
+			continue;
+		}
+		r->eline[r->eline_len++] = c;
+		/* Not the tag, or longer than a progress line: not one. */
+		if ((r->eline_len <= sizeof(tag) - 1 && c != tag[r->eline_len - 1]) ||
+		    r->eline_len == sizeof(r->eline) - 1) {
+			keep_err(r, r->eline, r->eline_len);
+			r->eline_len = 0;
+			r->eline_other = true;
+		}
+	}
+}
+
+bool cp_remote_progress(struct cp_remote *r, uint64_t *done, uint64_t *total, bool *total_known)
+{
+	*done = r->prog_done;
+	*total = r->prog_total;
+	*total_known = r->prog_total_known;
+	return r->prog_seen;
+}
+
 /* Looks for the port line on stdout.  A login script may print before
  * it (a banner from .bashrc): whole lines that are not it are skipped,
  * up to CHATTER_MAX bytes; after it everything is dropped. */
@@ -568,7 +632,7 @@ int cp_remote_pump(struct cp_remote *r, int wait_ms)
 	if (n == SSH_ERROR)
 		return -RDX_ECONNECT;
 	if (n > 0) {
-		keep_err(r, buf, (size_t)n);
+		take_err(r, buf, (size_t)n);
 		got = 1;
 	}
 	n = ssh_channel_read_nonblocking(r->ch, buf, sizeof(buf), 0);
@@ -640,6 +704,11 @@ const char *cp_remote_last_line(struct cp_remote *r)
 
 const char *cp_remote_stderr(struct cp_remote *r, size_t *len)
 {
+	/* A last line without its newline is words too. */
+	if (r->eline_len) {
+		keep_err(r, r->eline, r->eline_len);
+		r->eline_len = 0;
+	}
 	*len = r->err_len;
 	return r->err ? r->err : "";
 }

@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 enum cp_strict { CP_STRICT_YES, CP_STRICT_ACCEPT_NEW, CP_STRICT_NO };
@@ -81,6 +82,10 @@ int cp_remote_status(struct cp_remote *r);
  * port line (a dialing rdrecv's --json line, after any login chatter);
  * at most 511 bytes of it, "" when there was none. */
 const char *cp_remote_last_line(struct cp_remote *r);
+
+/* The last "RDX-PROGRESS DONE TOTAL" line of its stderr (rdsend/rdrecv
+ * --progress-lines): false before the first.  Such lines are not kept. */
+bool cp_remote_progress(struct cp_remote *r, uint64_t *done, uint64_t *total, bool *total_known);
 
 /* What the command wrote on stderr (at most 64 KiB are kept). */
 const char *cp_remote_stderr(struct cp_remote *r, size_t *len);

@@ -194,3 +194,31 @@ b_bytes() {
 	assert_status 0
 	assert_same "$D/src" "$D/back"
 }
+
+rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null || true; }
+
+@test "rdcp3: --progress from A to C draws C's count here (its progress lines), on a terminal only" {
+	command -v script >/dev/null || fail "script (bsdutils) not installed"
+	mkrand "$D/src" $((12 * 1024 * 1024))
+	# About 1.5 s over the A-C link: time for several progress lines.
+	ip netns exec "$NS_A" tc qdisc add dev vethac root tbf rate 64mbit burst 64kb latency 400ms
+	CLEANUPS+=(rm_ac_qdisc)
+	cmd=$(printf '%q ' ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" \
+		--timeout 10 --progress -v "rdxhost:$D/src" "rdxc:$D/dst")
+	run_t --secs 60 script -qec "$cmd" "$D/typescript"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	bar=$(tr '\r' '\n' <"$D/typescript")
+	assert_match "$bar" '\[[#.]{30}\] +[0-9]+%' "progress bar"
+	assert_match "$bar" 'ETA' "progress ETA"
+	! grep -q RDX-PROGRESS "$D/typescript" || fail "a raw progress line was shown: $bar"
+	# The far side's other words come through whole (-v).
+	assert_match "$bar" "rdxc: rdrecv: received 12582912 bytes"
+	# Without a terminal: nothing drawn, and no progress line shown.
+	rm -f "$D/dst"
+	rdcp_b --progress -v "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	! grep -q RDX-PROGRESS <<<"$stderr" || fail "a raw progress line was shown: $stderr"
+	assert_match "$stderr" "rdxc: rdrecv: received 12582912 bytes"
+}
