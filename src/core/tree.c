@@ -417,6 +417,8 @@ struct rdx_tree_pack {
 	struct rdx_tree_plan *plan; /* --sync, or NULL */
 	const struct rdx_rule *rules; /* --include/--exclude; borrowed */
 	size_t nrules;
+	bool cut;	     /* failed here: nothing more goes out, not even the
+			      * end of the archive, so the receiver fails too */
 };
 
 static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
@@ -424,6 +426,11 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 {
 	struct rdx_tree_pack *p = arg;
 	ssize_t n;
+
+	if (p->cut) {
+		archive_set_error(a, ECANCELED, "the walk failed");
+		return -1;
+	}
 
 	if (p->fd < 0) {
 		/* Handed out: wait until the core took all of it. */
@@ -566,8 +573,8 @@ static int pack_read(struct rdx_tree_pack *p, struct archive *w,
 	int fd, err = 0;
 
 	XXH3_128bits_reset(h);
-	fd = open_walked(e);
-	if (fd < 0)
+	fd = size ? open_walked(e) : -1; /* nothing to read: not opened */
+	if (size && fd < 0)
 		err = fd;
 	while (!err && (!sparse || archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)) {
 		if (off > size || len > size - off) {
@@ -815,8 +822,11 @@ static int walk_entry(struct rdx_tree_pack *p, struct archive_entry *e)
 			item_free(it);
 			return -ENOMEM;
 		}
-		if (!size || !p->q.nreaders) {
-			read_ahead(it); /* nothing to read, or no reader to do it */
+		if (!size) { /* nothing to read: not even opened, as before */
+			it->hash = XXH3_128bits(NULL, 0);
+			it->read = true;
+		} else if (!p->q.nreaders) {
+			read_ahead(it); /* no reader to do it */
 			it->read = true;
 		}
 	}
@@ -1062,7 +1072,9 @@ static void *pack_main(void *arg)
 			ret = -EPIPE;
 	}
 	/* Closing after a failure only fails again, but frees what
-	 * archive_write_fail() would leak. */
+	 * archive_write_fail() would leak.  A failure of ours (not of the
+	 * stream) must not end the archive as if it were whole. */
+	p->cut = ret && ret != -EPIPE;
 	if (w && archive_write_close(w) != ARCHIVE_OK && !ret)
 		ret = -EPIPE;
 out:
@@ -1205,7 +1217,9 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 
 	pthread_join(p->thread, NULL);
 	failed = p->unwalkable + atomic_load(&p->unreadable);
-	ret = p->err == -ENOMEM ? -ENOMEM : failed ? -RDX_ELOCAL : 0;
+	ret = p->err && p->err != -EPIPE ? p->err : failed ? -RDX_ELOCAL : 0;
+	if (p->err && p->err != -EPIPE)
+		rdx_error("cannot send the tree: %s", strerror(-p->err));
 	if (failed)
 		rdx_error("%u file%s could not be read (named above)", failed,
 			  failed == 1 ? "" : "s");
@@ -1494,6 +1508,7 @@ static int parents_open(const struct rdx_tree_unpack *u, const char *name, int *
 
 static void writers_wait(struct rdx_tree_unpack *u);
 static void writers_submit(struct rdx_tree_unpack *u, struct job *j);
+static int writers_failed(struct rdx_tree_unpack *u);
 
 /* Leaves the directory checked last, once the writes into it are done. */
 static void forget_checked(struct rdx_tree_unpack *u)
@@ -1732,6 +1747,8 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: no hash after '%s'",
 				   shown(u, u->pend_final));
 	writers_wait(u); /* the name may be one being written */
+	if (writers_failed(u))
+		return u->err; /* a stream that corrupted a file deletes nothing */
 	if (size <= 0 || size >= (la_int64_t)sizeof(name))
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a removal of %lld bytes",
 				   (long long)size);

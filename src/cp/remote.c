@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,10 +227,14 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 #define PROMPTS 3 /* tries, as ssh's NumberOfPasswordPrompts */
 
 /* Runs SSH_ASKPASS with the prompt as its argument and takes the first
- * line it prints.  Returns 0, or -1 when it failed or said no. */
+ * line it prints; it gets none of our descriptors but its stdout (not
+ * the SSH sockets) and SIGPIPE as a program expects it.  Returns 0, or
+ * -1 when it failed or said no. */
 static int askpass(const char *prog, const char *prompt, char *buf, size_t len)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t dfl;
 	char *argv[] = { (char *)prog, (char *)prompt, NULL };
 	char scratch[256];
 	size_t got = 0;
@@ -240,7 +245,14 @@ static int askpass(const char *prog, const char *prompt, char *buf, size_t len)
 		return -1;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	ret = posix_spawnp(&pid, prog, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_addclosefrom_np(&fa, STDERR_FILENO + 1);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&dfl);
+	sigaddset(&dfl, SIGPIPE);
+	posix_spawnattr_setsigdefault(&attr, &dfl);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+	ret = posix_spawnp(&pid, prog, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	close(fds[1]);
 	if (ret) {

@@ -539,3 +539,25 @@ shimmed() {
 		fail "the other files did not arrive"
 	[ -z "$(find "$D/out" -name '.*.rdx-*')" ] || fail "temporary left: $(find "$D/out" -name '.*.rdx-*')"
 }
+
+@test "rdsend -r: an empty file it may not read is sent all the same (there is nothing to read)" {
+	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
+	CLEANUPS+=(rm_nobody)
+	chmod 755 "$N"
+	cp "$RDSEND" "$N/"
+	mkdir -p "$N/src/t" "$D/out"
+	echo a >"$N/src/t/a"
+	: >"$N/src/t/lock"
+	chmod -R a+rX "$N/src"
+	chmod 000 "$N/src/t/lock"
+	port=$(free_port)
+	start_recv -r --wait 30 "$port" key "$D/out"
+	wait_listen "$port"
+	run_t setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$N/rdsend" -r 127.0.0.1 "$port" key "$N/src/t"
+	assert_status 0
+	wait_recv
+	assert_rc recv "$RECV_RC" 0
+	[ -f "$D/out/t/lock" ] && [ ! -s "$D/out/t/lock" ] || fail "the empty file did not arrive"
+	[ "$(cat "$D/out/t/a")" = a ] || fail "the other file did not arrive"
+}

@@ -234,6 +234,13 @@ static void b_wrong_hash(struct craft *c)
 	hash(c, "something else", false);
 }
 
+/* A corrupt file, then a removal: the removal must not happen. */
+static void b_wrong_hash_then_delete(struct craft *c)
+{
+	b_wrong_hash(c);
+	entry(c, RDX_TREE_DELETE_NAME, AE_IFREG, "t/keep", NULL, false);
+}
+
 static void b_empty_hash(struct craft *c)
 {
 	entry(c, "t", AE_IFDIR, NULL, NULL, false);
@@ -338,6 +345,21 @@ static void hostile(void)
 	CHECK(ret == -RDX_EINTEGRITY && strstr(why, "t/a"), "wrong hash names the file: %d %s",
 	      ret, why);
 	CHECK(!exists("d7/t/a") && !temp_left(at("d7")), "the corrupt file is gone, no temporary");
+	/* The hash is checked by a writer thread: a removal right after a
+	 * corrupt file waits for that verdict and does not happen. */
+	mkdir(at("d7b"), 0755);
+	mkdir(at("d7b/t"), 0755);
+	{
+		FILE *f = fopen(at("d7b/t/keep"), "w");
+
+		if (f) {
+			fputs("kept", f);
+			fclose(f);
+		}
+	}
+	ret = craft_into(b_wrong_hash_then_delete, "d7b", why, sizeof(why));
+	CHECK(ret == -RDX_EINTEGRITY && content_is("d7b/t/keep", "kept"),
+	      "a corrupt file stops the removals after it: %d %s", ret, why);
 
 	mkdir(at("d8"), 0755);
 	ret = craft_into(b_empty_hash, "d8", why, sizeof(why));
