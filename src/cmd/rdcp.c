@@ -49,6 +49,15 @@ static const struct {
 	{ OPT_S3_INSECURE, "--insecure" },
 };
 
+/* The rds3 flag of an s3://-only option, or NULL for any other key. */
+static const char *s3_flag(int key)
+{
+	for (size_t i = 0; i < sizeof(s3_only) / sizeof(s3_only[0]); i++)
+		if (s3_only[i].key == key)
+			return s3_only[i].flag;
+	return NULL;
+}
+
 static const struct rdx_opt rdcp_opts[] = {
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
 	  "copy directories and everything in them (modes, times, symlinks, hard links, sparse files)",
@@ -310,17 +319,11 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
 		return set_connect_timeout(r, "--connect-timeout", arg);
-	case OPT_S3_PROFILE:
-	case OPT_S3_ENDPOINT:
-	case OPT_S3_REGION:
-	case OPT_S3_NO_SIGN:
-	case OPT_S3_PATH_STYLE:
-	case OPT_S3_VIRTUAL_HOST:
-	case OPT_S3_INSECURE:
+	default:
+		if (!s3_flag(key))
+			return -1;
 		r->s3_opt = key; /* checked by rds3, refused without s3:// */
 		return 0;
-	default:
-		return -1;
 	}
 }
 
@@ -457,13 +460,6 @@ static bool s3_dst_is_dir(const char *dst)
 	return !stat(dst, &sb) && S_ISDIR(sb.st_mode);
 }
 
-static const char *s3_flag(int key)
-{
-	for (size_t i = 0; i < sizeof(s3_only) / sizeof(s3_only[0]); i++)
-		if (s3_only[i].key == key)
-			return s3_only[i].flag;
-	return "?";
-}
 
 /* SRC or DST is s3://BUCKET/KEY: the copy is rds3's, run with the options
  * that mean the same there ("rds3 cp", or "rds3 sync" for --sync and what
@@ -551,17 +547,6 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 		case OPT_FILE_RESUME:
 			v[k++] = "--resume";
 			break;
-		case OPT_S3_PROFILE:
-		case OPT_S3_ENDPOINT:
-		case OPT_S3_REGION:
-		case OPT_S3_NO_SIGN:
-		case OPT_S3_PATH_STYLE:
-		case OPT_S3_VIRTUAL_HOST:
-		case OPT_S3_INSECURE:
-			v[k++] = (char *)s3_flag(g->key);
-			if (g->arg)
-				v[k++] = (char *)g->arg;
-			break;
 		case OPT_TREE_INCLUDE:
 		case OPT_TREE_EXCLUDE:
 		case OPT_TIMEOUT:
@@ -573,6 +558,12 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 			v[k++] = (char *)g->arg;
 			break;
 		default:
+			if (s3_flag(g->key)) { /* s3://-only: as given */
+				v[k++] = (char *)s3_flag(g->key);
+				if (g->arg)
+					v[k++] = (char *)g->arg;
+				break;
+			}
 			rdx_error("--%s has no meaning for a copy with s3:// (see rds3(1))",
 				  opt_name(g->key));
 			ret = RDX_EXIT_USAGE;

@@ -985,12 +985,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	if ((s->opts.flags & RDX_OPT_RESUME) && serve_resume(x))
 		goto out;
 	s->t_start_ns = rdx_now_ns();
-	if (o->progress_lines)
-		rdx_progress_init_lines(&s->progress, s->opts.flags & RDX_OPT_SIZE_KNOWN,
-					s->opts.size);
-	else
-		rdx_progress_init(&s->progress, o->progress,
-				  s->opts.flags & RDX_OPT_SIZE_KNOWN, s->opts.size);
+	sess_progress_start(s);
 	if (start_pipeline(x) == 0) {
 		sess_tick_loop(s, false, committed);
 	}

@@ -599,6 +599,16 @@ void sess_busy_end(struct sess_busy *b)
 	pthread_mutex_destroy(&b->lock);
 }
 
+void sess_progress_start(struct rdx_session *s)
+{
+	bool known = s->opts.flags & RDX_OPT_SIZE_KNOWN;
+
+	if (s->o->progress_lines)
+		rdx_progress_init_lines(&s->progress, known, s->opts.size);
+	else
+		rdx_progress_init(&s->progress, s->o->progress, known, s->opts.size);
+}
+
 void sess_tick_loop(struct rdx_session *s, bool all_streams,
 		    bool (*done)(struct rdx_session *s))
 {

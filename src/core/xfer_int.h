@@ -201,6 +201,10 @@ struct sess_busy {
 void sess_busy_begin(struct rdx_session *s, struct sess_busy *b);
 void sess_busy_end(struct sess_busy *b);
 
+/* The progress display of --progress (a bar on a terminal) or of
+ * --progress-lines (lines for rdcp), from the data's start. */
+void sess_progress_start(struct rdx_session *s);
+
 void sess_tick_loop(struct rdx_session *s, bool all_streams,
 		    bool (*done)(struct rdx_session *s));
 
