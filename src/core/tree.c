@@ -938,12 +938,25 @@ out:
 static void *walk_main(void *arg)
 {
 	struct rdx_tree_pack *p = arg;
+	int here = open(".", O_RDONLY | O_CLOEXEC);
+	char *back = NULL;
 	struct item *end;
 	unsigned i;
 	int ret = 0;
 
+	/* libarchive's walk starts from a descriptor of the working
+	 * directory: one we may not read (a user in someone else's home)
+	 * failed every source ("statfs failed").  The paths walked are
+	 * absolute: walk from "/" then, and come back. */
+	if (here >= 0)
+		close(here);
+	else if ((back = getcwd(NULL, 0)) && chdir("/"))
+		rdx_warn("cannot change to '/': %s", strerror(errno));
 	for (i = 0; i < p->n && !ret; i++)
 		ret = walk_root(p, p->paths[i], p->abs[i]);
+	if (back && chdir(back))
+		rdx_warn("cannot change back to '%s': %s", back, strerror(errno));
+	free(back);
 	if (ret == -ECANCELED)
 		return NULL;
 	p->walk_err = ret;

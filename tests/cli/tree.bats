@@ -540,12 +540,13 @@ shimmed() {
 	[ -z "$(find "$D/out" -name '.*.rdx-*')" ] || fail "temporary left: $(find "$D/out" -name '.*.rdx-*')"
 }
 
-@test "rdsend -r: an empty file it may not read is sent all the same (there is nothing to read)" {
+@test "rdsend -r as nobody: an empty file it may not read is sent (nothing to read); a working directory it may not read is no matter" {
 	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
 	CLEANUPS+=(rm_nobody)
 	chmod 755 "$N"
 	cp "$RDSEND" "$N/"
-	mkdir -p "$N/src/t" "$D/out"
+	mkdir -p "$N/src/t" "$N/private" "$D/out"
+	chmod 700 "$N/private"
 	echo a >"$N/src/t/a"
 	: >"$N/src/t/lock"
 	chmod -R a+rX "$N/src"
@@ -553,7 +554,9 @@ shimmed() {
 	port=$(free_port)
 	start_recv -r --wait 30 "$port" key "$D/out"
 	wait_listen "$port"
-	run_t setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	# Run from a directory nobody may read: libarchive's walk opens ".".
+	run_t bash -c 'cd "$1" && shift && exec "$@"' _ "$N/private" \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$N/rdsend" -r 127.0.0.1 "$port" key "$N/src/t"
 	assert_status 0
 	wait_recv
