@@ -573,8 +573,13 @@ static void take_err(struct cp_remote *r, const char *buf, size_t n)
 		char c = buf[i];
 
 		if (r->eline_other) {
-			keep_err(r, &c, 1);
-			r->eline_other = c != '\n';
+			/* The rest of a line that is not one, kept at once. */
+			const char *nl = memchr(buf + i, '\n', n - i);
+			size_t run = nl ? (size_t)(nl - (buf + i)) + 1 : n - i;
+
+			keep_err(r, buf + i, run);
+			r->eline_other = !nl;
+			i += run - 1;
 			continue;
 		}
 		if (c == '\n') {

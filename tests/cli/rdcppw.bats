@@ -81,6 +81,17 @@ rdcp_pw() {
 		--timeout 10 "$@"
 }
 
+# refused_thrice HOST DST: rdcp of $D/src to HOST:DST with a wrong answer
+# is asked three times, exits 3 with one line, and copies nothing.
+refused_thrice() {
+	rm -f "$D/asked"
+	ANSWER=wrong rdcp_pw "$D/src" "$1:$2"
+	assert_status 3
+	[ "$(grep -c . "$D/asked")" -eq 3 ] || fail "asked: $(cat "$D/asked")"
+	assert_match "$stderr" "^rdcp: permission denied for root@$1: no key was accepted, and the password was refused$"
+	[ ! -e "$2" ] || fail "a file arrived"
+}
+
 @test "rdcp with a password from SSH_ASKPASS: push and pull" {
 	mkrand "$D/src" 100000
 	rdcp_pw "$D/src" "pwhost:$D/far"
@@ -95,11 +106,7 @@ rdcp_pw() {
 
 @test "rdcp with a wrong password: asked three times, then exit 3 with one line" {
 	mkrand "$D/src" 10
-	ANSWER=wrong rdcp_pw "$D/src" "pwhost:$D/far"
-	assert_status 3
-	[ "$(grep -c . "$D/asked")" -eq 3 ] || fail "asked: $(cat "$D/asked")"
-	assert_match "$stderr" "^rdcp: permission denied for root@pwhost: no key was accepted, and the password was refused$"
-	[ ! -e "$D/far" ] || fail "a file arrived"
+	refused_thrice pwhost "$D/far"
 }
 
 @test "rdcp asks for no password with -o BatchMode=yes, nor without SSH_ASKPASS and a terminal" {
@@ -122,12 +129,7 @@ rdcp_pw() {
 	assert_same "$D/src" "$D/far"
 	[ "$(cat "$D/asked")" = "Password: " ] || fail "asked: $(cat "$D/asked")"
 	assert_file_match "$SSHD_DIR/sshd-kb.log" "Accepted keyboard-interactive/pam for root"
-	rm -f "$D/asked"
-	ANSWER=wrong rdcp_pw "$D/src" "kbhost:$D/far2"
-	assert_status 3
-	[ "$(grep -c . "$D/asked")" -eq 3 ] || fail "asked: $(cat "$D/asked")"
-	assert_match "$stderr" "permission denied for root@kbhost: no key was accepted, and the password was refused"
-	[ ! -e "$D/far2" ] || fail "a file arrived"
+	refused_thrice kbhost "$D/far2"
 }
 
 @test "rdcp asks on its terminal without echo when SSH_ASKPASS is not forced" {

@@ -429,13 +429,22 @@ send_tree() {
 
 rm_nobody() { chmod -R u+rwx "$N" 2>/dev/null; rm -rf "$N"; }
 
-@test "--delete deletes nothing when the sender could not read all of its tree" {
-	# rdsend as nobody, from a copy nobody can reach; a directory it
-	# cannot read must not be taken for gone.
+# nobody_dir: N, a directory everyone may enter, removed at the end, with
+# a copy of rdsend that nobody can run (nobody cannot reach $RDX_BUILD).
+nobody_dir() {
 	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
 	CLEANUPS+=(rm_nobody)
 	chmod 755 "$N"
 	cp "$RDSEND" "$N/"
+}
+
+# The command prefix that runs the rest as the user nobody.
+NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+
+@test "--delete deletes nothing when the sender could not read all of its tree" {
+	# rdsend as nobody, from a copy nobody can reach; a directory it
+	# cannot read must not be taken for gone.
+	nobody_dir
 	mkdir -p "$N/src/t/open" "$N/src/t/closed" "$D/out"
 	echo a >"$N/src/t/open/a"
 	echo b >"$N/src/t/closed/b"
@@ -447,8 +456,7 @@ rm_nobody() { chmod -R u+rwx "$N" 2>/dev/null; rm -rf "$N"; }
 	port=$(free_port)
 	start_recv -r --wait 30 "$port" key "$D/out"
 	wait_listen "$port"
-	run_t setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$N/rdsend" -r --delete 127.0.0.1 "$port" key "$N/src/t"
+	run_t "${NOBODY[@]}" "$N/rdsend" -r --delete 127.0.0.1 "$port" key "$N/src/t"
 	assert_status 4
 	assert_match "$stderr" "--delete: nothing deleted"
 	wait_recv
@@ -541,10 +549,7 @@ shimmed() {
 }
 
 @test "rdsend -r as nobody: an empty file it may not read is sent (nothing to read); a working directory it may not read is no matter" {
-	N=$(mktemp -d /tmp/rdx-nobody.XXXXXX)
-	CLEANUPS+=(rm_nobody)
-	chmod 755 "$N"
-	cp "$RDSEND" "$N/"
+	nobody_dir
 	mkdir -p "$N/src/t" "$N/private" "$D/out"
 	chmod 700 "$N/private"
 	echo a >"$N/src/t/a"
@@ -556,8 +561,7 @@ shimmed() {
 	wait_listen "$port"
 	# Run from a directory nobody may read: libarchive's walk opens ".".
 	run_t bash -c 'cd "$1" && shift && exec "$@"' _ "$N/private" \
-		setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$N/rdsend" -r 127.0.0.1 "$port" key "$N/src/t"
+		"${NOBODY[@]}" "$N/rdsend" -r 127.0.0.1 "$port" key "$N/src/t"
 	assert_status 0
 	wait_recv
 	assert_rc recv "$RECV_RC" 0
