@@ -53,6 +53,7 @@ int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
 	int ret;
 
 	so.host = far->host;
+	so.interrupted = o->xo.interrupted;
 	if (far->user)
 		so.user = far->user;
 	ret = cp_remote_open(r, &so);

@@ -45,6 +45,7 @@ struct cp_remote {
 	size_t chatter; /* stdout bytes before the port line */
 	bool port_seen; /* line holds "RDX-PORT ...", or chatter ran over */
 	bool ended; /* EOF on both streams and the channel is done */
+	bool intr;  /* a signal cut a password prompt short */
 	int status;
 };
 
@@ -285,32 +286,49 @@ static int askpass(const char *prog, const char *prompt, char *buf, size_t len)
 	return 0;
 }
 
-/* Asks on the terminal (/dev/tty, never standard input, which may be
- * the data), without echo unless echo.  Returns 0, or -1 when there is
- * no terminal or the answer did not come (end of file, a signal). */
-static int tty_ask(const char *prompt, bool echo, char *buf, size_t len)
+/* The signal that cut a terminal prompt short (see tty_ask). */
+static volatile sig_atomic_t tty_signo;
+
+static void tty_on_signal(int sig)
 {
-	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	tty_signo = sig;
+}
+
+/* The signals a prompt catches, as readpassphrase(3) does: the terminal
+ * is given back its echo before any of them takes its usual effect. */
+static const int tty_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+				   SIGTSTP, SIGTTIN, SIGTTOU };
+#define TTY_NSIG (sizeof(tty_signals) / sizeof(tty_signals[0]))
+
+/* One prompt on fd.  Returns 0, -1 (no answer: end of file) or the
+ * signal that came (the terminal restored, our handlers back). */
+static int tty_prompt(int fd, const char *prompt, bool echo, char *buf, size_t len)
+{
+	struct sigaction sa = { .sa_handler = tty_on_signal }, old_sa[TTY_NSIG];
 	struct termios old, quiet;
 	bool restore = false;
 	size_t got = 0;
 	int ret = -1;
 
-	if (fd < 0)
-		return -1;
+	tty_signo = 0;
+	sigemptyset(&sa.sa_mask); /* no SA_RESTART: read() returns EINTR */
+	for (size_t i = 0; i < TTY_NSIG; i++)
+		sigaction(tty_signals[i], &sa, &old_sa[i]);
 	if (!echo && tcgetattr(fd, &old) == 0) {
 		quiet = old;
 		quiet.c_lflag &= ~(tcflag_t)ECHO;
 		quiet.c_lflag |= ECHONL;
 		restore = tcsetattr(fd, TCSAFLUSH, &quiet) == 0;
 	}
-	if (write(fd, prompt, strlen(prompt)) >= 0) {
-		for (;;) {
+	if (!tty_signo && write(fd, prompt, strlen(prompt)) >= 0) {
+		while (!tty_signo) {
 			char c;
 			ssize_t n = read(fd, &c, 1);
 
+			if (n < 0 && errno == EINTR)
+				continue; /* tty_signo says whether to stop */
 			if (n <= 0)
-				break; /* EOF, or a signal (Ctrl-C): no answer */
+				break;
 			if (c == '\n' || c == '\r') {
 				ret = 0;
 				break;
@@ -322,6 +340,37 @@ static int tty_ask(const char *prompt, bool echo, char *buf, size_t len)
 	buf[got] = '\0';
 	if (restore)
 		tcsetattr(fd, TCSAFLUSH, &old);
+	if (!echo && tty_signo)
+		(void)!write(fd, "\n", 1); /* the line ECHONL did not end */
+	for (size_t i = 0; i < TTY_NSIG; i++)
+		sigaction(tty_signals[i], &old_sa[i], NULL);
+	return tty_signo ? tty_signo : ret;
+}
+
+/* Asks on the terminal (/dev/tty, never standard input, which may be
+ * the data), without echo unless echo.  A signal during the prompt finds
+ * the echo restored, then is raised again for its usual effect: Ctrl-Z
+ * stops us, and the prompt comes back on fg; Ctrl-C sets the interrupt
+ * flag (our handler) or ends us.  Returns 0, -1 when there is no
+ * terminal or no answer (end of file), -2 after a signal that did not
+ * end us. */
+static int tty_ask(const char *prompt, bool echo, char *buf, size_t len)
+{
+	int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		ret = tty_prompt(fd, prompt, echo, buf, len);
+		if (ret <= 0)
+			break;
+		kill(getpid(), ret);
+		if (ret != SIGTSTP && ret != SIGTTIN && ret != SIGTTOU) {
+			ret = -2;
+			break;
+		}
+	}
 	close(fd);
 	if (ret)
 		explicit_bzero(buf, len);
@@ -331,25 +380,29 @@ static int tty_ask(const char *prompt, bool echo, char *buf, size_t len)
 /* One answer to a prompt, as ssh gets it: from SSH_ASKPASS when
  * SSH_ASKPASS_REQUIRE is "force" or "prefer" (or when there is a DISPLAY
  * and no terminal), else from the terminal.  Nothing is asked with
- * BatchMode.  Returns 0, or -1 with nothing asked or answered. */
+ * BatchMode.  Returns 0, -1 with nothing asked or answered, or -2 when
+ * a signal (Ctrl-C) cut the prompt short. */
 static int ask(const struct cp_ssh_opts *o, const char *prompt, bool echo, char *buf, size_t len)
 {
 	const char *prog = getenv("SSH_ASKPASS"), *req = getenv("SSH_ASKPASS_REQUIRE");
 	bool force = req && !strcmp(req, "force"), prefer = req && !strcmp(req, "prefer");
-	int tty;
+	int tty, ret;
 
 	if (batch_mode(o))
 		return -1;
 	if (req && !strcmp(req, "never"))
 		prog = NULL;
-	if (prog && *prog && (force || prefer))
-		return askpass(prog, prompt, buf, len);
 	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty >= 0)
 		close(tty);
-	else if (prog && *prog && getenv("DISPLAY"))
-		return askpass(prog, prompt, buf, len);
-	return force ? -1 : tty_ask(prompt, echo, buf, len);
+	if (prog && *prog && (force || prefer || (tty < 0 && getenv("DISPLAY"))))
+		ret = askpass(prog, prompt, buf, len);
+	else
+		ret = force ? -1 : tty_ask(prompt, echo, buf, len);
+	/* Ctrl-C also ends SSH_ASKPASS (our process group): no answer */
+	if (ret && o->interrupted && atomic_load(o->interrupted))
+		ret = -2;
+	return ret;
 }
 
 /* Text from the server, shown to the user: no control characters (a
@@ -389,8 +442,12 @@ static int auth_kbdint(struct cp_remote *r, const struct cp_ssh_opts *o, bool *a
 
 				shown_text(prompt, sizeof(prompt),
 					   ssh_userauth_kbdint_getprompt(r->ss, (unsigned)i, &echo));
-				if (ask(o, prompt, echo, answer, sizeof(answer)))
+				int a = ask(o, prompt, echo, answer, sizeof(answer));
+
+				if (a) {
+					r->intr = a == -2;
 					return SSH_AUTH_DENIED;
+				}
 				*asked = true;
 				rc = ssh_userauth_kbdint_setanswer(r->ss, (unsigned)i, answer);
 				explicit_bzero(answer, sizeof(answer));
@@ -398,7 +455,7 @@ static int auth_kbdint(struct cp_remote *r, const struct cp_ssh_opts *o, bool *a
 					return SSH_AUTH_ERROR;
 			}
 		}
-		if (rc == SSH_AUTH_DENIED && *asked && try < PROMPTS - 1)
+		if (rc == SSH_AUTH_DENIED && *asked && try < PROMPTS - 1 && !r->intr)
 			rdx_info(0, "permission denied, please try again");
 	}
 	return rc;
@@ -416,8 +473,12 @@ static int auth_password(struct cp_remote *r, const struct cp_ssh_opts *o, bool 
 	for (int try = 0; try < PROMPTS && rc == SSH_AUTH_DENIED; try++) {
 		if (try)
 			rdx_info(0, "permission denied, please try again");
-		if (ask(o, prompt, false, pw, sizeof(pw)))
+		int a = ask(o, prompt, false, pw, sizeof(pw));
+
+		if (a) {
+			r->intr = a == -2;
 			break;
+		}
 		*asked = true;
 		rc = ssh_userauth_password(r->ss, NULL, pw);
 		explicit_bzero(pw, sizeof(pw));
@@ -427,7 +488,7 @@ static int auth_password(struct cp_remote *r, const struct cp_ssh_opts *o, bool 
 
 /* Keys first (the agent, -i, IdentityFile, ~/.ssh/id_*), then what the
  * server offers of keyboard-interactive and password.  Returns 0 or
- * -RDX_EAUTH / -RDX_ECONNECT (said here). */
+ * -RDX_EAUTH / -RDX_ECONNECT / -RDX_EINTR (said here). */
 static int authenticate(struct cp_remote *r, const struct cp_ssh_opts *o)
 {
 	const char *user = r->user ? r->user : "?";
@@ -442,9 +503,13 @@ static int authenticate(struct cp_remote *r, const struct cp_ssh_opts *o)
 			methods = ssh_userauth_list(r->ss, NULL);
 		if (methods & SSH_AUTH_METHOD_INTERACTIVE)
 			rc = auth_kbdint(r, o, &asked);
-		if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR &&
+		if (rc != SSH_AUTH_SUCCESS && rc != SSH_AUTH_ERROR && !r->intr &&
 		    (methods & SSH_AUTH_METHOD_PASSWORD))
 			rc = auth_password(r, o, &asked);
+		if (r->intr) {
+			rdx_error("interrupted");
+			return -RDX_EINTR;
+		}
 		if (rc == SSH_AUTH_DENIED && !asked &&
 		    (methods & (SSH_AUTH_METHOD_INTERACTIVE | SSH_AUTH_METHOD_PASSWORD))) {
 			rdx_error("permission denied for %s@%s: no key was accepted, and %s",

@@ -32,6 +32,7 @@ struct cp_ssh_opts {
 	bool batch;		 /* BatchMode: keys only, nothing asked */
 	bool batch_set;		 /* -o gave it; else the config's, else no */
 	long connect_timeout_s;
+	const atomic_int *interrupted; /* set by SIGINT/SIGTERM (may be NULL) */
 };
 
 /* A StrictHostKeyChecking value: yes or ask (no one is asked), accept-new,
@@ -42,9 +43,10 @@ struct cp_remote;
 
 /* Connects, checks the host key against known_hosts (as strict says) and
  * authenticates by public key (agent, -i, the config's IdentityFile, the
- * default keys).  Prints one error line on failure.  Returns 0,
- * -RDX_ECONNECT (cannot connect, host key refused) or -RDX_EAUTH, or
- * -ENOMEM. */
+ * default keys), then by what the server offers of keyboard-interactive
+ * and password, asked through SSH_ASKPASS or /dev/tty.  Prints one error
+ * line on failure.  Returns 0, -RDX_ECONNECT (cannot connect, host key
+ * refused), -RDX_EAUTH, -RDX_EINTR (Ctrl-C at a prompt) or -ENOMEM. */
 int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o);
 
 /* The host name SSH connected to, after ~/.ssh/config's HostName. */

@@ -173,10 +173,7 @@ b_bytes() {
 	assert_no_output_file "$D/dst"
 }
 
-@test "rdcp3: ProxyCommand (what libssh makes of ProxyJump): the login to A goes through C, the data straight to A" {
-	# libssh runs a config's ProxyCommand, and turns a ProxyJump into one
-	# ("ssh -W [%h]:%p JUMP").  ProxyJump itself cannot be tried here:
-	# that ssh reads the user's own ~/.ssh, which tests never use.
+@test "rdcp3: ProxyCommand and ProxyJump: the login to A goes through C, the data straight to A" {
 	sed -n '/^Host rdxc$/,/^Host /p' "$SSH_CONFIG" | sed '$ { /^Host /d }' >"$D/inner.cfg"
 	printf '  BatchMode yes\n' >>"$D/inner.cfg"
 	grep -q "HostName $IP_C" "$D/inner.cfg" || fail "no rdxc entry: $(cat "$D/inner.cfg")"
@@ -187,12 +184,37 @@ b_bytes() {
 	assert_status 0
 	assert_same "$D/src" "$D/dst"
 	# A's sshd saw the login come from C's end of the A-C link.
-	grep -q "Accepted publickey for root from $IP_AC_C " "$SSHD_DIR/sshd.log" ||
-		fail "no login from C in A's log: $(grep Accepted "$SSHD_DIR/sshd.log" | tail -n 3)"
+	from_c() { [ "$(grep -c "Accepted publickey for root from $IP_AC_C " "$SSHD_DIR/sshd.log")" -eq "$1" ] ||
+		fail "not $1 logins from C in A's log: $(grep Accepted "$SSHD_DIR/sshd.log" | tail -n 3)"; }
+	from_c 1
 	# And back, a pull through the same jump.
 	rdcp_b -F "$D/jump.cfg" "viac:$D/src" "$D/back"
 	assert_status 0
 	assert_same "$D/src" "$D/back"
+	from_c 2
+
+	# ProxyJump: libssh runs "ssh -W [%h]:%p rdxc", an OpenSSH client
+	# that reads the user's own ~/.ssh/config for rdxc.  That is a home
+	# made for the test, bound over the real one in a mount namespace of
+	# rdcp's own: the user's ~/.ssh is never read or written.
+	home=$(getent passwd "$(id -u)" | cut -d: -f6)
+	mkdir -p "$D/home/.ssh"
+	cp "$D/inner.cfg" "$D/home/.ssh/config"
+	chmod 700 "$D/home/.ssh"
+	chmod 600 "$D/home/.ssh/config"
+	{ printf 'Host viaj\n  HostName %s\n  ProxyJump rdxc\n' "$IP_A"
+	  printf '  User root\n  IdentityFile %s\n  UserKnownHostsFile %s\n' "$SSHD_DIR/id" "$SSHD_DIR/known_hosts"; } >"$D/pj.cfg"
+	rm -f "$D/dst" "$D/back"
+	for dir in push pull; do
+		if [ $dir = push ]; then set -- "$D/src" "viaj:$D/dst"; else set -- "viaj:$D/src" "$D/back"; fi
+		run_t --secs 60 ip netns exec "$NS_B" unshare -m --propagation private sh -c \
+			'mount --bind "$1" "$2" && shift 2 && exec "$@"' _ "$D/home" "$home" \
+			"$RDCP" -F "$D/pj.cfg" --remote-path "$RDX_BUILD" --timeout 10 "$@"
+		assert_status 0
+	done
+	assert_same "$D/src" "$D/dst"
+	assert_same "$D/src" "$D/back"
+	from_c 4
 }
 
 rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null || true; }

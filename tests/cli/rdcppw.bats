@@ -132,22 +132,80 @@ refused_thrice() {
 	refused_thrice kbhost "$D/far2"
 }
 
+# on_tty DST [AFTER [BEFORE]]: rdcp of $D/src to pwhost:DST from namespace
+# B on a terminal of its own (script(1)), without SSH_ASKPASS, in sh
+# after the commands BEFORE and before AFTER, "echo rc=$?" and "stty -a"
+# (the settings rdcp left); the
+# terminal's output is $D/tty.out, what is typed goes to fd 7.  Waits
+# for the first prompt.  Sets TTY_PID (script's) and RDCP_PID.
+on_tty() {
+	rm -f "$D/in" "$D/tty.out"
+	mkfifo "$D/in"
+	script -qfec "${3:-}ip netns exec $NS_B $RDCP -F $SSH_CONFIG --remote-path $RDX_BUILD --timeout 10 $D/src pwhost:$1; ${2:-}echo rc=\$?; stty -a" \
+		/dev/null <"$D/in" >"$D/tty.out" 2>&1 &
+	TTY_PID=$!
+	exec 7>"$D/in"
+	wait_until 30 prompts 1 || { exec 7>&-; fail "no prompt: $(cat "$D/tty.out")"; }
+	RDCP_PID=$(pgrep -x rdcp -s "$(ps -o sid= -p "$(pgrep -P "$TTY_PID")" | tr -d ' ')")
+	[ -n "$RDCP_PID" ] || fail "no rdcp under script"
+}
+
+# prompts N: the terminal has shown the password prompt N times.
+prompts() {
+	[ "$(grep -o "password: " "$D/tty.out" | wc -l)" -ge "$1" ]
+}
+
+# tty_done WANT_RC: script ends; rdcp's exit status (the terminal's
+# "rc=" line) is WANT_RC.
+tty_done() {
+	wait_exit "$TTY_PID" 60
+	exec 7>&-
+	assert_rc script "$WAIT_RC" 0
+	grep -q "^rc=$1" "$D/tty.out" || fail "rdcp did not exit $1: $(cat "$D/tty.out")"
+}
+
 @test "rdcp asks on its terminal without echo when SSH_ASKPASS is not forced" {
 	mkrand "$D/src" 1000
-	mkfifo "$D/in"
-	# script(1) gives rdcp a terminal; the password is typed once the
-	# prompt is there (what is typed before it is flushed, as by ssh).
-	script -qfec "ip netns exec $NS_B $RDCP -F $SSH_CONFIG --remote-path $RDX_BUILD --timeout 10 $D/src pwhost:$D/far" \
-		/dev/null <"$D/in" >"$D/tty.out" 2>&1 &
-	local pid=$!
-	exec 7>"$D/in"
-	prompted() { grep -q "password: " "$D/tty.out"; }
-	wait_until 30 prompted || { exec 7>&-; fail "no prompt: $(cat "$D/tty.out")"; }
+	# The password is typed once the prompt is there (what is typed
+	# before it is flushed, as by ssh).
+	on_tty "$D/far"
 	echo "$PW" >&7
-	wait_exit "$pid" 60
-	exec 7>&-
-	assert_rc rdcp "$WAIT_RC" 0
+	tty_done 0
 	grep -q "root@$IP_A's password: " "$D/tty.out" || fail "prompt: $(cat "$D/tty.out")"
+	! grep -qF "$PW" "$D/tty.out" || fail "the password was echoed: $(cat "$D/tty.out")"
+	assert_same "$D/src" "$D/far"
+}
+
+@test "rdcp: Ctrl-C at the password prompt exits 130; SIGHUP there leaves the echo on" {
+	mkrand "$D/src" 1000
+	on_tty "$D/far"
+	printf '\003' >&7
+	tty_done 130
+	grep -q "rdcp: interrupted" "$D/tty.out" || fail "no message: $(cat "$D/tty.out")"
+	! grep -q "permission denied" "$D/tty.out" || fail "taken as a refusal: $(cat "$D/tty.out")"
+	[ "$(grep -c "password: " "$D/tty.out")" -eq 1 ] || fail "asked again: $(cat "$D/tty.out")"
+	grep -qw -- "-echo" "$D/tty.out" && fail "echo left off: $(cat "$D/tty.out")"
+	[ ! -e "$D/far" ] || fail "a file arrived"
+	# A hangup ends rdcp as it would (128 + 1), with the echo back first.
+	on_tty "$D/far"
+	kill -HUP "$RDCP_PID"
+	tty_done 129
+	grep -qw -- "-echo" "$D/tty.out" && fail "echo left off: $(cat "$D/tty.out")"
+	grep -qw -- "echo" "$D/tty.out" || fail "no stty: $(cat "$D/tty.out")"
+	[ ! -e "$D/far" ] || fail "a file arrived"
+}
+
+@test "rdcp: Ctrl-Z at the password prompt stops it with the echo on; fg asks again" {
+	mkrand "$D/src" 1000
+	# A shell with job control: on the stop it shows the terminal's
+	# settings, then brings rdcp back with fg, whose status is rdcp's.
+	on_tty "$D/far" "stty -a; fg >/dev/null; " "set -m; "
+	printf '\032' >&7
+	wait_until 10 prompts 2 || fail "not asked again: $(cat "$D/tty.out")"
+	grep -q "speed" "$D/tty.out" || fail "did not stop: $(cat "$D/tty.out")"
+	grep -qw -- "-echo" "$D/tty.out" && fail "stopped with the echo off: $(cat "$D/tty.out")"
+	echo "$PW" >&7
+	tty_done 0
 	! grep -qF "$PW" "$D/tty.out" || fail "the password was echoed: $(cat "$D/tty.out")"
 	assert_same "$D/src" "$D/far"
 }
