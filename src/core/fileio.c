@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DIO_ALIGN 4096u
+#define DIO_ALIGN RDX_DIO_ALIGN
 
 struct rdx_source {
 	int fd;		 /* buffered */
@@ -28,11 +28,6 @@ struct rdx_source {
 	void (*cb_close)(void *arg);
 	void *cb_arg;
 };
-
-static bool aligned(uint64_t v)
-{
-	return (v & (DIO_ALIGN - 1)) == 0;
-}
 
 /* A pipe holds 64 KiB by default, so every read or write of a 1 MiB slot
  * would take 16 trips through the kernel and as many wakeups of the other
@@ -433,13 +428,6 @@ static int open_file(struct rdx_sink *k, const char *path, bool partial)
 
 /* Reserves len bytes at off (an early, clean ENOSPC); filesystems
  * without fallocate are fine.  0 or -errno. */
-static int prealloc(int fd, uint64_t off, uint64_t len)
-{
-	int ret = len ? posix_fallocate(fd, (off_t)off, (off_t)len) : 0;
-
-	return ret && ret != EOPNOTSUPP && ret != EINVAL ? -ret : 0;
-}
-
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		  uint64_t size, bool do_fsync, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted)
@@ -485,7 +473,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 	}
 	ret = open_file(k, path, false);
 	if (!ret && size_known)
-		ret = prealloc(k->fd, 0, size);
+		ret = rdx_prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
 	*out = k;
@@ -545,7 +533,7 @@ int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size)
 	if (ftruncate(k->fd, (off_t)start))
 		return -errno;
 	k->base = start;
-	ret = prealloc(k->fd, start, size);
+	ret = rdx_prealloc(k->fd, start, size);
 	return ret ? ret : rdx_sink_mark(k, start);
 }
 
@@ -610,17 +598,7 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 		k->next += len;
 		return 0;
 	}
-	if (atomic_load(&k->direct_ok) && aligned(off) && aligned(len)) {
-		n = rdx_pwrite_full(k->dfd, buf, len, (off_t)off);
-		if (n >= 0)
-			return 0;
-		if (n != -EINVAL)
-			return (int)n;
-		/* Accepted at open, refused at write: stay buffered. */
-		atomic_store(&k->direct_ok, false);
-	}
-	n = rdx_pwrite_full(k->fd, buf, len, (off_t)off);
-	return n < 0 ? (int)n : 0;
+	return rdx_pwrite_direct(k->dfd, k->fd, &k->direct_ok, buf, len, off);
 }
 
 static int fsync_dir(const char *dir)

@@ -3,7 +3,9 @@
 #define RDX_IO_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Reads until len bytes arrived or EOF, retrying on EINTR and short counts.
@@ -22,5 +24,20 @@ ssize_t rdx_pread_full(int fd, void *buf, size_t len, off_t off);
 
 /* pwrite(2) all len bytes; returns len or -errno. */
 ssize_t rdx_pwrite_full(int fd, const void *buf, size_t len, off_t off);
+
+/* The block size O_DIRECT buffers, offsets and lengths are aligned to. */
+#define RDX_DIO_ALIGN 4096u
+
+/* Writes len bytes of buf at off through dfd (O_DIRECT) when *direct_ok
+ * and buf, len and off are aligned, else through fd (the page cache).  A
+ * file system that took O_DIRECT at open but refuses it at write clears
+ * *direct_ok.  Returns 0 or -errno. */
+int rdx_pwrite_direct(int dfd, int fd, atomic_bool *direct_ok, const void *buf,
+		      size_t len, uint64_t off);
+
+/* Reserves len bytes of fd from off (fallocate(2), which also sets the
+ * size), so that parallel writes fill it in place and a full disk shows
+ * now; file systems without it are left alone.  Returns 0 or -errno. */
+int rdx_prealloc(int fd, uint64_t off, uint64_t len);
 
 #endif

@@ -7,13 +7,17 @@
 #include "s3.h"
 
 #include "../core/err.h"
+#include "../core/io.h"
 #include "../core/log.h"
 #include "multipart.h"
 #include "s3_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,27 +83,133 @@ int s3_check_put_etag(struct s3_client *c, const struct s3_body_sum *sum)
 			       c->resp.etag[0] ? c->resp.etag : "missing", want);
 }
 
-int s3_fd_md5(int fd, uint64_t size, const atomic_int *stop, unsigned char *md5)
+/* The reads behind s3_fd_md5: the file in order, into two buffers in
+ * turn, by a thread of its own, so that the disk reads one while the
+ * caller hashes the other. */
+struct ahead {
+	int fd;
+	bool direct;
+	uint64_t size;
+	size_t cap;
+	char *buf[2];
+	ssize_t len[2]; /* bytes read into buf[i], 0 at the end, or -errno */
+	sem_t filled[2], empty[2];
+	atomic_bool quit;
+};
+
+#define AHEAD_BYTES ((size_t)4 << 20)
+
+static void *ahead_main(void *arg)
+{
+	struct ahead *a = arg;
+	uint64_t off = 0;
+
+	for (unsigned i = 0;; i ^= 1) {
+		size_t want;
+		ssize_t n;
+
+		sem_wait(&a->empty[i]);
+		if (atomic_load(&a->quit))
+			break;
+		want = off >= a->size ? 0
+		       : a->size - off < a->cap ? (size_t)(a->size - off)
+						: a->cap;
+		if (a->direct) /* whole blocks: the last comes back short */
+			want = (want + RDX_DIO_ALIGN - 1) & ~(size_t)(RDX_DIO_ALIGN - 1);
+		n = want ? rdx_pread_full(a->fd, a->buf[i], want, (off_t)off) : 0;
+		a->len[i] = n;
+		sem_post(&a->filled[i]);
+		if (n <= 0)
+			break;
+		off += (uint64_t)n;
+	}
+	return NULL;
+}
+
+/* s3_fd_md5 through O_DIRECT (dfd): nothing of it enters the page cache. */
+static int md5_direct(EVP_MD_CTX *md, int dfd, uint64_t size, const atomic_int *stop)
+{
+	struct ahead a = {.fd = dfd, .direct = true, .size = size, .cap = AHEAD_BYTES};
+	uint64_t done = 0;
+	pthread_t t;
+	int ret = -ENOMEM, i;
+
+	for (i = 0; i < 2; i++) {
+		sem_init(&a.filled[i], 0, 0);
+		sem_init(&a.empty[i], 0, 1);
+	}
+	if (!(a.buf[0] = aligned_alloc(RDX_DIO_ALIGN, a.cap)) ||
+	    !(a.buf[1] = aligned_alloc(RDX_DIO_ALIGN, a.cap)))
+		goto out;
+	if (pthread_create(&t, NULL, ahead_main, &a)) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	for (i = 0; done < size; i ^= 1) {
+		ssize_t n;
+
+		sem_wait(&a.filled[i]);
+		n = a.len[i];
+		if (n <= 0) {
+			ret = n ? (int)n : -ENODATA;
+			break;
+		}
+		if (stop && atomic_load(stop)) {
+			ret = -RDX_EINTR;
+			break;
+		}
+		if ((uint64_t)n > size - done)
+			n = (ssize_t)(size - done);
+		EVP_DigestUpdate(md, a.buf[i], (size_t)n);
+		done += (uint64_t)n;
+		sem_post(&a.empty[i]);
+	}
+	if (done == size)
+		ret = 0;
+	atomic_store(&a.quit, true);
+	sem_post(&a.empty[0]);
+	sem_post(&a.empty[1]);
+	pthread_join(t, NULL);
+out:
+	for (i = 0; i < 2; i++) {
+		sem_destroy(&a.filled[i]);
+		sem_destroy(&a.empty[i]);
+		free(a.buf[i]);
+	}
+	return ret;
+}
+
+int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
+	      unsigned char *md5)
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
+	char *buf = NULL;
 	uint64_t off = 0;
 	unsigned int dl;
 	int ret = 0;
 
-	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
+	if (!md || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (dfd >= 0) {
+		ret = md5_direct(md, dfd, size, stop);
+		if (ret != -EINVAL) /* EINVAL: O_DIRECT refused after all */
+			goto done;
+		EVP_DigestInit_ex(md, EVP_md5(), NULL);
+		ret = 0;
+	}
+	if (!(buf = malloc(cap))) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	while (off < size) {
 		size_t want = size - off < cap ? (size_t)(size - off) : cap;
-		ssize_t n = pread(fd, buf, want, (off_t)off);
+		ssize_t n = rdx_pread_full(fd, buf, want, (off_t)off);
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0) {
-			ret = -errno;
+			ret = (int)n;
 			goto out;
 		}
 		if (!n) {
@@ -113,7 +223,9 @@ int s3_fd_md5(int fd, uint64_t size, const atomic_int *stop, unsigned char *md5)
 		EVP_DigestUpdate(md, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
-	EVP_DigestFinal_ex(md, md5, &dl);
+done:
+	if (!ret)
+		EVP_DigestFinal_ex(md, md5, &dl);
 out:
 	EVP_MD_CTX_free(md);
 	free(buf);

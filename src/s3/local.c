@@ -2,6 +2,7 @@
 #include "s3.h"
 
 #include "../core/err.h"
+#include "../core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +115,41 @@ int s3_out_rewind(void *ctx)
 	return 0;
 }
 
+int s3_out_pwrite(struct s3_out *o, const void *buf, size_t len, uint64_t off)
+{
+	if (o->stop && atomic_load(o->stop))
+		return -RDX_EINTR;
+	return rdx_pwrite_direct(o->dfd, o->fd, &o->direct_ok, buf, len, off);
+}
+
+bool s3_out_direct(struct s3_out *o)
+{
+	return o->dfd >= 0 && atomic_load(&o->direct_ok);
+}
+
+int s3_out_reserve(struct s3_out *o, uint64_t size)
+{
+	return o->is_stdout ? 0 : rdx_prealloc(o->fd, 0, size);
+}
+
+/* The second descriptor for O_DIRECT writes; none where the file system
+ * refuses it (tmpfs, some FUSE). */
+static void open_direct(struct s3_out *o)
+{
+	o->dfd = open(o->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_DIRECT);
+	atomic_store(&o->direct_ok, o->dfd >= 0);
+}
+
+static void close_fds(struct s3_out *o)
+{
+	if (o->dfd >= 0)
+		close(o->dfd);
+	o->dfd = -1;
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+}
+
 /* The final name of dst (a directory gets the key's last part) and the
  * temporary's: DIR/.NAME.suffix. */
 static int out_names(struct s3_out *o, const char *dst, const char *key,
@@ -141,7 +177,7 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->fd = -1;
+	o->fd = o->dfd = -1;
 	o->stop = stop;
 	if (!strcmp(dst, "-")) {
 		o->fd = STDOUT_FILENO;
@@ -158,6 +194,7 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 	umask(mask);
 	if (fchmod(o->fd, 0666 & ~mask))
 		return -errno;
+	open_direct(o);
 	return 0;
 }
 
@@ -191,7 +228,7 @@ int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
 	int ret;
 
 	memset(o, 0, sizeof(*o));
-	o->fd = -1;
+	o->fd = o->dfd = -1;
 	o->stop = stop;
 	o->resume = true;
 	if ((ret = out_names(o, dst, key, "rdx-part")))
@@ -207,6 +244,7 @@ int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
 	read_meta(o);
 	if (o->have > (uint64_t)st.st_size)
 		o->have = (uint64_t)st.st_size;
+	open_direct(o);
 	return 0;
 }
 
@@ -242,7 +280,17 @@ int s3_out_publish(struct s3_out *o)
 {
 	if (o->is_stdout)
 		return 0;
-	if (fsync(o->fd) || close(o->fd)) {
+	if (o->dfd >= 0)
+		close(o->dfd);
+	o->dfd = -1;
+	if (fsync(o->fd)) {
+		close(o->fd);
+		o->fd = -1;
+		return -errno;
+	}
+	if (o->uncached) /* the first range, the ranges' unaligned ends */
+		posix_fadvise(o->fd, 0, 0, POSIX_FADV_DONTNEED);
+	if (close(o->fd)) {
 		o->fd = -1;
 		return -errno;
 	}
@@ -259,9 +307,7 @@ void s3_out_abort(struct s3_out *o)
 {
 	if (o->is_stdout)
 		return;
-	if (o->fd >= 0)
-		close(o->fd);
-	o->fd = -1;
+	close_fds(o);
 	if (o->tmp[0] && !o->resume)
 		unlink(o->tmp);
 }

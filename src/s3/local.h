@@ -24,6 +24,10 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
  * the start are complete. */
 struct s3_out {
 	int fd;
+	int dfd;	  /* the same file through O_DIRECT, or -1 */
+	atomic_bool direct_ok;
+	bool uncached;	  /* written around the page cache: what little went
+			     through it leaves it once synced */
 	bool is_stdout;
 	bool resume;
 	const atomic_int *stop;
@@ -60,6 +64,19 @@ void s3_out_discard(struct s3_out *o);
  * start over empty for a retry. */
 int s3_out_write(void *o, const void *p, size_t n);
 int s3_out_rewind(void *o);
+
+/* Writes len bytes of buf at off of the file (not stdout) from any
+ * thread: through O_DIRECT when buf, len and off are 4 KiB-aligned and
+ * the file system takes it, else through the page cache.  Returns 0 or
+ * -errno. */
+int s3_out_pwrite(struct s3_out *o, const void *buf, size_t len, uint64_t off);
+
+/* Whether s3_out_pwrite() can bypass the page cache. */
+bool s3_out_direct(struct s3_out *o);
+
+/* Reserves the object's size in the file (see rdx_prealloc).  Returns 0
+ * or -errno. */
+int s3_out_reserve(struct s3_out *o, uint64_t size);
 
 /* Syncs, closes and renames the temporary to the final name (and removes
  * a resume record). */

@@ -1,7 +1,8 @@
 /* Large objects: parallel multipart upload and parallel ranged download,
  * each worker a thread with its own S3 client (its own libcurl handle and
  * connection).  Memory stays at concurrency x part size whatever the
- * object's size, for files and for streams.
+ * object's size, for files and for streams; a download into a file that
+ * takes O_DIRECT adds its write pool's (concurrency + writers) x 4 MiB.
  *
  * Upload ladder (S3's):
  *   POST ?uploads                        -> UploadId

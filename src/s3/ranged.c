@@ -8,7 +8,9 @@
 #include "multipart_int.h"
 
 #include "../core/err.h"
+#include "../core/io.h"
 #include "../core/log.h"
+#include "../core/wpool.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,40 +23,105 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A range's bytes into the file at off (pwrite), at most len of them. */
+/* A range's bytes into the file at off, at most len of them.  With a
+ * write pool (the file takes O_DIRECT), they are gathered into the pool's
+ * aligned buffers, which its threads write through O_DIRECT while more
+ * comes; what comes before the range's first block boundary, and the
+ * unaligned rest at its end (file_finish), go through the page cache
+ * here.  Without a pool, every write does. */
 struct file_sink {
-	int fd;
+	struct s3_out *out;
 	uint64_t off, len, pos;
-	const atomic_int *stop;
+	struct rdx_wpool *pool; /* or NULL */
+	struct rdx_wtag tag;	/* this range's writes in the pool */
+	char *stage;		/* the pool's buffer being filled, or NULL */
+	size_t fill;		/* bytes in it, for the file from stage_off */
+	uint64_t stage_off;
 };
+
+#define STAGE_BYTES ((size_t)4 << 20) /* the write pool's buffers */
+#define WRITERS_MAX 8u			/* its threads */
+
+/* The staged bytes (fill of them, all whole blocks) go to the pool. */
+static void stage_out(struct file_sink *f)
+{
+	rdx_wpool_put(f->pool, f->stage, f->fill, f->stage_off, &f->tag);
+	f->stage = NULL;
+	f->fill = 0;
+}
 
 static int file_write(void *ctx, const void *p, size_t n)
 {
 	struct file_sink *f = ctx;
-	size_t done = 0;
+	const char *c = p;
+	int ret;
 
-	if (f->stop && atomic_load(f->stop))
+	if (f->out->stop && atomic_load(f->out->stop))
 		return -RDX_EINTR;
 	if (n > f->len - f->pos)
 		return -RDX_EINTEGRITY; /* more than the range holds */
-	while (done < n) {
-		ssize_t w = pwrite(f->fd, (const char *)p + done, n - done,
-				   (off_t)(f->off + f->pos + done));
+	while (n) {
+		uint64_t at = f->off + f->pos;
+		size_t k = n;
 
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		done += (size_t)w;
+		if (!f->pool || (!f->fill && at % RDX_DIO_ALIGN)) {
+			/* No pool, or the head before a block boundary. */
+			if (f->pool && k > RDX_DIO_ALIGN - at % RDX_DIO_ALIGN)
+				k = RDX_DIO_ALIGN - at % RDX_DIO_ALIGN;
+			if ((ret = s3_out_pwrite(f->out, c, k, at)))
+				return ret;
+		} else {
+			size_t cap = rdx_wpool_size(f->pool);
+
+			if (!f->stage)
+				f->stage = rdx_wpool_get(f->pool);
+			if (!f->fill)
+				f->stage_off = at;
+			if (k > cap - f->fill)
+				k = cap - f->fill;
+			memcpy(f->stage + f->fill, c, k);
+			f->fill += k;
+			if (f->fill == cap)
+				stage_out(f);
+		}
+		f->pos += k;
+		c += k;
+		n -= k;
 	}
-	f->pos += n;
 	return 0;
 }
 
+/* No more bytes for this range (all in, or it failed): the staged whole
+ * blocks go to the pool, the unaligned rest through the page cache, and
+ * the range's writes are waited for.  Returns 0 or -errno. */
+static int file_finish(struct file_sink *f)
+{
+	size_t whole = f->fill & ~(size_t)(RDX_DIO_ALIGN - 1);
+	int ret = 0, wret;
+
+	if (f->fill > whole)
+		ret = s3_out_pwrite(f->out, f->stage + whole, f->fill - whole,
+				    f->stage_off + whole);
+	f->fill = whole;
+	if (whole)
+		stage_out(f);
+	else if (f->stage)
+		rdx_wpool_drop(f->pool, f->stage);
+	f->stage = NULL;
+	f->fill = 0;
+	wret = f->pool ? rdx_wpool_wait(f->pool, &f->tag) : 0;
+	return ret ? ret : wret;
+}
+
+/* A retry starts the range over: the writes of its first try land
+ * before those of the second. */
 static int file_rewind(void *ctx)
 {
-	((struct file_sink *)ctx)->pos = 0;
-	return 0;
+	struct file_sink *f = ctx;
+
+	f->pos = 0;
+	f->fill = 0;
+	return f->pool ? rdx_wpool_wait(f->pool, &f->tag) : 0;
 }
 
 /* A range's bytes into memory, for stdout, which takes them in order. */
@@ -101,6 +168,7 @@ struct down {
 	char etag[S3_ETAG_MAX];
 	struct s3_out *out;
 	const char *bucket, *key;
+	struct rdx_wpool *pool; /* a file that takes O_DIRECT, else NULL */
 };
 
 struct down_worker {
@@ -127,7 +195,7 @@ static int down_range(struct down_worker *w, uint64_t idx)
 	struct down *d = w->d;
 	struct s3_range rg = {.start = d->base + idx * d->part_size,
 			      .if_match = d->etag};
-	struct file_sink fs = {.fd = d->out->fd, .stop = &d->cancel};
+	struct file_sink fs = {.out = d->out, .pool = d->pool};
 	struct mem_sink ms = {.buf = w->buf};
 	struct s3_sink sink;
 	int ret;
@@ -147,6 +215,12 @@ static int down_range(struct down_worker *w, uint64_t idx)
 	if (!d->etag[0])
 		rg.if_match = NULL;
 	ret = s3_get_range(w->c, d->bucket, d->key, &sink, &rg);
+	if (!d->out->is_stdout) {
+		int fret = file_finish(&fs); /* even after a failure: the pool's
+						writes must not outlive fs */
+
+		ret = ret ? ret : fret;
+	}
 	if (ret)
 		return ret;
 	if (rg.total != d->total || rg.got != rg.len) {
@@ -318,7 +392,8 @@ int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	if (!plain)
 		return s3_check_download(c, info, NULL);
-	ret = s3_fd_md5(out->fd, info->size, o->stop, d5);
+	ret = s3_fd_md5(out->fd, s3_out_direct(out) ? out->dfd : -1, info->size,
+			o->stop, d5);
 	if (ret)
 		return ret == -ENODATA ? -RDX_EINTEGRITY : ret;
 	return s3_check_download(c, info, d5);
@@ -348,8 +423,7 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 {
 	struct s3_range rg = {.start = start, .len = o->part_size,
 			      .if_match = if_match};
-	struct file_sink fs = {
-		.fd = out->fd, .off = start, .len = UINT64_MAX, .stop = o->stop};
+	struct file_sink fs = {.out = out, .off = start, .len = UINT64_MAX};
 	struct s3_sink sink = {
 		.write = file_write, .rewind = file_rewind, .ctx = &fs};
 	struct md_out mo = {.out = out, .md = md};
@@ -376,6 +450,10 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
 	if (rg.whole || rg.total <= start + o->part_size)
 		return s3_out_mark(out, rg.total);
+	/* The rest lands in place, written in parallel: room for it now
+	 * (and a full disk said now rather than midway). */
+	if ((ret = s3_out_reserve(out, rg.total)))
+		return ret;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -407,11 +485,25 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		rdx_info(1,
 			 "get s3://%s/%s: no ETag: a change between ranges would go unseen",
 			 bucket, key);
+	if (!out->is_stdout && s3_out_direct(out)) {
+		unsigned nt = o->concurrency < WRITERS_MAX ? o->concurrency : WRITERS_MAX;
+
+		/* Each range worker fills one buffer while the rest queue. */
+		ret = rdx_wpool_new(&d->pool, nt, o->concurrency + nt, STAGE_BYTES,
+				    out->dfd, out->fd, &out->direct_ok);
+		if (ret)
+			goto out;
+		out->uncached = true;
+	}
 	rdx_info(1,
-		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time",
-		 bucket, key, d->total - start, d->nranges, o->concurrency);
+		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time%s",
+		 bucket, key, d->total - start, d->nranges, o->concurrency,
+		 out->is_stdout ? ""
+		 : d->pool	? ", written with O_DIRECT"
+				: ", written through the page cache");
 	ret = download_rest(c, o, d);
 out:
+	rdx_wpool_free(d->pool);
 	free(d->done);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);

@@ -186,9 +186,12 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		   const char *src_key, const char *bucket, const char *key,
 		   struct s3_object_info *info);
 
-/* The MD5 of the file fd's first size bytes into md5[16].  Returns 0,
- * -ENODATA when it is shorter, -RDX_EINTR when stopped, or -errno. */
-int s3_fd_md5(int fd, uint64_t size, const atomic_int *stop, unsigned char *md5);
+/* The MD5 of the file fd's first size bytes into md5[16]; read through
+ * dfd instead (the same file opened with O_DIRECT) unless it is -1, so
+ * that none of it enters the page cache.  Returns 0, -ENODATA when it is
+ * shorter, -RDX_EINTR when stopped, or -errno. */
+int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
+	      unsigned char *md5);
 
 /* Checks what a download received (info: size, ETag, encryption) against
  * its ETag: a plain MD5 must equal md5 (the data's; NULL: not computed);

@@ -172,13 +172,9 @@ resume_send() {
 # in the cgroup SLOW_CG read at 8 MB/s (cgroup v1 blkio, or v2 io).
 # Returns 1 with SLOW_WHY when this machine cannot.
 slow_disk() {
-	local img=$D/slow.img dev mm
+	local dev mm
 	SLOW_CG=
-	truncate -s 256M "$img" && mkfs.ext4 -q -F "$img" 2>/dev/null ||
-		{ SLOW_WHY="mkfs.ext4 failed"; return 1; }
-	mkdir -p "$1"
-	mount -o loop "$img" "$1" 2>/dev/null || { SLOW_WHY="cannot mount a loop device"; return 1; }
-	MOUNTS+=("$1")
+	mount_ext4 "$1" 256M
 	dev=$(findmnt -n -o SOURCE "$1")
 	mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
 	if [ -f /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then

@@ -316,6 +316,54 @@ open_uploads() {
 
 # --------------------------------------------------------- large objects
 
+# resident FILE: the bytes of FILE in the page cache.
+resident() {
+	fincore -b -n -o RES "$1" | tr -d ' '
+}
+
+@test "get: ranges land through O_DIRECT on ext4 (aligned or not), not in the page cache; through it where refused" {
+	mount_ext4 "$D/disk" 128M
+	size=$((24 * 1024 * 1024 + 12345))
+	mkrand "$D/src" "$size"
+	rds3 --part-size 5M put "$D/src" "s3://$B/mp"
+	assert_status 0
+	rds3 --part-size 32M put "$D/src" "s3://$B/one" # one PutObject: a plain MD5 ETag
+	assert_status 0
+	# 5 MiB ranges start on block boundaries; 5300001-byte ones do not
+	# (their heads and tails go through the page cache, the rest not).
+	for key in mp one; do
+		for ps in 5M 5300001; do
+			rm -f "$D/disk/dst"
+			rds3 -v --part-size "$ps" get "s3://$B/$key" "$D/disk/dst"
+			assert_status 0
+			assert_match "$stderr" "bytes in [56] ranges, [0-9]+ at a time, written with O_DIRECT"
+			# The plain MD5 is checked by reading the file back, which
+			# leaves the page cache again.  (Before cmp reads it.)
+			[ "$(resident "$D/disk/dst")" -lt $((1 << 20)) ] ||
+				fail "$key, $ps: $(resident "$D/disk/dst") bytes in the page cache"
+			assert_same "$D/src" "$D/disk/dst"
+			assert_no_temp "$D/disk/dst"
+		done
+	done
+	# Where O_DIRECT is refused (the shim, as FUSE would), the page
+	# cache; the same bytes.
+	# shellcheck disable=SC2046
+	run_t $(shimmed RDX_SHIM_NO_DIRECT=1 RDX_SHIM_LOG="$D/shim.log") \
+		"$RDS3" -v --part-size 5300001 get "s3://$B/mp" "$D/disk/dst2"
+	assert_status 0
+	assert_match "$stderr" "bytes in 5 ranges, [0-9]+ at a time, written through the page cache"
+	grep -q "O_DIRECT refused" "$D/shim.log" || fail "the shim was not in the way"
+	assert_same "$D/src" "$D/disk/dst2"
+	# A disk without room for the object: said before the ranges run
+	# (the space is reserved once the size is known), nothing left.
+	mount_ext4 "$D/small" 16M
+	rds3 --part-size 5M get "s3://$B/mp" "$D/small/dst"
+	assert_status 4
+	assert_match "$stderr" "No space left on device"
+	assert_no_temp "$D/small/dst"
+	[ ! -e "$D/small/dst" ]
+}
+
 @test "multipart: part size - 1, part size, + 1, 16 MiB with a short last part; S3's ETag; ranged get" {
 	ps=$((5 << 20))
 	for size in $((ps - 1)) $ps $((ps + 1)) $((16 << 20)); do

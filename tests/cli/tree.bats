@@ -476,13 +476,6 @@ NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	[ -e "$D/out2/open/a" ] || fail "the readable source was not sent"
 }
 
-# shimmed VAR=VALUE...: a NETNS_EXEC prefix that preloads tests/peer/shim.c
-# with those settings (ASan wants its runtime first; the shim is not
-# sanitized and needs no such place).
-shimmed() {
-	echo "env LD_PRELOAD=$RDX_BUILD/tests/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 $*"
-}
-
 @test "rdrecv -r where O_TMPFILE is refused (NFS, FUSE): temporary names and renames, whole files, nothing left" {
 	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
 	mkdir "$D/out"

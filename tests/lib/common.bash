@@ -385,6 +385,25 @@ mount_tmpfs() {
 	MOUNTS+=("$1")
 }
 
+# shimmed VAR=VALUE...: a command prefix (for NETNS_EXEC, or unquoted
+# before a command) that preloads tests/peer/shim.c with those settings
+# (ASan wants its runtime first; the shim is not sanitized and needs no
+# such place).  No spaces in the values.
+shimmed() {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	echo "env LD_PRELOAD=$RDX_BUILD/tests/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 $*"
+}
+
+# mount_ext4 DIR SIZE: a fresh ext4 of SIZE on a loop device at DIR (a
+# real block file system: O_DIRECT, fallocate), unmounted in teardown.
+mount_ext4() {
+	local img=$D/${1//\//_}.img
+	truncate -s "$2" "$img" && mkfs.ext4 -q -F "$img" 2>/dev/null || fail "mkfs.ext4 failed"
+	mkdir -p "$1"
+	mount -o loop "$img" "$1" || fail "cannot mount a loop device on $1 (needs root)"
+	MOUNTS+=("$1")
+}
+
 # ----------------------------------------------------------- transfers
 
 # xfer_file SRC DST [SEND_OPTS...] [-- RECV_OPTS...]: FILE->FILE over

@@ -1,9 +1,12 @@
-/* tests/peer/shim.c -- an LD_PRELOAD fault injector for the tree tests:
+/* tests/peer/shim.c -- an LD_PRELOAD fault injector for the tests:
  * what a file system or a concurrent writer would do, on cue.
  *
  *   RDX_SHIM_NO_TMPFILE=1   openat(..., O_TMPFILE) fails with EOPNOTSUPP,
  *                           as on a file system without it (NFS, most
  *                           FUSE file systems)
+ *   RDX_SHIM_NO_DIRECT=1    open() or openat() with O_DIRECT fails with
+ *                           EINVAL, as on a file system without it (FUSE
+ *                           without direct_io, tmpfs before Linux 6.6)
  *   RDX_SHIM_LOG=FILE       each refusal appends a line to FILE (so a test
  *                           can tell the shim was in the way)
  *   RDX_SHIM_EIO_FROM=BYTES a pwrite() that reaches past BYTES fails with
@@ -43,10 +46,26 @@ static void maybe_swap(const char *path)
 		perror("shim: rename");
 }
 
+/* Logs a refusal (RDX_SHIM_LOG) and fails with err. */
+static int refuse(const char *what, int err)
+{
+	const char *log = getenv("RDX_SHIM_LOG");
+	FILE *f = log ? fopen(log, "a") : NULL;
+
+	if (f) {
+		fprintf(f, "%s refused\n", what);
+		fclose(f);
+	}
+	errno = err;
+	return -1;
+}
+
 static int shim_open(const char *name, const char *path, int flags, mode_t mode)
 {
 	open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
 
+	if ((flags & O_DIRECT) && getenv("RDX_SHIM_NO_DIRECT"))
+		return refuse("O_DIRECT", EINVAL);
 	maybe_swap(path);
 	return real(path, flags, mode);
 }
@@ -55,17 +74,10 @@ static int shim_openat(const char *name, int dir, const char *path, int flags, m
 {
 	openat_fn real = (openat_fn)dlsym(RTLD_NEXT, name);
 
-	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("RDX_SHIM_NO_TMPFILE")) {
-		const char *log = getenv("RDX_SHIM_LOG");
-		FILE *f = log ? fopen(log, "a") : NULL;
-
-		if (f) {
-			fputs("O_TMPFILE refused\n", f);
-			fclose(f);
-		}
-		errno = EOPNOTSUPP;
-		return -1;
-	}
+	if ((flags & O_TMPFILE) == O_TMPFILE && getenv("RDX_SHIM_NO_TMPFILE"))
+		return refuse("O_TMPFILE", EOPNOTSUPP);
+	if ((flags & O_DIRECT) && getenv("RDX_SHIM_NO_DIRECT"))
+		return refuse("O_DIRECT", EINVAL);
 	return real(dir, path, flags, mode);
 }
 

@@ -1,8 +1,13 @@
 /* Sources and sinks: where the temporary lives, that nothing appears under
  * the final name before publish, that a failed transfer leaves nothing,
- * modes, unaligned tails, and stdin's offset. */
+ * modes, unaligned tails, and stdin's offset.  The write pool: producers
+ * on several threads, each waiting for its own writes; a failed write. */
 #include "../../src/core/fileio.h"
+#include "../../src/core/io.h"
+#include "../../src/core/wpool.h"
 #include "tap.h"
+
+#include <pthread.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -153,6 +158,85 @@ static void test_source(void)
 	free(buf);
 }
 
+#define WP_BUF (4 * RDX_DIO_ALIGN)
+#define WP_EACH 200 /* buffers per producer */
+
+struct producer {
+	struct rdx_wpool *p;
+	unsigned id; /* writes blocks id, id + 2, id + 4, ... */
+	int ret;
+};
+
+/* Fills the pool's buffers with its id and block number, one after the
+ * other, then waits for its writes. */
+static void *produce(void *arg)
+{
+	struct producer *w = arg;
+	struct rdx_wtag tag = { 0 };
+
+	for (unsigned i = 0; i < WP_EACH; i++) {
+		unsigned blk = w->id + 2 * i;
+		char *b = rdx_wpool_get(w->p);
+
+		memset(b, 'a' + (int)(blk % 26), WP_BUF);
+		rdx_wpool_put(w->p, b, WP_BUF, (uint64_t)blk * WP_BUF, &tag);
+	}
+	w->ret = rdx_wpool_wait(w->p, &tag);
+	return NULL;
+}
+
+static void test_wpool(void)
+{
+	char path[256], *back = malloc(WP_BUF);
+	struct producer w[2];
+	struct rdx_wpool *p;
+	struct rdx_wtag tag = { 0 };
+	atomic_bool direct = false;
+	pthread_t t[2];
+	bool same = true;
+	int fd, ro;
+
+	snprintf(path, sizeof(path), "%s/wpool", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* Three buffers for two producers: they wait on each other's writes. */
+	CHECK(fd >= 0 && rdx_wpool_new(&p, 2, 3, WP_BUF, -1, fd, &direct) == 0,
+	      "a pool of 2 threads and 3 buffers");
+	for (unsigned i = 0; i < 2; i++) {
+		w[i] = (struct producer){ .p = p, .id = i };
+		pthread_create(&t[i], NULL, produce, &w[i]);
+	}
+	for (unsigned i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK(w[0].ret == 0 && w[1].ret == 0, "both producers' writes succeeded");
+	for (unsigned blk = 0; blk < 2 * WP_EACH && same; blk++) {
+		same = rdx_pread_full(fd, back, WP_BUF, (off_t)blk * WP_BUF) == WP_BUF;
+		for (size_t k = 0; k < WP_BUF && same; k++)
+			same = back[k] == 'a' + (int)(blk % 26);
+	}
+	CHECK(same, "every block at its offset, whole");
+	CHECK(lseek(fd, 0, SEEK_END) == (off_t)2 * WP_EACH * WP_BUF, "the file's size");
+	rdx_wpool_free(p);
+
+	/* A descriptor that cannot be written: the tag says why, once. */
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(ro >= 0 && rdx_wpool_new(&p, 1, 2, WP_BUF, -1, ro, &direct) == 0,
+	      "a pool on a read-only descriptor");
+	for (unsigned i = 0; i < 2; i++) {
+		char *b = rdx_wpool_get(p);
+
+		memset(b, 'x', WP_BUF);
+		rdx_wpool_put(p, b, WP_BUF, (uint64_t)i * WP_BUF, &tag);
+	}
+	CHECK(rdx_wpool_wait(p, &tag) == -EBADF, "a failed write is the tag's error");
+	CHECK(rdx_wpool_wait(p, &tag) == 0, "and the tag is clear for reuse");
+	rdx_wpool_drop(p, rdx_wpool_get(p));
+	rdx_wpool_free(p);
+	close(ro);
+	close(fd);
+	unlink(path);
+	free(back);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -161,6 +245,7 @@ int main(void)
 	}
 	test_sink();
 	test_source();
+	test_wpool();
 	rmdir(dir);
 	return TAP_DONE();
 }

@@ -106,9 +106,9 @@ static void test_fd_md5(void)
 	int fd = mkstemp(path);
 
 	CHECK(fd >= 0 && write(fd, "abcdef", 6) == 6, "a scratch file");
-	CHECK(s3_fd_md5(fd, 3, NULL, d) == 0 && !memcmp(d, md5_abc, 16),
+	CHECK(s3_fd_md5(fd, -1, 3, NULL, d) == 0 && !memcmp(d, md5_abc, 16),
 	      "the MD5 of the first 3 bytes");
-	CHECK(s3_fd_md5(fd, 7, NULL, d) == -ENODATA, "a file shorter than asked is -ENODATA");
+	CHECK(s3_fd_md5(fd, -1, 7, NULL, d) == -ENODATA, "a file shorter than asked is -ENODATA");
 	close(fd);
 	unlink(path);
 }
