@@ -27,6 +27,7 @@
 #include "../s3/sync.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -132,7 +133,8 @@ static const struct rdx_cli s3_cli = {
 		"  ls [s3://BUCKET[/PREFIX]]      list buckets, or keys and prefixes\n"
 		"  rm s3://BUCKET/KEY...          delete objects (-r: every key under a prefix)\n"
 		"  cp SRC DST                     copy one object: FILE to s3://, s3:// to FILE,\n"
-		"                                 s3:// to s3:// (server side, up to 5 GiB);\n"
+		"                                 s3:// to s3:// (server side, in parts above\n"
+		"                                 --part-size);\n"
 		"                                 -r: a directory or prefix, every object\n"
 		"  sync SRC DST                   make DST a copy of SRC (DIR or s3://BUCKET/PREFIX),\n"
 		"                                 sending only what differs\n"
@@ -761,8 +763,8 @@ static int cmd_rm(struct s3_cmd *s, char **args, int n)
 	return rc;
 }
 
-/* cp between two S3 URLs: CopyObject, after a HEAD that says whether the
- * source fits one (5 GiB; more needs UploadPartCopy). */
+/* cp between two S3 URLs, server side (s3_copy: CopyObject, or
+ * UploadPartCopy in parallel for more than a part). */
 static int cp_s3(struct s3_cmd *s, const char *src, const char *dst)
 {
 	struct s3_url a, b;
@@ -781,21 +783,12 @@ static int cp_s3(struct s3_cmd *s, const char *src, const char *dst)
 		}
 		strcat(b.key, last);
 	}
-	snprintf(what, sizeof(what), "s3://%s/%s", a.bucket, a.key);
-	ret = s3_head_object(s->s3, a.bucket, a.key, &info);
-	if (ret)
-		return s3_fail(s, what, ret);
-	if (info.size > PUT_MAX) {
-		rdx_error("cp %s: %llu bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet",
-			  what, (unsigned long long)info.size);
-		return RDX_EXIT_FAIL;
-	}
 	snprintf(what, sizeof(what), "s3://%s/%s to s3://%s/%s", a.bucket, a.key,
 		 b.bucket, b.key);
-	ret = s3_copy_object(s->s3, a.bucket, a.key, b.bucket, b.key, &info);
+	ret = s3_copy(s->s3, &s->xfer, a.bucket, a.key, b.bucket, b.key, &info);
 	if (ret)
 		return s3_fail(s, what, ret);
-	rdx_info(1, "copied %s, ETag %s", what, info.etag);
+	rdx_info(1, "copied %s: %" PRIu64 " bytes, ETag %s", what, info.size, info.etag);
 	return 0;
 }
 

@@ -134,6 +134,47 @@ int s3_http_content_range(const char *s, uint64_t *a, uint64_t *b, uint64_t *t)
 	return *b < *a || *b >= *t ? -RDX_EPROTO : 0;
 }
 
+/* The headers a copy carries over (see s3_http_resp.carry). */
+static const char *const carried[] = { "Content-Type", "Cache-Control",
+	"Content-Disposition", "Content-Encoding", "Content-Language",
+	"Expires", "x-amz-meta-" };
+
+static void keep_carried(struct s3_http_resp *r, const char *line, size_t n)
+{
+	const char *colon = memchr(line, ':', n);
+	size_t i, nl, vs, ve;
+	bool want = false;
+
+	if (!colon)
+		return;
+	nl = (size_t)(colon - line);
+	for (i = 0; i < sizeof(carried) / sizeof(carried[0]) && !want; i++) {
+		size_t cl = strlen(carried[i]);
+
+		want = carried[i][cl - 1] == '-' ? nl > cl && !strncasecmp(line, carried[i], cl)
+						 : nl == cl && !strncasecmp(line, carried[i], cl);
+	}
+	if (!want)
+		return;
+	for (vs = nl + 1; vs < n && (line[vs] == ' ' || line[vs] == '\t'); vs++)
+		;
+	for (ve = n; ve > vs && (line[ve - 1] == '\r' || line[ve - 1] == '\n' ||
+				  line[ve - 1] == ' '); ve--)
+		;
+	for (i = 0; i < ve; i++) /* nothing that could end a header early */
+		if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
+			r->carry_over = true;
+			return;
+		}
+	if (r->carry_len + nl + 2 + (ve - vs) + 2 > sizeof(r->carry)) {
+		r->carry_over = true;
+		return;
+	}
+	r->carry_len += (size_t)snprintf(r->carry + r->carry_len,
+					 sizeof(r->carry) - r->carry_len, "%.*s: %.*s\n",
+					 (int)nl, line, (int)(ve - vs), line + vs);
+}
+
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
 	struct xfer *x = ctx;
@@ -146,6 +187,9 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		r->etag[0] = r->last_modified[0] = r->content_type[0] = '\0';
 		r->request_id[0] = r->content_range[0] = r->sse[0] = '\0';
 		r->meta_mtime[0] = '\0';
+		r->carry[0] = '\0';
+		r->carry_len = 0;
+		r->carry_over = false;
 		r->sse_c = false;
 		r->has_length = false;
 		return len;
@@ -168,6 +212,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	header_value(p, len, "Content-Range", r->content_range, sizeof(r->content_range));
 	header_value(p, len, "x-amz-server-side-encryption", r->sse, sizeof(r->sse));
 	header_value(p, len, "x-amz-meta-mtime", r->meta_mtime, sizeof(r->meta_mtime));
+	keep_carried(r, p, len);
 	if (len > 48 && !strncasecmp(p, "x-amz-server-side-encryption-customer-algorithm:", 48))
 		r->sse_c = true;
 	header_value(p, len, "x-amz-request-id", r->request_id, sizeof(r->request_id));

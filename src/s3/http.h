@@ -18,6 +18,7 @@
 
 #define S3_HTTP_ERR_MAX (64u << 10)
 #define S3_HTTP_ERRLEN 256 /* libcurl's CURL_ERROR_SIZE */
+#define S3_HTTP_CARRY_MAX 8192 /* S3 allows 2 KB of user metadata */
 
 struct s3_http;
 
@@ -67,6 +68,12 @@ struct s3_http_resp {
 	char sse[32];		/* x-amz-server-side-encryption */
 	char meta_mtime[24];	/* x-amz-meta-mtime (rds3 sync's), "" if none */
 	bool sse_c;		/* a customer-provided key was used */
+	/* What a copy carries over to a new object: Content-Type and the
+	 * other representation headers, and x-amz-meta-*, as lines "Name:
+	 * value\n" (S3_HTTP_CARRY_MAX at most; over says more came). */
+	char carry[S3_HTTP_CARRY_MAX];
+	size_t carry_len;
+	bool carry_over;
 	char request_id[128];
 	char error[S3_HTTP_ERRLEN]; /* why no response came */
 };

@@ -6,6 +6,8 @@
 #include "../core/err.h"
 #include "../core/log.h"
 #include "../core/units.h"
+#include "http.h"
+#include "s3_int.h"
 #include "sigv4.h"
 
 #include <errno.h>
@@ -132,6 +134,12 @@ struct up {
 	atomic_int cancel; /* the workers' clients stop on it */
 	const char *bucket, *key;
 	char upload_id[S3_UPLOAD_ID_MAX];
+	/* a copy's (s3_copy_multipart): the source, pinned by its ETag, and
+	 * the next part to claim (under lock) */
+	const char *src_bucket, *src_key, *src_etag;
+	uint64_t src_size, part_size;
+	unsigned next, nparts;
+	bool unhashed; /* a part's ETag is no MD5: the object's is not checked */
 };
 
 struct up_worker {
@@ -151,6 +159,28 @@ static void up_fail(struct up *u, int err, const struct s3_error *e)
 	}
 	atomic_store(&u->cancel, 1);
 	pthread_cond_broadcast(&u->cond);
+}
+
+/* up_fail for part number part, which c failed: the message says which.
+ * Called with the lock held. */
+static void part_failed(struct up *u, struct s3_client *c, unsigned part, int ret)
+{
+	struct s3_error e = *s3_last_error(c);
+	char msg[sizeof(e.message)];
+
+	snprintf(msg, sizeof(msg), "%s", e.message);
+	snprintf(e.message, sizeof(e.message), "part %u: %.480s", part, msg);
+	up_fail(u, ret, &e);
+}
+
+/* The worker's end: one fewer running. */
+static void *worker_done(struct up *u)
+{
+	pthread_mutex_lock(&u->lock);
+	u->running--;
+	pthread_cond_broadcast(&u->cond);
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
 }
 
 static void *up_work(void *arg)
@@ -184,27 +214,15 @@ static void *up_work(void *arg)
 			rdx_info(2, "part %u: %zu bytes, ETag %s", j.part,
 				 j.len, u->etags[j.part - 1]);
 		pthread_mutex_lock(&u->lock);
-		if (ret) {
-			struct s3_error e = *s3_last_error(w->c);
-			char msg[sizeof(e.message)];
-
-			/* Which part, for the message. */
-			snprintf(msg, sizeof(msg), "%s", e.message);
-			snprintf(e.message, sizeof(e.message),
-				 "part %u: %.480s", j.part, msg);
-			up_fail(u, ret, &e);
-		}
+		if (ret)
+			part_failed(u, w->c, j.part, ret);
 		u->free_bufs[u->nfree++] = j.buf;
 		pthread_cond_broadcast(&u->cond);
 		pthread_mutex_unlock(&u->lock);
 		if (ret)
 			break;
 	}
-	pthread_mutex_lock(&u->lock);
-	u->running--;
-	pthread_cond_broadcast(&u->cond);
-	pthread_mutex_unlock(&u->lock);
-	return NULL;
+	return worker_done(u);
 }
 
 /* Where the parts come from: a file at offsets, or a stream in order (with
@@ -364,18 +382,96 @@ static void up_abort(const struct s3_xfer_opts *o, const struct up *u)
 	s3_client_free(ac);
 }
 
+/* Starts a thread fn(&w[i]) for each of the nw workers, with SIGINT and
+ * SIGTERM blocked (they land on the caller).  Returns how many started. */
+static unsigned start_workers(struct up *u, struct up_worker *w, unsigned nw,
+			      void *(*fn)(void *))
+{
+	unsigned i, started = 0;
+	sigset_t old;
+
+	s3_xfer_block_signals(&old);
+	for (i = 0; i < nw; i++) {
+		if (pthread_create(&w[i].t, NULL, fn, &w[i]))
+			break;
+		started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_mutex_lock(&u->lock);
+	u->running = started;
+	pthread_mutex_unlock(&u->lock);
+	return started;
+}
+
+/* Waits for the started workers, here rather than in pthread_join so
+ * that a signal is seen (and stops them). */
+static void wait_workers(struct up *u, const struct s3_xfer_opts *o,
+			 struct up_worker *w, unsigned started)
+{
+	pthread_mutex_lock(&u->lock);
+	while (u->running) {
+		if (!u->err && atomic_load(o->stop))
+			up_fail(u, -RDX_EINTR, NULL);
+		s3_xfer_wait(&u->cond, &u->lock);
+	}
+	pthread_mutex_unlock(&u->lock);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(w[i].t, NULL);
+}
+
+/* After the workers: parts 1..n are in (CompleteMultipartUpload, and the
+ * ETag S3 gives checked against the parts' MD5s), or the first failure is
+ * c's error and the upload is aborted.  Returns 0 or that error. */
+static int finish(struct s3_client *c, const struct s3_xfer_opts *o,
+		  struct up *u, unsigned n, struct s3_object_info *info)
+{
+	char etag[S3_ETAG_MAX];
+	bool md5_etag = true;
+	int ret = u->err;
+
+	if (!ret && atomic_load(o->stop))
+		ret = -RDX_EINTR;
+	if (ret) {
+		if (ret == -RDX_EINTR) {
+			struct s3_error e = {0};
+
+			s3_set_error(c, &e);
+		} else if (u->e.attempts || u->e.code[0] || u->e.message[0]) {
+			s3_set_error(c, &u->e);
+		}
+		up_abort(o, u);
+		return ret;
+	}
+	ret = s3_mpu_complete(c, u->bucket, u->key, u->upload_id,
+			      (const char(*)[S3_ETAG_MAX])u->etags, n, etag,
+			      &md5_etag);
+	if (ret) {
+		up_abort(o, u);
+		return ret;
+	}
+	if (md5_etag && !u->unhashed)
+		ret = check_etag(c, u, n, etag);
+	else
+		rdx_info(1, "ETag %s of an object encrypted with KMS or a customer key: not checked",
+			 etag);
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		snprintf(info->etag, sizeof(info->etag), "%s", etag);
+		info->size = u->bytes;
+	}
+	return ret;
+}
+
 /* The multipart upload proper; part 1 may already be in first_buf. */
 static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 		  const char *bucket, const char *key, struct source *s,
 		  char *first_buf, size_t first_len,
 		  struct s3_object_info *info)
 {
-	unsigned nw = o->concurrency, i, started = 0, n;
+	unsigned nw = o->concurrency, i, started, n;
 	struct up_worker *w = calloc(nw, sizeof(*w));
 	struct up *u = calloc(1, sizeof(*u));
-	char etag[S3_ETAG_MAX], *own_first = first_len ? first_buf : NULL;
-	sigset_t old;
-	bool md5_etag = true;
+	char *own_first = first_len ? first_buf : NULL;
 	int ret;
 
 	if (!w || !u) {
@@ -413,63 +509,19 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	rdx_info(1,
 		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a time",
 		 u->upload_id, s->part_size, nw);
-	s3_xfer_block_signals(&old);
-	for (i = 0; i < nw; i++) {
-		if (pthread_create(&w[i].t, NULL, up_work, &w[i]))
-			break;
-		started++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	u->running = started;
-	if (!started) {
+	if (!(started = start_workers(u, w, nw, up_work))) {
 		ret = -EAGAIN;
-		goto out_abort;
+		up_abort(o, u);
+		goto out_free;
 	}
 	own_first = NULL; /* produce() hands it on */
 	n = produce(u, s, 1, first_len ? first_buf : NULL, first_len, o->stop);
 	pthread_mutex_lock(&u->lock);
 	u->done = true;
 	pthread_cond_broadcast(&u->cond);
-	/* Wait here, not in pthread_join, so a signal is seen. */
-	while (u->running) {
-		if (!u->err && atomic_load(o->stop))
-			up_fail(u, -RDX_EINTR, NULL);
-		s3_xfer_wait(&u->cond, &u->lock);
-	}
 	pthread_mutex_unlock(&u->lock);
-	for (i = 0; i < started; i++)
-		pthread_join(w[i].t, NULL);
-	ret = u->err;
-	if (!ret && atomic_load(o->stop))
-		ret = -RDX_EINTR;
-	if (ret) {
-		if (ret == -RDX_EINTR) {
-			struct s3_error e = {0};
-
-			s3_set_error(c, &e);
-		} else if (u->e.attempts || u->e.code[0] || u->e.message[0]) {
-			s3_set_error(c, &u->e);
-		}
-		goto out_abort;
-	}
-	ret = s3_mpu_complete(c, bucket, key, u->upload_id,
-			      (const char(*)[S3_ETAG_MAX])u->etags, n, etag,
-			      &md5_etag);
-	if (ret)
-		goto out_abort;
-	if (md5_etag)
-		ret = check_etag(c, u, n, etag);
-	else
-		rdx_info(1, "ETag %s of an object encrypted with KMS or a customer key: not checked",
-			 etag);
-	if (info) {
-		memset(info, 0, sizeof(*info));
-		snprintf(info->etag, sizeof(info->etag), "%s", etag);
-		info->size = u->bytes;
-	}
-	goto out_free;
-out_abort:
-	up_abort(o, u);
+	wait_workers(u, o, w, started);
+	ret = finish(c, o, u, n, info);
 out_free:
 	for (i = 0; i < nw; i++)
 		s3_client_free(w[i].c);
@@ -488,6 +540,172 @@ out_free:
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 	free(w);
+	return ret;
+}
+
+/* --------------------------------------------------------------- copy */
+
+/* A part's ETag as the 16 bytes of its MD5; false for another form. */
+static bool etag_md5(const char *etag, unsigned char *md5)
+{
+	char hex[33];
+
+	if (!s3_etag_md5(etag, hex))
+		return false;
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+
+		sscanf(hex + 2 * i, "%2x", &v); /* 32 hex digits, checked */
+		md5[i] = (unsigned char)v;
+	}
+	return true;
+}
+
+static void *copy_work(void *arg)
+{
+	struct up_worker *w = arg;
+	struct up *u = w->u;
+
+	for (;;) {
+		uint64_t first, last;
+		unsigned part;
+		int ret;
+
+		pthread_mutex_lock(&u->lock);
+		if (u->err || u->next > u->nparts) {
+			pthread_mutex_unlock(&u->lock);
+			break;
+		}
+		part = u->next++;
+		pthread_mutex_unlock(&u->lock);
+		first = (uint64_t)(part - 1) * u->part_size;
+		last = (u->src_size - first < u->part_size ? u->src_size : first + u->part_size) - 1;
+		ret = s3_mpu_part_copy(w->c, u->bucket, u->key, u->upload_id, part,
+				       u->src_bucket, u->src_key, u->src_etag, first,
+				       last, u->etags[part - 1]);
+		pthread_mutex_lock(&u->lock);
+		if (ret) {
+			part_failed(u, w->c, part, ret);
+		} else {
+			rdx_info(2, "part %u: bytes %" PRIu64 "-%" PRIu64 " copied, ETag %s",
+				 part, first, last, u->etags[part - 1]);
+			if (!etag_md5(u->etags[part - 1], u->md5[part - 1]))
+				u->unhashed = true;
+			u->bytes += last - first + 1;
+		}
+		pthread_mutex_unlock(&u->lock);
+		if (ret)
+			break;
+	}
+	return worker_done(u);
+}
+
+int s3_copy_multipart(struct s3_client *c, const struct s3_xfer_opts *o,
+		      const char *src_bucket, const char *src_key,
+		      const struct s3_object_info *src, const char *bucket,
+		      const char *key, struct s3_object_info *info)
+{
+	struct up *u = calloc(1, sizeof(*u));
+	struct up_worker *w = NULL;
+	unsigned nw = o->concurrency, i, started;
+	int ret = -ENOMEM;
+
+	if (!u)
+		return -ENOMEM;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->bucket = bucket;
+	u->key = key;
+	u->src_bucket = src_bucket;
+	u->src_key = src_key;
+	u->src_etag = src->etag;
+	u->src_size = src->size;
+	u->next = 1;
+	if ((ret = s3_part_size_for(src->size, o->part_size, &u->part_size)))
+		goto out;
+	u->nparts = (unsigned)((src->size + u->part_size - 1) / u->part_size);
+	if (nw > u->nparts)
+		nw = u->nparts;
+	ret = -ENOMEM;
+	w = calloc(nw, sizeof(*w));
+	u->etags = calloc(u->nparts, sizeof(*u->etags));
+	u->md5 = calloc(u->nparts, sizeof(*u->md5));
+	if (!w || !u->etags || !u->md5)
+		goto out;
+	for (i = 0; i < nw; i++) {
+		w[i].u = u;
+		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
+			goto out;
+	}
+	ret = s3_mpu_create(c, bucket, key, o->headers, o->nheaders, u->upload_id);
+	if (ret)
+		goto out;
+	rdx_info(1,
+		 "multipart copy %s: %u parts of %" PRIu64 " bytes, %u at a time",
+		 u->upload_id, u->nparts, u->part_size, nw);
+	if (!(started = start_workers(u, w, nw, copy_work))) {
+		ret = -EAGAIN;
+		up_abort(o, u);
+		goto out;
+	}
+	wait_workers(u, o, w, started);
+	ret = finish(c, o, u, u->nparts, info);
+out:
+	for (i = 0; w && i < nw; i++)
+		s3_client_free(w[i].c);
+	free(w);
+	free(u->etags);
+	free(u->md5);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+	return ret;
+}
+
+#define CARRY_HEADERS_MAX 128
+
+int s3_copy(struct s3_client *c, const struct s3_xfer_opts *o,
+	    const char *src_bucket, const char *src_key, const char *bucket,
+	    const char *key, struct s3_object_info *info)
+{
+	struct s3_kv h[CARRY_HEADERS_MAX];
+	struct s3_xfer_opts xo = *o;
+	struct s3_object_info src;
+	char *line, *next, *sep, *buf = malloc(S3_HTTP_CARRY_MAX);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = s3_head_carry(c, src_bucket, src_key, &src, buf, S3_HTTP_CARRY_MAX);
+	if (ret)
+		goto out;
+	if (src.size <= o->part_size) {
+		/* One request does it, metadata and all. */
+		ret = s3_copy_object(c, src_bucket, src_key, bucket, key, info);
+		if (!ret && info)
+			info->size = src.size;
+		goto out;
+	}
+	xo.headers = h;
+	xo.nheaders = 0;
+	for (line = buf; *line; line = next) {
+		next = strchr(line, '\n');
+		*next++ = '\0';
+		sep = strstr(line, ": ");
+		if (!sep)
+			continue;
+		if (xo.nheaders == CARRY_HEADERS_MAX) {
+			ret = s3_bad_response(c, -RDX_EPROTO, "MetadataTooLarge",
+					      "more than %d headers to carry over",
+					      CARRY_HEADERS_MAX);
+			goto out;
+		}
+		*sep = '\0';
+		h[xo.nheaders++] = (struct s3_kv){ line, sep + 2 };
+	}
+	ret = s3_copy_multipart(c, &xo, src_bucket, src_key, &src, bucket, key, info);
+out:
+	free(buf);
 	return ret;
 }
 

@@ -56,6 +56,28 @@ int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
 		     const char *bucket, const char *key, int fd,
 		     struct s3_object_info *info);
 
+/* A server-side copy as a multipart upload (UploadPartCopy), for objects
+ * over 5 GiB, which CopyObject refuses, and large ones, whose parts are
+ * copied in parallel: src_bucket/src_key, whose HEAD gave src (size,
+ * ETag: every part asks for that version, so a source replaced midway is
+ * 412 PreconditionFailed), to bucket/key with o->headers (what the copy
+ * carries over, see s3_head_carry).  o->part_size grows as for uploads.
+ * Aborted on any failure or signal; info gets the new ETag and size.
+ * Returns 0 or an s3_last_error(c) code; -RDX_EINTEGRITY when the new
+ * object's ETag is not the MD5 of its parts' ETags. */
+int s3_copy_multipart(struct s3_client *c, const struct s3_xfer_opts *o,
+		      const char *src_bucket, const char *src_key,
+		      const struct s3_object_info *src, const char *bucket,
+		      const char *key, struct s3_object_info *info);
+
+/* cp from S3 to S3, server side: a HEAD of the source, then CopyObject
+ * when it fits one part (o->part_size), else s3_copy_multipart with what
+ * the HEAD said to carry over.  info gets the new ETag and the size.
+ * Returns 0 or an s3_last_error(c) code. */
+int s3_copy(struct s3_client *c, const struct s3_xfer_opts *o,
+	    const char *src_bucket, const char *src_key, const char *bucket,
+	    const char *key, struct s3_object_info *info);
+
 /* Downloads the object into out: a file gets its ranges with pwrite, in
  * any order; stdout gets them in order.  info gets size and ETag.  Returns
  * 0, an s3_last_error(c) code, or -errno for the output. */

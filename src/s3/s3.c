@@ -807,6 +807,35 @@ out:
 	return ret;
 }
 
+/* x-amz-copy-source's value: "/bucket/key", the key URI-encoded (slashes
+ * kept) as S3 decodes it.  Returns 0 or -ENOMEM. */
+static int copy_source(struct s3_buf *src, const char *src_bucket, const char *src_key)
+{
+	int ret;
+
+	s3_buf_init(src, 0);
+	s3_buf_printf(src, "/%s/", src_bucket);
+	ret = s3_uri_encode(src, src_key, strlen(src_key), true);
+	return ret ? ret : s3_buf_err(src);
+}
+
+/* The ETag in a copy's answer, <root><ETag>: S3 may answer 200 and fail
+ * later, which the body then says. */
+static int copy_result(struct s3_client *c, const char *root, const char *op,
+		       char *etag)
+{
+	if (!s3_xml_field(c->resp.body.p, c->resp.body.len, root, "ETag", etag,
+			  S3_ETAG_MAX))
+		return 0;
+	s3_fill_error(c, -RDX_EPROTO);
+	if (c->resp.body.len &&
+	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
+			  sizeof(c->err.code), c->err.message, sizeof(c->err.message)))
+		return -RDX_EREMOTE;
+	return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
+			       "%s's answer has no %s ETag", op, root);
+}
+
 int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		   const char *src_key, const char *bucket, const char *key,
 		   struct s3_object_info *info)
@@ -818,39 +847,69 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		.headers = h, .nheaders = 1, .body = "", .body_fd = -1,
 	};
 	char etag[S3_ETAG_MAX];
-	int ret;
+	int ret = copy_source(&src, src_bucket, src_key);
 
-	/* The source is one header: "/bucket/key", the key URI-encoded
-	 * (slashes kept) as S3 decodes it. */
-	s3_buf_init(&src, 0);
-	s3_buf_printf(&src, "/%s/", src_bucket);
-	ret = s3_uri_encode(&src, src_key, strlen(src_key), true);
-	if (!ret)
-		ret = s3_buf_err(&src);
 	if (ret)
 		goto out;
 	h[0] = (struct s3_kv){ "x-amz-copy-source", src.p };
 	ret = s3_do_request(c, &r);
-	if (ret)
-		goto out;
-	/* S3 may answer 200 and fail later: the body says which. */
-	if (!s3_xml_field(c->resp.body.p, c->resp.body.len, "CopyObjectResult",
-			  "ETag", etag, sizeof(etag))) {
-		if (info) {
-			memset(info, 0, sizeof(*info));
-			snprintf(info->etag, sizeof(info->etag), "%s", etag);
-		}
-		goto out;
+	if (!ret)
+		ret = copy_result(c, "CopyObjectResult", "CopyObject", etag);
+	if (!ret && info) {
+		memset(info, 0, sizeof(*info));
+		snprintf(info->etag, sizeof(info->etag), "%s", etag);
 	}
-	s3_fill_error(c, -RDX_EPROTO);
-	if (c->resp.body.len &&
-	    !s3_xml_error(c->resp.body.p, c->resp.body.len, c->err.code,
-			  sizeof(c->err.code), c->err.message, sizeof(c->err.message)))
-		ret = -RDX_EREMOTE;
-	else
-		ret = s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
-				   "CopyObject's answer has no CopyObjectResult ETag");
 out:
 	s3_buf_release(&src);
 	return ret;
+}
+
+int s3_mpu_part_copy(struct s3_client *c, const char *bucket, const char *key,
+		     const char *upload_id, unsigned part, const char *src_bucket,
+		     const char *src_key, const char *src_etag, uint64_t first,
+		     uint64_t last, char *etag)
+{
+	char num[16], range[64];
+	struct s3_kv q[] = { { "partNumber", num }, { "uploadId", upload_id } };
+	struct s3_kv h[3];
+	struct s3_buf src;
+	struct s3_req r = {
+		.method = "PUT", .op = "cp", .bucket = bucket, .key = key,
+		.query = q, .nquery = 2, .headers = h, .nheaders = 2,
+		.body = "", .body_fd = -1,
+	};
+	int ret = copy_source(&src, src_bucket, src_key);
+
+	if (ret)
+		goto out;
+	snprintf(num, sizeof(num), "%u", part);
+	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, first, last);
+	h[0] = (struct s3_kv){ "x-amz-copy-source", src.p };
+	h[1] = (struct s3_kv){ "x-amz-copy-source-range", range };
+	if (src_etag && *src_etag)
+		h[r.nheaders++] = (struct s3_kv){ "x-amz-copy-source-if-match", src_etag };
+	ret = s3_do_request(c, &r);
+	if (!ret)
+		ret = copy_result(c, "CopyPartResult", "UploadPartCopy", etag);
+	if (!ret && !etag_ok(etag))
+		ret = s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				      "part %u came back without a usable ETag", part);
+out:
+	s3_buf_release(&src);
+	return ret;
+}
+
+int s3_head_carry(struct s3_client *c, const char *bucket, const char *key,
+		  struct s3_object_info *info, char *carry, size_t cap)
+{
+	int ret = s3_head_object(c, bucket, key, info);
+
+	if (ret)
+		return ret;
+	if (c->resp.carry_over || c->resp.carry_len >= cap)
+		return s3_bad_response(c, -RDX_EPROTO, "MetadataTooLarge",
+				       "more metadata than a copy can carry over (%zu bytes)",
+				       sizeof(c->resp.carry));
+	memcpy(carry, c->resp.carry, c->resp.carry_len + 1);
+	return 0;
 }

@@ -186,6 +186,23 @@ int s3_copy_object(struct s3_client *c, const char *src_bucket,
 		   const char *src_key, const char *bucket, const char *key,
 		   struct s3_object_info *info);
 
+/* UploadPartCopy: bytes first..last of src_bucket/src_key (as they are
+ * while its ETag is src_etag, when not NULL: else 412
+ * PreconditionFailed) become part number part of the multipart upload
+ * upload_id of bucket/key; the part's ETag into etag (S3_ETAG_MAX).  A
+ * 200 with an Error body is -RDX_EREMOTE with its Code, as CopyObject. */
+int s3_mpu_part_copy(struct s3_client *c, const char *bucket, const char *key,
+		     const char *upload_id, unsigned part, const char *src_bucket,
+		     const char *src_key, const char *src_etag, uint64_t first,
+		     uint64_t last, char *etag);
+
+/* HeadObject, and what a copy carries over to a new object (Content-Type,
+ * Cache-Control, Content-Disposition, Content-Encoding, Content-Language,
+ * Expires, x-amz-meta-*) into carry as "Name: value\n" lines, NUL-ended.
+ * More than cap (or than S3_HTTP_CARRY_MAX) is -RDX_EPROTO. */
+int s3_head_carry(struct s3_client *c, const char *bucket, const char *key,
+		  struct s3_object_info *info, char *carry, size_t cap);
+
 /* The MD5 of the file fd's first size bytes into md5[16]; read through
  * dfd instead (the same file opened with O_DIRECT) unless it is -1, so
  * that none of it enters the page cache.  Returns 0, -ENODATA when it is

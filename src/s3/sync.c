@@ -476,21 +476,12 @@ static void do_copy(struct run *r, struct s3_client *c, const struct action *a)
 		failed(r, -ENAMETOOLONG);
 		return;
 	}
-	if (a->src->size > PUT_MAX) {
-		rdx_error("%s: %" PRIu64 " bytes: a server-side copy of more "
-			  "than 5 GiB needs UploadPartCopy, "
-			  "which rds3 does not support yet",
-			  what, a->src->size);
-		failed(r, -ENOTSUP);
-		return;
-	}
 	if (r->o->dry_run) {
 		say(r, "copy", from, to);
 		count(r, DONE);
 		return;
 	}
-	ret = s3_copy_object(c, r->src->bucket, skey, r->dst->bucket, dkey,
-			     NULL);
+	ret = s3_copy(c, r->o->xfer, r->src->bucket, skey, r->dst->bucket, dkey, NULL);
 	if (ret) {
 		s3_failed(r, c, what, ret);
 		return;

@@ -593,13 +593,88 @@ resident() {
 	xrun "$RDS3" rm -r "s3://$B-2" && xrun "$RDS3" rb "s3://$B-2"
 }
 
+# aws_s3 ARGS...: the AWS CLI against the proxy.
+aws_s3() {
+	run_t "$AWS" --endpoint-url "http://127.0.0.1:$PROXY_PORT" --region us-east-1 "$@"
+}
+
+# head_json KEY: aws's HeadObject of s3://$B/KEY into $output.
+head_json() {
+	aws_s3 s3api head-object --bucket "$B" --key "$1"
+	assert_status 0
+}
+
+@test "cp S3 to S3 of more than a part: UploadPartCopy in parallel, metadata carried over, the same ETag as aws's copy" {
+	mkrand "$D/f" $((17 * 1024 * 1024 + 5))
+	aws_s3 s3 cp "$D/f" "s3://$B/src" --content-type text/x-rdx --cache-control max-age=60 \
+		--content-disposition 'attachment; filename="f"' --metadata k1=v1,k2=v2
+	assert_status 0
+	rds3 -v --part-size 5M --concurrency 3 cp "s3://$B/src" "s3://$B/dir/copy"
+	assert_status 0
+	assert_match "$stderr" "multipart copy [^ ]+: 4 parts of 5242880 bytes, 3 at a time"
+	assert_match "$stderr" "copied s3://$B/src to s3://$B/dir/copy: 17825797 bytes, ETag $(mp_etag "$D/f" 5242880)"
+	[ "$(stat_delta partCopies)" -eq 4 ] || fail "part copies: $(stat_delta partCopies)"
+	[ "$(stat_delta copies)" -eq 0 ] || fail "CopyObject was used"
+	open_uploads 0
+	rds3 get "s3://$B/dir/copy" "$D/back"
+	assert_status 0
+	cmp "$D/f" "$D/back"
+	head_json dir/copy
+	[ "$(jq -r .ContentType <<<"$output")" = text/x-rdx ] || fail "$output"
+	[ "$(jq -r .CacheControl <<<"$output")" = max-age=60 ] || fail "$output"
+	[ "$(jq -r .ContentDisposition <<<"$output")" = 'attachment; filename="f"' ] || fail "$output"
+	[ "$(jq -c .Metadata <<<"$output")" = '{"k1":"v1","k2":"v2"}' ] || fail "$output"
+	# aws copies it the same way (8 MiB parts, UploadPartCopy): the
+	# same parts make the same ETag.
+	aws_s3 s3 cp "s3://$B/src" "s3://$B/by-aws"
+	assert_status 0
+	rds3 --part-size 8M cp "s3://$B/src" "s3://$B/by-rds3"
+	assert_status 0
+	head_json by-aws
+	want=$(jq -r .ETag <<<"$output")
+	[ "$want" = "$(mp_etag "$D/f" 8388608)" ] || fail "aws's copy: $want"
+	head_json by-rds3
+	[ "$(jq -r .ETag <<<"$output")" = "$want" ] || fail "rds3's copy: $output, aws's $want"
+	# Up to a part, one CopyObject.
+	rds3 --part-size 32M cp "s3://$B/src" "s3://$B/one"
+	assert_status 0
+	[ "$(stat_delta copies)" -eq 1 ] || fail "copies: $(stat_delta copies)"
+}
+
+@test "cp S3 to S3 in parts: a failed part (403, a 200 with an Error body) aborts the upload; a 503 is retried" {
+	mkrand "$D/f" $((12 * 1024 * 1024))
+	xrun "$RDS3" --part-size 5M put "$D/f" "s3://$B/src"
+	proxy_fault 403 1 AccessDenied UploadPartCopy 1
+	rds3 --part-size 5M --concurrency 1 cp "s3://$B/src" "s3://$B/c"
+	assert_status 3
+	assert_one_line_error "$stderr" rds3
+	assert_match "$stderr" "^rds3: cp s3://$B/src to s3://$B/c: AccessDenied: part 2: injected by the test proxy"
+	[ "$(stat_delta aborted)" -eq 1 ] || fail "aborted: $(stat_delta aborted)"
+	open_uploads 0
+	rds3 stat "s3://$B/c"
+	assert_status 5
+	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/copyerror?code=InternalError" >/dev/null
+	rds3 --retries 0 --part-size 5M cp "s3://$B/src" "s3://$B/c"
+	assert_status 5
+	assert_match "$stderr" "InternalError: part [123]: injected by the test proxy"
+	[ "$(stat_delta aborted)" -eq 2 ] || fail "aborted: $(stat_delta aborted)"
+	rds3 stat "s3://$B/c"
+	assert_status 5
+	proxy_fault 503 1 SlowDown UploadPartCopy
+	rds3 --part-size 5M cp "s3://$B/src" "s3://$B/c"
+	assert_status 0
+	rds3 get "s3://$B/c" "$D/back"
+	cmp "$D/f" "$D/back"
+	open_uploads 0
+}
+
 @test "cp: a missing source, a 200 with an Error body, usage errors: clear and non-zero" {
 	mkrand "$D/f" 10
 	xrun "$RDS3" put "$D/f" "s3://$B/a"
 	rds3 cp "s3://$B/nope" "s3://$B/b"
 	assert_status 5
 	assert_one_line_error "$stderr" rds3
-	assert_match "$stderr" "^rds3: cp s3://$B/nope: NotFound: "
+	assert_match "$stderr" "^rds3: cp s3://$B/nope to s3://$B/b: NotFound: "
 	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/copyerror?code=InternalError" >/dev/null
 	rds3 --retries 0 cp "s3://$B/a" "s3://$B/b"
 	assert_status 5
@@ -607,12 +682,6 @@ resident() {
 	assert_match "$stderr" "^rds3: cp s3://$B/a to s3://$B/b: InternalError: injected by the test proxy"
 	rds3 stat "s3://$B/b"
 	assert_status 5
-	# Past 5 GiB CopyObject cannot do it: said plainly, nothing copied.
-	curl -sf -X POST "http://127.0.0.1:$PROXY_PORT/__proxy/headsize?bytes=5368709121" >/dev/null
-	rds3 cp "s3://$B/a" "s3://$B/b"
-	assert_status 1
-	assert_one_line_error "$stderr" rds3
-	assert_match "$stderr" "^rds3: cp s3://$B/a: 5368709121 bytes: a server-side copy of more than 5 GiB needs UploadPartCopy, which rds3 does not support yet$"
 	[ "$(stat_delta copies)" -eq 1 ] || fail "copies: $(stat_delta copies)"
 	rds3 cp "$D/f" "$D/g"
 	assert_status 2

@@ -177,8 +177,9 @@ keys() {
 	[ "$(cd "$D/down" && find . -type f)" = ./c.log ] || fail "got $(cd "$D/down" && find . -type f)"
 }
 
-@test "cp -r: directory to prefix, prefix to directory, prefix to prefix (server side), everything again" {
+@test "cp -r: directory to prefix, prefix to directory, prefix to prefix (server side, in parts above one), everything again" {
 	mktree "$D/src"
+	touch -d '2020-01-02 03:04:05' "$D/src/big" # not "now", whatever else is
 	rds3 -v --part-size 5M cp -r "$D/src" "s3://$B/up"
 	assert_status 0
 	[ "$(sent "$stderr")" = 6 ] || fail "$stderr"
@@ -193,6 +194,22 @@ keys() {
 	rds3 cp -r "s3://$B/copy" "$D/dst"
 	assert_status 0
 	diff -r "$D/src" "$D/dst" || fail "trees differ"
+	# With 5 MiB parts, the 6 MiB object is copied in two parts
+	# (UploadPartCopy), its x-amz-meta-mtime carried over: it comes
+	# down with the source's mtime.
+	stats1=$(proxy_stats)
+	rds3 -v --part-size 5M cp -r "s3://$B/up" "s3://$B/copy5/"
+	assert_status 0
+	assert_match "$stderr" "multipart copy [^ ]+: 2 parts of 5242880 bytes"
+	[ $(($(jq .copies <<<"$(proxy_stats)") - $(jq .copies <<<"$stats1"))) = 5 ] ||
+		fail "expected 5 CopyObject"
+	[ $(($(jq .partCopies <<<"$(proxy_stats)") - $(jq .partCopies <<<"$stats1"))) = 2 ] ||
+		fail "expected 2 UploadPartCopy"
+	rds3 cp -r "s3://$B/copy5" "$D/dst5"
+	assert_status 0
+	diff -r "$D/src" "$D/dst5" || fail "trees differ"
+	[ "$(stat -c %Y "$D/dst5/big")" = "$(stat -c %Y "$D/src/big")" ] ||
+		fail "mtime not carried: $(stat -c %Y "$D/dst5/big") vs $(stat -c %Y "$D/src/big")"
 	# sync between prefixes: nothing while the copies are newer; a
 	# source object written since is copied again.
 	rds3 -v sync "s3://$B/up" "s3://$B/copy"

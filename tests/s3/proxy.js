@@ -30,6 +30,8 @@
 // reports a key it could not delete, so the proxy can (see deletefail).
 // CopyObject's x-amz-copy-source is decoded and re-encoded with encodeURI
 // for s3rver, which reads it with decodeURI (that leaves %2B encoded).
+// UploadPartCopy, which s3rver lacks, is done by the proxy: the source
+// range read from s3rver, stored as an UploadPart (see uploadPartCopy).
 //
 // Control (not forwarded):
 //   POST /__proxy/fault?status=503&count=2[&code=SlowDown][&op=UploadPart][&skip=1]
@@ -43,8 +45,8 @@
 //        the next DeleteObjects that names K reports K as not deleted
 //        (an Error entry in its DeleteResult) and does not delete it
 //   POST /__proxy/copyerror?code=InternalError
-//        the next CopyObject is answered 200 with an Error body, as S3
-//        does when a copy fails after the status went out
+//        the next CopyObject or UploadPartCopy is answered 200 with an
+//        Error body, as S3 does when a copy fails after the status went out
 //   POST /__proxy/headsize?bytes=N
 //        the next HeadObject answers Content-Length N (a huge object
 //        without storing one)
@@ -87,7 +89,7 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { connections: 0, verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0 };
+const stats = { connections: 0, verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0, partCopies: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 const listKeys = new Map(); // "bucket/key" -> the key its listings show
 let completeMode = "";
@@ -112,6 +114,7 @@ function describe(req) {
   const m = req.method;
   let op = `${m} ${key ? "object" : bucket ? "bucket" : "service"}`;
   if (key && m === "POST" && "uploads" in q) op = "CreateMultipartUpload";
+  else if (key && m === "PUT" && "uploadId" in q && req.headers["x-amz-copy-source"] !== undefined) op = "UploadPartCopy";
   else if (key && m === "PUT" && "uploadId" in q) op = "UploadPart";
   else if (key && m === "PUT" && req.headers["x-amz-copy-source"] !== undefined) op = "CopyObject";
   else if (!key && bucket && m === "POST" && "delete" in q) op = "DeleteObjects";
@@ -406,10 +409,91 @@ function forward(req, res, body, d, after) {
   up.end(body);
 }
 
+// UploadPartCopy, which s3rver answers NotImplemented, done as S3 would:
+// the source's range (x-amz-copy-source-range, else all of it) is read from
+// s3rver, checked against x-amz-copy-source-if-match (412
+// PreconditionFailed), and stored as the part with an UploadPart of our
+// own; the answer is S3's CopyPartResult with the part's MD5 as its ETag.
+function uploadPartCopy(req, res, d, u) {
+  const n = Number(d.q.partNumber);
+  if (copyError) {
+    const code = copyError;
+    copyError = "";
+    sendXml(res, 200, `<Error><Code>${code}</Code><Message>injected by the test proxy</Message><RequestId>proxy</RequestId></Error>`);
+    return;
+  }
+  let src = decodeURIComponent(req.headers["x-amz-copy-source"].split("?")[0]);
+  if (src.startsWith("/")) src = src.slice(1);
+  const slash = src.indexOf("/");
+  if (!(n >= 1 && n <= 10000) || slash <= 0) {
+    s3error(res, 400, "InvalidArgument", "Bad part number or x-amz-copy-source");
+    return;
+  }
+  const sbucket = src.slice(0, slash), skey = src.slice(slash + 1);
+  const range = req.headers["x-amz-copy-source-range"];
+  if (range !== undefined && !/^bytes=\d+-\d+$/.test(range)) {
+    s3error(res, 400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last");
+    return;
+  }
+  const path = "/" + encodeURIComponent(sbucket) + "/" + skey.split("/").map(encodeURIComponent).join("/");
+  const headers = { authorization: req.headers.authorization, "x-amz-date": req.headers["x-amz-date"],
+    "x-amz-content-sha256": "UNSIGNED-PAYLOAD" };
+  if (range) headers.range = range;
+  const get = http.request({ host: "127.0.0.1", port: upstream, method: "GET", path, headers }, (gr) => {
+    const chunks = [];
+    gr.on("data", (c) => chunks.push(c));
+    gr.on("end", () => {
+      const data = Buffer.concat(chunks);
+      if (gr.statusCode >= 300) {
+        res.writeHead(gr.statusCode, { "content-type": "application/xml" });
+        res.end(data);
+        return;
+      }
+      const etag = etags.get(`${sbucket}/${skey}`) || gr.headers.etag;
+      const want = req.headers["x-amz-copy-source-if-match"];
+      if (want !== undefined && want !== etag) {
+        s3error(res, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+        return;
+      }
+      if (range) {
+        const [a, b] = range.slice(6).split("-").map(Number);
+        const total = Number((gr.headers["content-range"] || "/0").split("/")[1]);
+        if (gr.statusCode !== 206 || b >= total || data.length !== b - a + 1) {
+          s3error(res, 400, "InvalidRange", "The x-amz-copy-source-range is not within the source object");
+          return;
+        }
+      }
+      const ph = { ...req.headers, "content-length": data.length, "x-amz-content-sha256": "UNSIGNED-PAYLOAD" };
+      for (const h of Object.keys(ph))
+        if (h.startsWith("x-amz-copy-source")) delete ph[h];
+      const put = http.request({ host: "127.0.0.1", port: upstream, method: "PUT", path: req.url, headers: ph }, (pr) => {
+        const pc = [];
+        pr.on("data", (c) => pc.push(c));
+        pr.on("end", () => {
+          if (pr.statusCode !== 200) {
+            res.writeHead(pr.statusCode, { "content-type": "application/xml" });
+            res.end(Buffer.concat(pc));
+            return;
+          }
+          const md5 = crypto.createHash("md5").update(data).digest();
+          const pe = `"${md5.toString("hex")}"`;
+          u.parts.set(n, { size: data.length, md5, etag: pe });
+          stats.partCopies++;
+          sendXml(res, 200, `<CopyPartResult><LastModified>${new Date().toISOString()}</LastModified><ETag>${xmlEscape(pe)}</ETag></CopyPartResult>`);
+        });
+      });
+      put.on("error", (e) => s3error(res, 502, "BadGateway", String(e.message)));
+      put.end(data);
+    });
+  });
+  get.on("error", (e) => s3error(res, 502, "BadGateway", String(e.message)));
+  get.end();
+}
+
 // The multipart bookkeeping around forward() (see the top).
 function multipart(req, res, body, d) {
   const u = d.q.uploadId !== undefined ? uploads.get(d.q.uploadId) : null;
-  if (["UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"].includes(d.op) &&
+  if (["UploadPart", "UploadPartCopy", "CompleteMultipartUpload", "AbortMultipartUpload"].includes(d.op) &&
       (!u || u.bucket !== d.bucket || u.key !== d.key)) {
     s3error(res, 404, "NoSuchUpload", "The specified upload does not exist");
     return;
@@ -447,6 +531,9 @@ function multipart(req, res, body, d) {
     });
     return;
   }
+  case "UploadPartCopy":
+    uploadPartCopy(req, res, d, u);
+    return;
   case "CompleteMultipartUpload": {
     const [err, parts] = checkComplete(u, body);
     if (err) {
