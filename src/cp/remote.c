@@ -312,8 +312,12 @@ static int tty_prompt(int fd, const char *prompt, bool echo, char *buf, size_t l
 
 	tty_signo = 0;
 	sigemptyset(&sa.sa_mask); /* no SA_RESTART: read() returns EINTR */
-	for (size_t i = 0; i < TTY_NSIG; i++)
-		sigaction(tty_signals[i], &sa, &old_sa[i]);
+	for (size_t i = 0; i < TTY_NSIG; i++) {
+		/* One we were told to ignore (nohup) stays ignored. */
+		sigaction(tty_signals[i], NULL, &old_sa[i]);
+		if (old_sa[i].sa_handler != SIG_IGN)
+			sigaction(tty_signals[i], &sa, NULL);
+	}
 	if (!echo && tcgetattr(fd, &old) == 0) {
 		quiet = old;
 		quiet.c_lflag &= ~(tcflag_t)ECHO;

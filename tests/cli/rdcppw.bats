@@ -141,7 +141,7 @@ refused_thrice() {
 on_tty() {
 	rm -f "$D/in" "$D/tty.out"
 	mkfifo "$D/in"
-	script -qfec "${3:-}ip netns exec $NS_B $RDCP -F $SSH_CONFIG --remote-path $RDX_BUILD --timeout 10 $D/src pwhost:$1; ${2:-}echo rc=\$?; stty -a" \
+	script -qfec "${3:-}env --default-signal=HUP ip netns exec $NS_B $RDCP -F $SSH_CONFIG --remote-path $RDX_BUILD --timeout 10 $D/src pwhost:$1; ${2:-}echo rc=\$?; stty -a" \
 		/dev/null <"$D/in" >"$D/tty.out" 2>&1 &
 	TTY_PID=$!
 	exec 7>"$D/in"
@@ -186,7 +186,8 @@ tty_done() {
 	[ "$(grep -c "password: " "$D/tty.out")" -eq 1 ] || fail "asked again: $(cat "$D/tty.out")"
 	grep -qw -- "-echo" "$D/tty.out" && fail "echo left off: $(cat "$D/tty.out")"
 	[ ! -e "$D/far" ] || fail "a file arrived"
-	# A hangup ends rdcp as it would (128 + 1), with the echo back first.
+	# A hangup ends rdcp as it would (128 + 1), with the echo back first
+	# (on_tty gives it SIGHUP's default, whatever nohup set for us).
 	on_tty "$D/far"
 	kill -HUP "$RDCP_PID"
 	tty_done 129
