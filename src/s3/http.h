@@ -67,6 +67,7 @@ struct s3_http_resp {
 	char content_range[96]; /* "bytes A-B/T" of a 206 */
 	char sse[32];		/* x-amz-server-side-encryption */
 	char meta_mtime[24];	/* x-amz-meta-mtime (rds3 sync's), "" if none */
+	char mp_parts[16];	/* x-amz-mp-parts-count (?partNumber=), "" if none */
 	bool sse_c;		/* a customer-provided key was used */
 	/* What a copy carries over to a new object: Content-Type and the
 	 * other representation headers, and x-amz-meta-*, as lines "Name:

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -232,37 +233,60 @@ out:
 	return ret;
 }
 
-/* "MD5-N": N parts of 5 MiB..5 GiB (the last 0..5 GiB) hold at least
- * (N - 1) x 5 MiB and at most N x 5 GiB. */
-static int check_parts(struct s3_client *c, const char *etag, uint64_t size)
+bool s3_etag_parts(const char *etag, unsigned *parts)
 {
 	const char *dash = strrchr(etag, '-');
 	char *end;
 	unsigned long n;
 
-	if (!dash || dash - etag < 1 || dash[1] < '0' || dash[1] > '9') {
-		rdx_info(1, "ETag %s is neither an MD5 nor MD5-N: not checked",
-			 etag[0] ? etag : "(none)");
-		return 0;
-	}
+	if (!dash || dash - etag < 1 || dash[1] < '0' || dash[1] > '9')
+		return false;
 	errno = 0;
 	n = strtoul(dash + 1, &end, 10);
 	if (*end == '"')
 		end++;
-	if (*end || errno) {
-		rdx_info(1, "ETag %s is neither an MD5 nor MD5-N: not checked", etag);
+	if (*end || errno || n > UINT_MAX)
+		return false;
+	*parts = (unsigned)n;
+	return true;
+}
+
+/* "MD5-N": N parts of 5 MiB..5 GiB (the last 0..5 GiB) hold at least
+ * (N - 1) x 5 MiB and at most N x 5 GiB. */
+static int check_parts(struct s3_client *c, const char *etag, uint64_t size)
+{
+	unsigned n;
+
+	if (!s3_etag_parts(etag, &n)) {
+		rdx_info(1, "ETag %s is neither an MD5 nor MD5-N: not checked",
+			 etag[0] ? etag : "(none)");
 		return 0;
 	}
 	if (n >= 1 && n <= S3_PARTS_MAX && size >= (uint64_t)(n - 1) * S3_PART_MIN &&
 	    size <= (uint64_t)n * S3_PART_MAX) {
-		rdx_info(2, "multipart ETag %s: %lu parts can make %" PRIu64
+		rdx_info(2, "multipart ETag %s: %u parts can make %" PRIu64
 			 " bytes (the parts' MD5s are not known to a GET)",
 			 etag, n, size);
 		return 0;
 	}
 	return s3_bad_response(c, -RDX_EINTEGRITY, "",
-			       "the object's ETag %s says %lu parts, which cannot make %" PRIu64
+			       "the object's ETag %s says %u parts, which cannot make %" PRIu64
 			       " bytes", etag, n, size);
+}
+
+int s3_parts_etag_match(const char *etag, const unsigned char (*md5)[16], unsigned n,
+			char *made, size_t len)
+{
+	unsigned char d[16];
+	unsigned int dl;
+	char hex[33], want[33];
+
+	EVP_Digest(md5, (size_t)n * 16, d, &dl, EVP_md5(), NULL);
+	hex16(d, hex);
+	snprintf(made, len, "\"%s-%u\"", hex, n);
+	/* The ETag's MD5 part: its first 32 hex digits after any quote. */
+	snprintf(want, sizeof(want), "%.32s", etag + (etag[0] == '"'));
+	return !strcasecmp(hex, want);
 }
 
 int s3_check_download(struct s3_client *c, const struct s3_object_info *info,

@@ -147,6 +147,42 @@ static int mem_rewind(void *ctx)
 	return 0;
 }
 
+/* A sink that passes its bytes on and keeps their MD5: a range's, which
+ * is a part's when the ranges are the parts (see plan_parts). */
+struct md5_sink {
+	const struct s3_sink *inner;
+	EVP_MD_CTX *md;
+};
+
+static int md5_write(void *ctx, const void *p, size_t n)
+{
+	struct md5_sink *m = ctx;
+	int ret = m->inner->write(m->inner->ctx, p, n);
+
+	if (!ret)
+		EVP_DigestUpdate(m->md, p, n);
+	return ret;
+}
+
+static int md5_rewind(void *ctx)
+{
+	struct md5_sink *m = ctx;
+
+	EVP_DigestInit_ex(m->md, EVP_md5(), NULL);
+	return m->inner->rewind ? m->inner->rewind(m->inner->ctx) : -RDX_EPROTO;
+}
+
+/* inner, hashed into m (whose md is ready) when md is not NULL. */
+static struct s3_sink md5_wrap(struct md5_sink *m, const struct s3_sink *inner)
+{
+	if (!m->md)
+		return *inner;
+	m->inner = inner;
+	return (struct s3_sink){.write = md5_write,
+				.rewind = inner->rewind ? md5_rewind : NULL,
+				.ctx = m};
+}
+
 struct down {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -169,6 +205,9 @@ struct down {
 	struct s3_out *out;
 	const char *bucket, *key;
 	struct rdx_wpool *pool; /* a file that takes O_DIRECT, else NULL */
+	/* The ranges are the object's parts: each range's MD5, set by the
+	 * worker that has it, for the whole check (NULL: not made). */
+	unsigned char (*part_md5)[16];
 };
 
 struct down_worker {
@@ -197,7 +236,9 @@ static int down_range(struct down_worker *w, uint64_t idx)
 			      .if_match = d->etag};
 	struct file_sink fs = {.out = d->out, .pool = d->pool};
 	struct mem_sink ms = {.buf = w->buf};
-	struct s3_sink sink;
+	struct md5_sink ps = {.md = d->part_md5 ? EVP_MD_CTX_new() : NULL};
+	struct s3_sink sink, hashed;
+	unsigned int dl;
 	int ret;
 
 	rg.len = d->total - rg.start < d->part_size ? d->total - rg.start
@@ -214,7 +255,15 @@ static int down_range(struct down_worker *w, uint64_t idx)
 	}
 	if (!d->etag[0])
 		rg.if_match = NULL;
-	ret = s3_get_range(w->c, d->bucket, d->key, &sink, &rg);
+	if (d->part_md5 && (!ps.md || !EVP_DigestInit_ex(ps.md, EVP_md5(), NULL))) {
+		EVP_MD_CTX_free(ps.md);
+		return -ENOMEM;
+	}
+	hashed = md5_wrap(&ps, &sink);
+	ret = s3_get_range(w->c, d->bucket, d->key, &hashed, &rg);
+	if (!ret && ps.md)
+		EVP_DigestFinal_ex(ps.md, d->part_md5[idx], &dl);
+	EVP_MD_CTX_free(ps.md);
 	if (!d->out->is_stdout) {
 		int fret = file_finish(&fs); /* even after a failure: the pool's
 						writes must not outlive fs */
@@ -364,9 +413,10 @@ out:
 
 /* Checks what came against the object's ETag (s3_check_download): the
  * file's size, and the MD5 of a single-part object's data, streamed for
- * stdout (md), read back for a file. */
+ * stdout (md), hashed on the way in (file_md5) or read back for a file. */
 int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
 		       struct s3_out *out, EVP_MD_CTX *md,
+		       const unsigned char *file_md5,
 		       const struct s3_object_info *info)
 {
 	unsigned char d5[16];
@@ -390,8 +440,8 @@ int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
 		s3_set_error(c, &e);
 		return -RDX_EINTEGRITY;
 	}
-	if (!plain)
-		return s3_check_download(c, info, NULL);
+	if (!plain || file_md5)
+		return s3_check_download(c, info, plain ? file_md5 : NULL);
 	ret = s3_fd_md5(out->fd, s3_out_direct(out) ? out->dfd : -1, info->size,
 			o->stop, d5);
 	if (ret)
@@ -415,11 +465,75 @@ static int md_out_write(void *ctx, const void *p, size_t n)
 	return ret;
 }
 
+/* A multipart ETag ("MD5-N") is the MD5 of the parts' MD5s, which a
+ * whole check can make from the data when the ranges are the parts.  They
+ * are when N ranges of the part size make the size (rds3's and aws's
+ * default, 8 MiB, for one); else HEAD ?partNumber=1 says the parts' size,
+ * and a file's ranges start over with it (the first range is fetched
+ * again).  Returns the parts' size, or 0 when no whole check can be made
+ * (*asked: the size came from the server). */
+static uint64_t plan_parts(struct s3_client *c, const struct s3_xfer_opts *o,
+			   const char *bucket, const char *key,
+			   const struct s3_out *out, uint64_t total, unsigned n,
+			   bool *asked)
+{
+	uint64_t p;
+	unsigned count;
+
+	*asked = false;
+	if ((total + o->part_size - 1) / o->part_size == n)
+		return o->part_size;
+	if (out->is_stdout) /* the first range is out already */
+		return 0;
+	if (s3_head_part(c, bucket, key, 1, &p, &count) || count != n || !p ||
+	    p > S3_PART_MAX || (total + p - 1) / p != n) {
+		rdx_info(2, "get s3://%s/%s: the size of its %u parts is not known: "
+			 "its ETag is checked for the part count only", bucket, key, n);
+		return 0;
+	}
+	*asked = true;
+	return p;
+}
+
+/* The whole check of a multipart object (see plan_parts): the n ranges'
+ * MD5s make its ETag.  A mismatch with parts of an assumed size asks the
+ * server for the real one first: only data that fails parts of the right
+ * size is an error.  Returns 0 or -RDX_EINTEGRITY (the error filled). */
+static int check_part_md5s(struct s3_client *c, const char *bucket, const char *key,
+			   const char *etag, const unsigned char (*md5)[16], unsigned n,
+			   uint64_t part_size, bool asked)
+{
+	char made[48];
+	uint64_t p = 0;
+	unsigned count = 0;
+
+	if (s3_parts_etag_match(etag, md5, n, made, sizeof(made))) {
+		rdx_info(1, "get s3://%s/%s: ETag %s checked: the MD5s of its %u parts",
+			 bucket, key, etag, n);
+		return 0;
+	}
+	if (!asked && !s3_head_part(c, bucket, key, 1, &p, &count) && count == n &&
+	    p == part_size)
+		asked = true;
+	if (asked) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the data's parts make the ETag %s, the object's is %s", made, etag);
+		s3_set_error(c, &e);
+		return -RDX_EINTEGRITY;
+	}
+	rdx_info(1, "get s3://%s/%s: ETag %s is not made by %u parts of %" PRIu64
+		 " bytes, and the server does not say its parts' size: checked for the part count only",
+		 bucket, key, etag, n, part_size);
+	return 0;
+}
+
 /* The download proper (see s3_download_at), md the stdout's MD5. */
 static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		 const char *bucket, const char *key, struct s3_out *out,
 		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
-		 struct s3_object_info *info)
+		 unsigned char *whole_md5, bool *whole, struct s3_object_info *info)
 {
 	struct s3_range rg = {.start = start, .len = o->part_size,
 			      .if_match = if_match};
@@ -427,13 +541,29 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	struct s3_sink sink = {
 		.write = file_write, .rewind = file_rewind, .ctx = &fs};
 	struct md_out mo = {.out = out, .md = md};
+	/* The first range's MD5, for a whole check of a multipart object
+	 * (not when resuming: the partial's old bytes are not hashed). */
+	struct md5_sink m0 = {.md = start || out->resume ? NULL : EVP_MD_CTX_new()};
+	unsigned char md5_0[16];
+	struct s3_sink first;
+	uint64_t ps = o->part_size;
+	unsigned nparts = 0, dl;
+	bool asked = false;
 	struct down *d;
 	int ret;
 
 	memset(info, 0, sizeof(*info));
 	if (out->is_stdout) /* what went out cannot be taken back */
 		sink = (struct s3_sink){.write = md_out_write, .ctx = &mo};
-	ret = s3_get_range(c, bucket, key, &sink, &rg);
+	if (m0.md && !EVP_DigestInit_ex(m0.md, EVP_md5(), NULL)) {
+		EVP_MD_CTX_free(m0.md);
+		m0.md = NULL;
+	}
+	first = md5_wrap(&m0, &sink);
+	ret = s3_get_range(c, bucket, key, &first, &rg);
+	if (m0.md)
+		EVP_DigestFinal_ex(m0.md, md5_0, &dl);
+	EVP_MD_CTX_free(m0.md);
 	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416 && !start) {
 		/* No byte 0: an empty object.  A plain GET says so. */
 		if (out->is_stdout)
@@ -448,8 +578,24 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	info->size = rg.total;
 	info->encrypted = rg.encrypted;
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
-	if (rg.whole || rg.total <= start + o->part_size)
+	if (m0.md && !rg.encrypted && !rg.whole && s3_etag_parts(rg.etag, &nparts) &&
+	    nparts >= 1 && nparts <= S3_PARTS_MAX &&
+	    !(ps = plan_parts(c, o, bucket, key, out, rg.total, nparts, &asked))) {
+		nparts = 0;
+		ps = o->part_size;
+	}
+	if (rg.whole || rg.total <= start + ps) {
+		/* All of it came in the first range, hashed: no reading back. */
+		if (m0.md && !out->is_stdout) {
+			memcpy(whole_md5, md5_0, 16);
+			*whole = true;
+		}
+		if (nparts == 1 && (ret = check_part_md5s(c, bucket, key, rg.etag,
+							  (const unsigned char (*)[16])md5_0,
+							  1, ps, asked)))
+			return ret;
 		return s3_out_mark(out, rg.total);
+	}
 	/* The rest lands in place, written in parallel: room for it now
 	 * (and a full disk said now rather than midway). */
 	if ((ret = s3_out_reserve(out, rg.total)))
@@ -461,9 +607,10 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	pthread_cond_init(&d->cond, NULL);
 	d->base = start;
 	d->total = rg.total;
-	d->part_size = o->part_size;
-	d->nranges = (rg.total - start + o->part_size - 1) / o->part_size;
-	d->next = d->written = 1;
+	d->part_size = ps;
+	d->nranges = (rg.total - start + ps - 1) / ps;
+	/* Parts of another size than ours: the first is fetched again. */
+	d->next = d->written = ps == o->part_size ? 1 : 0;
 	d->out = out;
 	d->bucket = bucket;
 	d->key = key;
@@ -479,6 +626,12 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		d->prefix = 1;
 		if ((ret = s3_out_mark(out, start + o->part_size)))
 			goto out;
+	}
+	if (nparts) {
+		ret = -ENOMEM;
+		if (!(d->part_md5 = calloc(d->nranges, sizeof(*d->part_md5))))
+			goto out;
+		memcpy(d->part_md5[0], md5_0, 16); /* again if fetched again */
 	}
 	snprintf(d->etag, sizeof(d->etag), "%s", rg.etag);
 	if (!d->etag[0])
@@ -502,8 +655,13 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		 : d->pool	? ", written with O_DIRECT"
 				: ", written through the page cache");
 	ret = download_rest(c, o, d);
+	if (!ret && d->part_md5)
+		ret = check_part_md5s(c, bucket, key, d->etag,
+				      (const unsigned char (*)[16])d->part_md5,
+				      (unsigned)d->nranges, ps, asked);
 out:
 	rdx_wpool_free(d->pool);
+	free(d->part_md5);
 	free(d->done);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
@@ -518,6 +676,8 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 {
 	struct s3_object_info got;
 	EVP_MD_CTX *md = NULL;
+	unsigned char whole_md5[16];
+	bool whole = false;
 	int ret;
 
 	if (out->is_stdout) {
@@ -527,9 +687,9 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 			return -ENOMEM;
 		}
 	}
-	ret = fetch(c, o, bucket, key, out, start, if_match, md, &got);
+	ret = fetch(c, o, bucket, key, out, start, if_match, md, whole_md5, &whole, &got);
 	if (!ret)
-		ret = s3_download_verify(c, o, out, md, &got);
+		ret = s3_download_verify(c, o, out, md, whole ? whole_md5 : NULL, &got);
 	if (info)
 		*info = got;
 	EVP_MD_CTX_free(md);

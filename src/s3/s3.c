@@ -1,6 +1,7 @@
 #include "s3.h"
 
 #include "../core/err.h"
+#include "../core/units.h"
 #include "../core/log.h"
 #include "http.h"
 #include "s3_int.h"
@@ -897,6 +898,32 @@ int s3_mpu_part_copy(struct s3_client *c, const char *bucket, const char *key,
 out:
 	s3_buf_release(&src);
 	return ret;
+}
+
+int s3_head_part(struct s3_client *c, const char *bucket, const char *key,
+		 unsigned part, uint64_t *len, unsigned *count)
+{
+	char num[16];
+	struct s3_kv q[] = { { "partNumber", num } };
+	struct s3_req r = {
+		.method = "HEAD", .op = "head", .bucket = bucket, .key = key,
+		.query = q, .nquery = 1, .body_fd = -1,
+	};
+	uint64_t v = 0;
+	int ret;
+
+	snprintf(num, sizeof(num), "%u", part);
+	ret = s3_do_request(c, &r);
+	if (ret)
+		return ret;
+	if (!c->resp.has_length)
+		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				       "HEAD ?partNumber=%u without a Content-Length", part);
+	*len = c->resp.content_length;
+	*count = 0;
+	if (c->resp.mp_parts[0] && !rdx_parse_uint(c->resp.mp_parts, 1, 10000, &v)) /* S3_PARTS_MAX */
+		*count = (unsigned)v;
+	return 0;
 }
 
 int s3_head_carry(struct s3_client *c, const char *bucket, const char *key,

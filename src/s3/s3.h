@@ -218,6 +218,21 @@ int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
 int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
 		      const unsigned char *md5);
 
+/* Whether etag is a multipart one, "MD5-N" (quotes or not): N into parts. */
+bool s3_etag_parts(const char *etag, unsigned *parts);
+
+/* Whether the n parts whose MD5s are md5 make etag ("MD5-N": the MD5 of
+ * the MD5s); made gets the ETag they make, quoted. */
+int s3_parts_etag_match(const char *etag, const unsigned char (*md5)[16], unsigned n,
+			char *made, size_t len);
+
+/* HeadObject ?partNumber=part: that part's size into len and the
+ * object's part count into count (0 when the answer gives none, as for
+ * an object that was not a multipart upload, which is then "part 1").
+ * Returns 0 or an error as s3_head_object. */
+int s3_head_part(struct s3_client *c, const char *bucket, const char *key,
+		 unsigned part, uint64_t *len, unsigned *count);
+
 #define S3_DELETE_MAX 1000 /* keys per DeleteObjects request */
 
 /* Whether key can go into DeleteObjects' XML: not empty, and no control

@@ -150,14 +150,41 @@ md5_etag() {
 	[ "$(stat_delta corrupted)" -eq 3 ]
 }
 
-@test "get: a multipart ETag is checked for a part count that can make the size" {
+@test "get: a multipart ETag is checked whole, from the parts' MD5s; a flipped byte is exit 6" {
 	mkrand "$D/f" $((2 * PS + 10))
 	xrun "$RDS3" --part-size 5M put "$D/f" "s3://$B/mp"
-	rds3 -vv --part-size 5M get "s3://$B/mp" "$D/out"
+	etag=$(mp_etag "$D/f" "$PS")
+	# Ranges of the parts' size: each range's MD5 is its part's.
+	rds3 -v --part-size 5M get "s3://$B/mp" "$D/out"
 	assert_status 0
 	assert_same "$D/f" "$D/out"
-	assert_match "$stderr" "multipart ETag \"[0-9a-f]{32}-3\": 3 parts can make $((2 * PS + 10)) bytes"
-	rm "$D/out"
+	assert_match "$stderr" "ETag $etag checked: the MD5s of its 3 parts"
+	[ "$(stat_delta headParts)" -eq 0 ] || fail "asked for the part size: $(stat_delta headParts)"
+	# Another part size (8 MiB: 2 ranges for 3 parts): HEAD ?partNumber=1
+	# says 5 MiB, and the ranges start over in parts.
+	rds3 -v get "s3://$B/mp" "$D/out2"
+	assert_status 0
+	assert_same "$D/f" "$D/out2"
+	assert_match "$stderr" "bytes in 3 ranges"
+	assert_match "$stderr" "ETag $etag checked: the MD5s of its 3 parts"
+	[ "$(stat_delta headParts)" -eq 1 ] || fail "HEAD ?partNumber: $(stat_delta headParts)"
+	# A byte flipped on the way: the part count alone let this through.
+	# (With 8 MiB, the first range is fetched again in parts: the flip
+	# must hit one of those too to reach the file.)
+	for ps in 5M 8M; do
+		control corrupt count=$([ $ps = 5M ] && echo 1 || echo 2) op=GetObject
+		rds3 --part-size "$ps" get "s3://$B/mp" "$D/bad"
+		assert_status 6
+		assert_one_line_error "$stderr" rds3
+		assert_match "$stderr" "^rds3: get s3://$B/mp: integrity check failed: the data's parts make the ETag \"[0-9a-f]{32}-3\", the object's is $etag$"
+		assert_no_output_file "$D/bad"
+	done
+	control corrupt count=1 op=GetObject
+	run_t bash -c '"$1" --part-size 5M cat "$2" >"$3"' _ "$RDS3" "s3://$B/mp" "$D/cat"
+	assert_status 6
+	assert_match "$stderr" "^rds3: cat s3://$B/mp: integrity check failed: the data's parts make"
+	[ "$(stat_delta corrupted)" -eq 4 ]
+	rm "$D/out" "$D/out2"
 	# 4 parts cannot hold less than 3 x 5 MiB; 0 parts nothing.
 	for n in 4 0; do
 		control setetag "bucket=$B" key=mp "etag=%220123456789abcdef0123456789abcdef-$n%22"

@@ -32,6 +32,8 @@
 // for s3rver, which reads it with decodeURI (that leaves %2B encoded).
 // UploadPartCopy, which s3rver lacks, is done by the proxy: the source
 // range read from s3rver, stored as an UploadPart (see uploadPartCopy).
+// So is HEAD ?partNumber=N of a multipart object (headPart), from the
+// part sizes its CompleteMultipartUpload kept.
 //
 // Control (not forwarded):
 //   POST /__proxy/fault?status=503&count=2[&code=SlowDown][&op=UploadPart][&skip=1]
@@ -89,7 +91,7 @@ const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
 const upstream = Number(args.upstream);
 const region = args.region || "us-east-1";
-const stats = { connections: 0, verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0, partCopies: 0 };
+const stats = { connections: 0, verified: 0, presigned: 0, deletes: 0, copies: 0, rejected: 0, unsigned: 0, faults: 0, uploads: 0, parts: 0, completed: 0, aborted: 0, ifMatch: 0, contentMd5: 0, badDigest: 0, corrupted: 0, dropped: 0, partCopies: 0, headParts: 0 };
 let fault = { status: 0, count: 0, code: "", op: "", skip: 0 };
 const listKeys = new Map(); // "bucket/key" -> the key its listings show
 let completeMode = "";
@@ -102,6 +104,11 @@ let drop = { count: 0, op: "", after: 0 };
 let putEtag = "";
 const uploads = new Map(); // UploadId -> { bucket, key, initiated, parts: Map(n -> {size, md5, etag}) }
 const etags = new Map();   // "bucket/key" -> S3's multipart ETag, for GET and HEAD
+const partSizes = new Map(); // "bucket/key" -> its parts' sizes, for HEAD ?partNumber=
+function forget(k) {
+  etags.delete(k);
+  partSizes.delete(k);
+}
 const MIN_PART = 5 << 20;
 
 // "/bucket/key?query" as S3 operation, bucket, key (decoded), query.
@@ -320,7 +327,7 @@ function deleteObjects(req, res, body, d) {
     return;
   }
   stats.deletes++;
-  for (const k of keys) etags.delete(`${d.bucket}/${k}`);
+  for (const k of keys) forget(`${d.bucket}/${k}`);
   const f = deleteFail && keys.includes(deleteFail.key) ? deleteFail : null;
   if (f) deleteFail = null;
   let fwd = body;
@@ -490,6 +497,39 @@ function uploadPartCopy(req, res, d, u) {
   get.end();
 }
 
+// HeadObject ?partNumber=N, which s3rver ignores, as S3 answers it: for an
+// object made by a multipart upload, 206 with part N's size as
+// Content-Length, its Content-Range and x-amz-mp-parts-count; another
+// object is its own part 1 (the whole of it), and has no part 2.
+function headPart(req, res, d) {
+  const n = Number(d.q.partNumber);
+  const sizes = partSizes.get(`${d.bucket}/${d.key}`);
+  stats.headParts++;
+  if (!(n >= 1 && n <= (sizes ? sizes.length : 1))) {
+    s3error(res, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+    return;
+  }
+  const up = http.request({ host: "127.0.0.1", port: upstream, method: "HEAD", path: req.url, headers: req.headers }, (ur) => {
+    ur.resume();
+    const h = { ...ur.headers };
+    if (!sizes || ur.statusCode !== 200) {
+      res.writeHead(ur.statusCode, h);
+      res.end();
+      return;
+    }
+    const from = sizes.slice(0, n - 1).reduce((a, b) => a + b, 0);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    h.etag = etags.get(`${d.bucket}/${d.key}`) || h.etag;
+    h["content-length"] = String(sizes[n - 1]);
+    h["content-range"] = `bytes ${from}-${from + sizes[n - 1] - 1}/${total}`;
+    h["x-amz-mp-parts-count"] = String(sizes.length);
+    res.writeHead(206, h);
+    res.end();
+  });
+  up.on("error", (e) => s3error(res, 502, "BadGateway", String(e.message)));
+  up.end();
+}
+
 // The multipart bookkeeping around forward() (see the top).
 function multipart(req, res, body, d) {
   const u = d.q.uploadId !== undefined ? uploads.get(d.q.uploadId) : null;
@@ -553,6 +593,7 @@ function multipart(req, res, body, d) {
       uploads.delete(d.q.uploadId);
       stats.completed++;
       etags.set(`${d.bucket}/${d.key}`, etag);
+      partSizes.set(`${d.bucket}/${d.key}`, parts.map((p) => p.size));
       return { status: 200, body: b.toString().replace(/<ETag>[^<]*<\/ETag>/, `<ETag>${xmlEscape(etag)}</ETag>`) };
     });
     return;
@@ -576,10 +617,10 @@ function multipart(req, res, body, d) {
     }
     // S3 decodes the source; s3rver applies decodeURI, which a re-encoding with encodeURI survives.
     req.headers["x-amz-copy-source"] = encodeURI(decodeURIComponent(req.headers["x-amz-copy-source"]));
-    etags.delete(`${d.bucket}/${d.key}`);
+    forget(`${d.bucket}/${d.key}`);
     break;
   case "PutObject":
-    etags.delete(`${d.bucket}/${d.key}`);
+    forget(`${d.bucket}/${d.key}`);
     if (putEtag) {
       const mode = putEtag;
       putEtag = "";
@@ -596,7 +637,13 @@ function multipart(req, res, body, d) {
     }
     break;
   case "DeleteObject":
-    etags.delete(`${d.bucket}/${d.key}`);
+    forget(`${d.bucket}/${d.key}`);
+    break;
+  case "HeadObject":
+    if (d.q.partNumber !== undefined) {
+      headPart(req, res, d);
+      return;
+    }
     break;
   }
   forward(req, res, body, d);
