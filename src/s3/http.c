@@ -320,8 +320,12 @@ int s3_http_do(struct s3_http *h, const struct s3_http_req *r,
 	reset_resp(resp);
 	for (i = 0; i < r->nheaders; i++) {
 		char line[8192];
-		int n = snprintf(line, sizeof(line), "%s: %s", r->headers[i].name,
-				 r->headers[i].value);
+		/* "Name;" is how libcurl sends a header with no value ("Name:"
+		 * alone removes it), which is signed all the same. */
+		int n = r->headers[i].value[0]
+				? snprintf(line, sizeof(line), "%s: %s", r->headers[i].name,
+					   r->headers[i].value)
+				: snprintf(line, sizeof(line), "%s;", r->headers[i].name);
 
 		if (n < 0 || (size_t)n >= sizeof(line) || strpbrk(line, "\r\n")) {
 			curl_slist_free_all(hl);

@@ -109,7 +109,8 @@ static void *ahead_main(void *arg)
 		size_t want;
 		ssize_t n;
 
-		sem_wait(&a->empty[i]);
+		while (sem_wait(&a->empty[i]) && errno == EINTR)
+			;
 		if (atomic_load(&a->quit))
 			break;
 		want = off >= a->size ? 0
@@ -149,7 +150,8 @@ static int md5_direct(EVP_MD_CTX *md, int dfd, uint64_t size, const atomic_int *
 	for (i = 0; done < size; i ^= 1) {
 		ssize_t n;
 
-		sem_wait(&a.filled[i]);
+		while (sem_wait(&a.filled[i]) && errno == EINTR)
+			;
 		n = a.len[i];
 		if (n <= 0) {
 			ret = n ? (int)n : -ENODATA;
@@ -289,15 +291,32 @@ int s3_parts_etag_match(const char *etag, const unsigned char (*md5)[16], unsign
 	return !strcasecmp(hex, want);
 }
 
+bool s3_etag_of_data(const char *etag)
+{
+	unsigned n;
+
+	return s3_etag_md5(etag, NULL) || (s3_etag_parts(etag, &n) && n == 1);
+}
+
 int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
 		      const unsigned char *md5)
 {
-	char want[33], got[33];
+	char want[33], got[33], made[48];
+	unsigned n;
 
 	if (info->encrypted) {
 		rdx_info(1, "ETag %s of an object encrypted with KMS or a customer key: not checked",
 			 info->etag);
 		return 0;
+	}
+	if (md5 && s3_etag_parts(info->etag, &n) && n == 1) {
+		/* One part: the MD5 of the data's MD5. */
+		if (s3_parts_etag_match(info->etag, (const unsigned char (*)[16])md5, 1,
+					made, sizeof(made)))
+			return 0;
+		return s3_bad_response(c, -RDX_EINTEGRITY, "",
+				       "the data makes the ETag %s, the object's is %s",
+				       made, info->etag);
 	}
 	if (!s3_etag_md5(info->etag, want))
 		return check_parts(c, info->etag, info->size);

@@ -365,8 +365,8 @@ static int download_rest(struct s3_client *c, const struct s3_xfer_opts *o,
 	sigset_t old;
 	int ret = -ENOMEM;
 
-	if (d->nranges - 1 < nw)
-		nw = (unsigned)(d->nranges - 1);
+	if (d->nranges - d->next < nw) /* the first range may be to fetch again */
+		nw = (unsigned)(d->nranges - d->next);
 	w = calloc(nw, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -422,7 +422,7 @@ int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
 	unsigned char d5[16];
 	unsigned int dl;
 	struct stat st;
-	bool plain = !info->encrypted && s3_etag_md5(info->etag, NULL);
+	bool plain = !info->encrypted && s3_etag_of_data(info->etag);
 	int ret;
 
 	if (out->is_stdout) {
@@ -547,7 +547,7 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	unsigned char md5_0[16];
 	struct s3_sink first;
 	uint64_t ps = o->part_size;
-	unsigned nparts = 0, dl;
+	unsigned nparts = 0, n, dl;
 	bool asked = false;
 	struct down *d;
 	int ret;
@@ -578,23 +578,23 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	info->size = rg.total;
 	info->encrypted = rg.encrypted;
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
-	if (m0.md && !rg.encrypted && !rg.whole && s3_etag_parts(rg.etag, &nparts) &&
-	    nparts >= 1 && nparts <= S3_PARTS_MAX &&
-	    !(ps = plan_parts(c, o, bucket, key, out, rg.total, nparts, &asked))) {
-		nparts = 0;
-		ps = o->part_size;
-	}
-	if (rg.whole || rg.total <= start + ps) {
-		/* All of it came in the first range, hashed: no reading back. */
+	if (rg.whole || rg.total <= start + o->part_size) {
+		/* All of it came in the first range, hashed: no reading back.
+		 * (Parts of a multipart one cannot be told apart in it: its
+		 * part count is checked.) */
 		if (m0.md && !out->is_stdout) {
 			memcpy(whole_md5, md5_0, 16);
 			*whole = true;
 		}
-		if (nparts == 1 && (ret = check_part_md5s(c, bucket, key, rg.etag,
-							  (const unsigned char (*)[16])md5_0,
-							  1, ps, asked)))
-			return ret;
 		return s3_out_mark(out, rg.total);
+	}
+	/* One part ("MD5-1") is the MD5 of the data's MD5: checked as a
+	 * plain one is (s3_download_verify); two or more in parts. */
+	if (m0.md && !rg.encrypted && s3_etag_parts(rg.etag, &n) && n >= 2 &&
+	    n <= S3_PARTS_MAX) {
+		ps = plan_parts(c, o, bucket, key, out, rg.total, n, &asked);
+		nparts = ps ? n : 0; /* no plan: the part count only */
+		ps = ps ? ps : o->part_size;
 	}
 	/* The rest lands in place, written in parallel: room for it now
 	 * (and a full disk said now rather than midway). */
@@ -614,9 +614,10 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	d->out = out;
 	d->bucket = bucket;
 	d->key = key;
-	/* The rest of a single-part object's data is hashed for stdout too;
-	 * a multipart ETag's MD5 is not the data's. */
-	if (md && !rg.encrypted && s3_etag_md5(rg.etag, NULL))
+	/* The rest of a single-part object's data is hashed for stdout too
+	 * (a plain ETag, or "MD5-1"); a multipart ETag's MD5 is not the
+	 * data's. */
+	if (md && !rg.encrypted && s3_etag_of_data(rg.etag))
 		d->md = md;
 	if (out->resume) {
 		ret = -ENOMEM;

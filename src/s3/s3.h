@@ -211,12 +211,17 @@ int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
 	      unsigned char *md5);
 
 /* Checks what a download received (info: size, ETag, encryption) against
- * its ETag: a plain MD5 must equal md5 (the data's; NULL: not computed);
+ * its ETag: a plain MD5 must equal md5 (the data's; NULL: not computed),
+ * "MD5-1" the MD5 of md5;
  * a multipart "MD5-N" must be N parts that can make the size; another
  * ETag, or that of an encrypted object, is not checked.  Returns 0 or
  * -RDX_EINTEGRITY with the error filled. */
 int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
 		      const unsigned char *md5);
+
+/* Whether etag can be checked from the MD5 of the data alone: a plain
+ * MD5, or a multipart one of one part ("MD5-1", the MD5 of that MD5). */
+bool s3_etag_of_data(const char *etag);
 
 /* Whether etag is a multipart one, "MD5-N" (quotes or not): N into parts. */
 bool s3_etag_parts(const char *etag, unsigned *parts);

@@ -184,7 +184,22 @@ md5_etag() {
 	assert_status 6
 	assert_match "$stderr" "^rds3: cat s3://$B/mp: integrity check failed: the data's parts make"
 	[ "$(stat_delta corrupted)" -eq 4 ]
-	rm "$D/out" "$D/out2"
+	# One part ("MD5-1", the MD5 of the data's MD5) larger than a range:
+	# checked from the data's MD5 like a plain ETag, ranges in parallel.
+	mkrand "$D/one" $((2 * PS + 10))
+	xrun "$RDS3" --part-size 16M put "$D/one" "s3://$B/one"
+	one=$(md5sum <"$D/one" | cut -c1-32 | perl -ne 'chomp; print pack("H*", $_)' | md5sum | cut -c1-32)
+	control setetag "bucket=$B" key=one "etag=%22$one-1%22"
+	rds3 -v --part-size 5M get "s3://$B/one" "$D/one.out"
+	assert_status 0
+	assert_same "$D/one" "$D/one.out"
+	assert_match "$stderr" "bytes in 3 ranges"
+	control corrupt count=1 op=GetObject
+	rds3 --part-size 5M get "s3://$B/one" "$D/one.bad"
+	assert_status 6
+	assert_match "$stderr" "^rds3: get s3://$B/one: integrity check failed: the data makes the ETag \"[0-9a-f]{32}-1\", the object's is \"$one-1\"$"
+	assert_no_output_file "$D/one.bad"
+	rm "$D/out" "$D/out2" "$D/one.out"
 	# 4 parts cannot hold less than 3 x 5 MiB; 0 parts nothing.
 	for n in 4 0; do
 		control setetag "bucket=$B" key=mp "etag=%220123456789abcdef0123456789abcdef-$n%22"
