@@ -7,6 +7,9 @@
  *   RDX_SHIM_NO_DIRECT=1    open() or openat() with O_DIRECT fails with
  *                           EINVAL, as on a file system without it (FUSE
  *                           without direct_io, tmpfs before Linux 6.6)
+ *   RDX_SHIM_DIRECT_EINVAL=1 pwrite() on a descriptor opened with O_DIRECT
+ *                           fails with EINVAL, as on a file system that
+ *                           takes the flag at open and refuses it at write
  *   RDX_SHIM_LOG=FILE       each refusal appends a line to FILE (so a test
  *                           can tell the shim was in the way)
  *   RDX_SHIM_EIO_FROM=BYTES a pwrite() that reaches past BYTES fails with
@@ -123,6 +126,8 @@ static ssize_t shim_pwrite(const char *name, int fd, const void *buf, size_t len
 		errno = EIO;
 		return -1;
 	}
+	if (getenv("RDX_SHIM_DIRECT_EINVAL") && (fcntl(fd, F_GETFL) & O_DIRECT))
+		return refuse("O_DIRECT write", EINVAL);
 	return real(fd, buf, len, off);
 }
 
