@@ -128,8 +128,44 @@ static void *ahead_main(void *arg)
 	return NULL;
 }
 
-/* s3_fd_md5 through O_DIRECT (dfd): nothing of it enters the page cache. */
-static int md5_direct(EVP_MD_CTX *md, int dfd, uint64_t size, const atomic_int *stop)
+/* The MD5s of consecutive parts of part bytes (the last may be
+ * shorter), of data fed in order. */
+struct parts_md5 {
+	EVP_MD_CTX *md;
+	uint64_t part, left; /* the parts' size; bytes left in this one */
+	unsigned i, n;	     /* this part, how many */
+	unsigned char (*out)[16];
+};
+
+static void parts_start(struct parts_md5 *p)
+{
+	EVP_DigestInit_ex(p->md, EVP_md5(), NULL);
+	p->i = 0;
+	p->left = p->part;
+}
+
+static void parts_feed(struct parts_md5 *p, const char *b, size_t len)
+{
+	unsigned int dl;
+
+	while (len) {
+		size_t k = len < p->left ? len : (size_t)p->left;
+
+		EVP_DigestUpdate(p->md, b, k);
+		b += k;
+		len -= k;
+		p->left -= k;
+		if (!p->left && p->i + 1 < p->n) {
+			EVP_DigestFinal_ex(p->md, p->out[p->i++], &dl);
+			EVP_DigestInit_ex(p->md, EVP_md5(), NULL);
+			p->left = p->part;
+		}
+	}
+}
+
+/* s3_fd_md5_parts through O_DIRECT (dfd): nothing of it enters the page
+ * cache. */
+static int md5_direct(struct parts_md5 *pm, int dfd, uint64_t size, const atomic_int *stop)
 {
 	struct ahead a = {.fd = dfd, .direct = true, .size = size, .cap = AHEAD_BYTES};
 	uint64_t done = 0;
@@ -163,7 +199,7 @@ static int md5_direct(EVP_MD_CTX *md, int dfd, uint64_t size, const atomic_int *
 		}
 		if ((uint64_t)n > size - done)
 			n = (ssize_t)(size - done);
-		EVP_DigestUpdate(md, a.buf[i], (size_t)n);
+		parts_feed(pm, a.buf[i], (size_t)n);
 		done += (uint64_t)n;
 		sem_post(&a.empty[i]);
 	}
@@ -182,25 +218,27 @@ out:
 	return ret;
 }
 
-int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
-	      unsigned char *md5)
+int s3_fd_md5_parts(int fd, int dfd, uint64_t size, uint64_t part,
+		    const atomic_int *stop, unsigned char (*md5)[16])
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct parts_md5 pm = {.md = EVP_MD_CTX_new(), .part = part, .out = md5,
+			       .n = size ? (unsigned)((size + part - 1) / part) : 1};
 	size_t cap = 1 << 20;
 	char *buf = NULL;
 	uint64_t off = 0;
 	unsigned int dl;
 	int ret = 0;
 
-	if (!md || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
+	if (!pm.md) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	parts_start(&pm);
 	if (dfd >= 0) {
-		ret = md5_direct(md, dfd, size, stop);
+		ret = md5_direct(&pm, dfd, size, stop);
 		if (ret != -EINVAL) /* EINVAL: O_DIRECT refused after all */
 			goto done;
-		EVP_DigestInit_ex(md, EVP_md5(), NULL);
+		parts_start(&pm);
 		ret = 0;
 	}
 	if (!(buf = malloc(cap))) {
@@ -223,16 +261,23 @@ int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
 			ret = -RDX_EINTR;
 			goto out;
 		}
-		EVP_DigestUpdate(md, buf, (size_t)n);
+		parts_feed(&pm, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
 done:
 	if (!ret)
-		EVP_DigestFinal_ex(md, md5, &dl);
+		EVP_DigestFinal_ex(pm.md, md5[pm.i], &dl);
 out:
-	EVP_MD_CTX_free(md);
+	EVP_MD_CTX_free(pm.md);
 	free(buf);
 	return ret;
+}
+
+int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
+	      unsigned char *md5)
+{
+	return s3_fd_md5_parts(fd, dfd, size, size ? size : 1, stop,
+			       (unsigned char (*)[16])md5);
 }
 
 bool s3_etag_parts(const char *etag, unsigned *parts)

@@ -34,14 +34,16 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 		   uint64_t start, const char *if_match,
 		   struct s3_object_info *info);
 
-/* Checks a finished download against info (size, ETag): the file's size
- * and, for a plain-MD5 ETag, the MD5 of its data (file_md5 when the data
- * was hashed on its way in, else read back), or for stdout of md (the MD5
- * of what was written; NULL: none).  Returns 0, -RDX_EINTEGRITY with c's
- * error filled, or -errno. */
+/* Checks a finished download of bucket/key against info (size, ETag):
+ * the file's size and, for a plain-MD5 ETag, the MD5 of its data
+ * (file_md5 when the data was hashed on its way in, else read back), or
+ * for stdout of md (the MD5 of what was written; NULL: none); for a
+ * multipart ETag the MD5s of its parts, read back unless parts_checked
+ * (the ranges checked them, or found that they cannot be).  Returns 0,
+ * -RDX_EINTEGRITY with c's error filled, or -errno. */
 int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
-		       struct s3_out *out, EVP_MD_CTX *md,
-		       const unsigned char *file_md5,
-		       const struct s3_object_info *info);
+		       const char *bucket, const char *key, struct s3_out *out,
+		       EVP_MD_CTX *md, const unsigned char *file_md5,
+		       bool parts_checked, const struct s3_object_info *info);
 
 #endif

@@ -411,43 +411,6 @@ out:
 	return ret;
 }
 
-/* Checks what came against the object's ETag (s3_check_download): the
- * file's size, and the MD5 of a single-part object's data, streamed for
- * stdout (md), hashed on the way in (file_md5) or read back for a file. */
-int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
-		       struct s3_out *out, EVP_MD_CTX *md,
-		       const unsigned char *file_md5,
-		       const struct s3_object_info *info)
-{
-	unsigned char d5[16];
-	unsigned int dl;
-	struct stat st;
-	bool plain = !info->encrypted && s3_etag_of_data(info->etag);
-	int ret;
-
-	if (out->is_stdout) {
-		if (!plain || !md)
-			return s3_check_download(c, info, NULL);
-		EVP_DigestFinal_ex(md, d5, &dl);
-		return s3_check_download(c, info, d5);
-	}
-	if (fstat(out->fd, &st) || (uint64_t)st.st_size != info->size) {
-		struct s3_error e = {.attempts = 1};
-
-		snprintf(e.message, sizeof(e.message),
-			 "the file has %lld bytes of %" PRIu64,
-			 (long long)st.st_size, info->size);
-		s3_set_error(c, &e);
-		return -RDX_EINTEGRITY;
-	}
-	if (!plain || file_md5)
-		return s3_check_download(c, info, plain ? file_md5 : NULL);
-	ret = s3_fd_md5(out->fd, s3_out_direct(out) ? out->dfd : -1, info->size,
-			o->stop, d5);
-	if (ret)
-		return ret == -ENODATA ? -RDX_EINTEGRITY : ret;
-	return s3_check_download(c, info, d5);
-}
 
 /* Stdout's first range: written out and hashed. */
 struct md_out {
@@ -529,11 +492,84 @@ static int check_part_md5s(struct s3_client *c, const char *bucket, const char *
 	return 0;
 }
 
+/* A multipart object's file that its ranges could not check part by
+ * part (a resumed download, one that came in its first range): read back
+ * in parts, when their size is known (see plan_parts), and checked as
+ * the ranges would have been; else for its part count. */
+static int check_file_parts(struct s3_client *c, const struct s3_xfer_opts *o,
+			    const char *bucket, const char *key, struct s3_out *out,
+			    const struct s3_object_info *info, unsigned n)
+{
+	unsigned char (*md5)[16];
+	bool asked;
+	uint64_t p = plan_parts(c, o, bucket, key, out, info->size, n, &asked);
+	int ret;
+
+	if (!p)
+		return s3_check_download(c, info, NULL);
+	if (!(md5 = calloc(n, sizeof(*md5))))
+		return -ENOMEM;
+	ret = s3_fd_md5_parts(out->fd, s3_out_direct(out) ? out->dfd : -1, info->size,
+			      p, o->stop, md5);
+	if (!ret)
+		ret = check_part_md5s(c, bucket, key, info->etag,
+				      (const unsigned char (*)[16])md5, n, p, asked);
+	else if (ret == -ENODATA)
+		ret = -RDX_EINTEGRITY;
+	free(md5);
+	return ret;
+}
+
+/* Checks what came against the object's ETag (s3_check_download): the
+ * file's size, and the MD5 of a single-part object's data, streamed for
+ * stdout (md), hashed on the way in (file_md5) or read back for a file;
+ * a multipart object's parts, read back unless the ranges dealt with
+ * them (parts_checked: checked, or found that they cannot be). */
+int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
+		       const char *bucket, const char *key, struct s3_out *out,
+		       EVP_MD_CTX *md, const unsigned char *file_md5,
+		       bool parts_checked, const struct s3_object_info *info)
+{
+	unsigned char d5[16];
+	unsigned int dl;
+	unsigned n;
+	struct stat st;
+	bool plain = !info->encrypted && s3_etag_of_data(info->etag);
+	int ret;
+
+	if (out->is_stdout) {
+		if (!plain || !md)
+			return s3_check_download(c, info, NULL);
+		EVP_DigestFinal_ex(md, d5, &dl);
+		return s3_check_download(c, info, d5);
+	}
+	if (fstat(out->fd, &st) || (uint64_t)st.st_size != info->size) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the file has %lld bytes of %" PRIu64,
+			 (long long)st.st_size, info->size);
+		s3_set_error(c, &e);
+		return -RDX_EINTEGRITY;
+	}
+	if (!info->encrypted && !parts_checked && s3_etag_parts(info->etag, &n) &&
+	    n >= 2 && n <= S3_PARTS_MAX)
+		return check_file_parts(c, o, bucket, key, out, info, n);
+	if (!plain || file_md5)
+		return s3_check_download(c, info, plain ? file_md5 : NULL);
+	ret = s3_fd_md5(out->fd, s3_out_direct(out) ? out->dfd : -1, info->size,
+			o->stop, d5);
+	if (ret)
+		return ret == -ENODATA ? -RDX_EINTEGRITY : ret;
+	return s3_check_download(c, info, d5);
+}
+
 /* The download proper (see s3_download_at), md the stdout's MD5. */
 static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		 const char *bucket, const char *key, struct s3_out *out,
 		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
-		 unsigned char *whole_md5, bool *whole, struct s3_object_info *info)
+		 unsigned char *whole_md5, bool *whole, bool *parts_checked,
+		 struct s3_object_info *info)
 {
 	struct s3_range rg = {.start = start, .len = o->part_size,
 			      .if_match = if_match};
@@ -595,6 +631,7 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		ps = plan_parts(c, o, bucket, key, out, rg.total, n, &asked);
 		nparts = ps ? n : 0; /* no plan: the part count only */
 		ps = ps ? ps : o->part_size;
+		*parts_checked = true; /* here, or known to be impossible */
 	}
 	/* The rest lands in place, written in parallel: room for it now
 	 * (and a full disk said now rather than midway). */
@@ -678,7 +715,7 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 	struct s3_object_info got;
 	EVP_MD_CTX *md = NULL;
 	unsigned char whole_md5[16];
-	bool whole = false;
+	bool whole = false, parts_checked = false;
 	int ret;
 
 	if (out->is_stdout) {
@@ -688,9 +725,11 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 			return -ENOMEM;
 		}
 	}
-	ret = fetch(c, o, bucket, key, out, start, if_match, md, whole_md5, &whole, &got);
+	ret = fetch(c, o, bucket, key, out, start, if_match, md, whole_md5, &whole,
+		    &parts_checked, &got);
 	if (!ret)
-		ret = s3_download_verify(c, o, out, md, whole ? whole_md5 : NULL, &got);
+		ret = s3_download_verify(c, o, bucket, key, out, md,
+					 whole ? whole_md5 : NULL, parts_checked, &got);
 	if (info)
 		*info = got;
 	EVP_MD_CTX_free(md);

@@ -56,7 +56,7 @@ int s3_download_resume(struct s3_client *c, const struct s3_xfer_opts *o,
 			 key, have);
 		if (info)
 			*info = now;
-		return s3_download_verify(c, o, out, NULL, NULL, &now);
+		return s3_download_verify(c, o, bucket, key, out, NULL, NULL, false, &now);
 	}
 	if (have)
 		rdx_info(1, "get s3://%s/%s: resuming at byte %" PRIu64 " of %" PRIu64,

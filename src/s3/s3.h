@@ -210,6 +210,11 @@ int s3_head_carry(struct s3_client *c, const char *bucket, const char *key,
 int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,
 	      unsigned char *md5);
 
+/* As s3_fd_md5, one MD5 for each part of part bytes (the last may be
+ * shorter: ceil(size / part) of them, one for nothing) into md5. */
+int s3_fd_md5_parts(int fd, int dfd, uint64_t size, uint64_t part,
+		    const atomic_int *stop, unsigned char (*md5)[16]);
+
 /* Checks what a download received (info: size, ETag, encryption) against
  * its ETag: a plain MD5 must equal md5 (the data's; NULL: not computed),
  * "MD5-1" the MD5 of md5;

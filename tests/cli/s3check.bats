@@ -213,7 +213,7 @@ md5_etag() {
 
 # ---------------------------------------------------------------- resume
 
-@test "get --resume: SIGKILLed mid-download, resumed from the partial's record without fetching the first ranges again" {
+@test "get --resume: SIGKILLed mid-download, resumed from the partial's record without fetching the first ranges again; checked whole" {
 	size=$((4 * PS + 12345))
 	mkrand "$D/src" "$size"
 	xrun "$RDS3" --part-size 5M put "$D/src" "s3://$B/k" || fail put
@@ -243,6 +243,20 @@ md5_etag() {
 	[ "$(head -n 1 <<<"$starts")" = "$have" ] || fail "ranges asked for: $starts"
 	[ "$(sort -n <<<"$starts" | head -n 1)" = "$have" ] || fail "ranges asked for: $starts"
 	[ "$(grep -c '' <<<"$starts")" -eq $(((size - have + PS - 1) / PS)) ] || fail "ranges asked for: $starts"
+	# The resumed file is read back in parts: its ETag is checked whole.
+	etag=$(mp_etag "$D/src" "$PS")
+	assert_match "$stderr" "ETag $etag checked: the MD5s of its 5 parts"
+	# A partial whose vouched-for bytes are not the object's: its parts
+	# say so (exit 6; the part count alone let this through), and the
+	# partial goes.
+	rm "$D/out"
+	head -c "$PS" /dev/zero >"$D/.out.rdx-part"
+	printf 'etag %s\nsize %s\nhave %s\n' "$etag" "$size" "$PS" >"$D/.out.rdx-part.meta"
+	rds3 --part-size 5M get --resume "s3://$B/k" "$D/out"
+	assert_status 6
+	assert_match "$stderr" "^rds3: get s3://$B/k: integrity check failed: the data's parts make the ETag \"[0-9a-f]{32}-5\", the object's is $etag$"
+	assert_no_output_file "$D/out"
+	[ ! -e "$D/.out.rdx-part" ] && [ ! -e "$D/.out.rdx-part.meta" ] || fail "the bad partial stayed"
 }
 
 @test "get --resume: a changed object starts over (said), bad data is thrown away (exit 6), SIGINT keeps the partial, stdout is refused" {

@@ -8,6 +8,7 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,20 @@ static void test_fd_md5(void)
 	CHECK(s3_fd_md5(fd, -1, 3, NULL, d) == 0 && !memcmp(d, md5_abc, 16),
 	      "the MD5 of the first 3 bytes");
 	CHECK(s3_fd_md5(fd, -1, 7, NULL, d) == -ENODATA, "a file shorter than asked is -ENODATA");
+	{
+		unsigned char parts[2][16], want[2][16];
+		unsigned int dl;
+
+		EVP_Digest("abcd", 4, want[0], &dl, EVP_md5(), NULL);
+		EVP_Digest("ef", 2, want[1], &dl, EVP_md5(), NULL);
+		CHECK(s3_fd_md5_parts(fd, -1, 6, 4, NULL, parts) == 0 &&
+			      !memcmp(parts, want, sizeof(want)),
+		      "parts of 4 bytes: the MD5s of abcd and of ef");
+		EVP_Digest("", 0, want[0], &dl, EVP_md5(), NULL);
+		CHECK(s3_fd_md5_parts(fd, -1, 0, 4, NULL, parts) == 0 &&
+			      !memcmp(parts[0], want[0], 16),
+		      "no bytes: one MD5, of nothing");
+	}
 	close(fd);
 	unlink(path);
 }
