@@ -704,6 +704,16 @@ int s3_copy(struct s3_client *c, const struct s3_xfer_opts *o,
 		h[xo.nheaders++] = (struct s3_kv){ line, sep + 2 };
 	}
 	ret = s3_copy_multipart(c, &xo, src_bucket, src_key, &src, bucket, key, info);
+	if (ret == -RDX_EREMOTE && !strcmp(s3_last_error(c)->code, "NotImplemented") &&
+	    src.size <= S3_PART_MAX) {
+		/* A server without UploadPartCopy (the upload is aborted):
+		 * what one CopyObject can do, it does. */
+		rdx_info(1, "cp s3://%s/%s: no UploadPartCopy here: one CopyObject",
+			 src_bucket, src_key);
+		ret = s3_copy_object(c, src_bucket, src_key, bucket, key, info);
+		if (!ret && info)
+			info->size = src.size;
+	}
 out:
 	free(buf);
 	return ret;

@@ -154,8 +154,10 @@ static bool digest_code(const char *code)
 
 static bool retryable_status(long status, const char *code)
 {
-	return status >= 500 || status == 429 || !strcmp(code, "SlowDown") ||
-	       !strcmp(code, "RequestTimeout") || !strcmp(code, "Throttling");
+	/* 501 Not Implemented will not be implemented by the next try. */
+	return (status >= 500 && status != 501) || status == 429 ||
+	       !strcmp(code, "SlowDown") || !strcmp(code, "RequestTimeout") ||
+	       !strcmp(code, "Throttling");
 }
 
 static void backoff(const struct s3_client *c, unsigned attempt)

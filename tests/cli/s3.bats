@@ -649,7 +649,7 @@ head_json() {
 	[ "$(stat_delta copies)" -eq 1 ] || fail "copies: $(stat_delta copies)"
 }
 
-@test "cp S3 to S3 in parts: a failed part (403, a 200 with an Error body) aborts the upload; a 503 is retried" {
+@test "cp S3 to S3 in parts: a failed part (403, a 200 with an Error body) aborts the upload; a 503 is retried; no UploadPartCopy, one CopyObject" {
 	mkrand "$D/f" $((12 * 1024 * 1024))
 	xrun "$RDS3" --part-size 5M put "$D/f" "s3://$B/src"
 	proxy_fault 403 1 AccessDenied UploadPartCopy 1
@@ -673,6 +673,18 @@ head_json() {
 	assert_status 0
 	rds3 get "s3://$B/c" "$D/back"
 	cmp "$D/f" "$D/back"
+	open_uploads 0
+	# A server without UploadPartCopy (501 NotImplemented, not retried):
+	# the upload is aborted and one CopyObject does it.
+	copies=$(stat_delta copies)
+	proxy_fault 501 1 NotImplemented UploadPartCopy
+	rds3 -v --part-size 5M --concurrency 1 cp "s3://$B/src" "s3://$B/d"
+	assert_status 0
+	assert_match "$stderr" "cp s3://$B/src: no UploadPartCopy here: one CopyObject"
+	[ "$(stat_delta copies)" -eq $((copies + 1)) ] || fail "CopyObject: $(stat_delta copies)"
+	[ "$(stat_delta aborted)" -eq 3 ] || fail "aborted: $(stat_delta aborted)"
+	rds3 get "s3://$B/d" "$D/back2"
+	cmp "$D/f" "$D/back2"
 	open_uploads 0
 }
 
