@@ -584,7 +584,7 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	struct s3_sink first;
 	uint64_t ps = o->part_size;
 	unsigned nparts = 0, n, dl;
-	bool asked = false;
+	bool asked = false, hashed;
 	struct down *d;
 	int ret;
 
@@ -597,9 +597,11 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	first = md5_wrap(&m0, &sink);
 	ret = s3_get_range(c, bucket, key, &first, &rg);
-	if (m0.md)
+	hashed = m0.md != NULL;
+	if (hashed)
 		EVP_DigestFinal_ex(m0.md, md5_0, &dl);
 	EVP_MD_CTX_free(m0.md);
+	m0.md = NULL;
 	if (ret == -RDX_EREMOTE && s3_last_error(c)->status == 416 && !start) {
 		/* No byte 0: an empty object.  A plain GET says so. */
 		if (out->is_stdout)
@@ -615,10 +617,10 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	info->encrypted = rg.encrypted;
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
 	if (rg.whole || rg.total <= start + o->part_size) {
-		/* All of it came in the first range, hashed: no reading back.
-		 * (Parts of a multipart one cannot be told apart in it: its
-		 * part count is checked.) */
-		if (m0.md && !out->is_stdout) {
+		/* All of it came in the first range, hashed: a plain MD5 needs
+		 * no reading back (a multipart one is read back in parts, by
+		 * s3_download_verify). */
+		if (hashed && !out->is_stdout) {
 			memcpy(whole_md5, md5_0, 16);
 			*whole = true;
 		}
@@ -626,7 +628,7 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	/* One part ("MD5-1") is the MD5 of the data's MD5: checked as a
 	 * plain one is (s3_download_verify); two or more in parts. */
-	if (m0.md && !rg.encrypted && s3_etag_parts(rg.etag, &n) && n >= 2 &&
+	if (hashed && !rg.encrypted && s3_etag_parts(rg.etag, &n) && n >= 2 &&
 	    n <= S3_PARTS_MAX) {
 		ps = plan_parts(c, o, bucket, key, out, rg.total, n, &asked);
 		nparts = ps ? n : 0; /* no plan: the part count only */
