@@ -462,6 +462,48 @@ static int finish(struct s3_client *c, const struct s3_xfer_opts *o,
 	return ret;
 }
 
+/* A multipart upload's (or copy's) state for bucket/key; NULL when out
+ * of memory.  up_release() frees it. */
+static struct up *up_new(const char *bucket, const char *key)
+{
+	struct up *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cond, NULL);
+	u->bucket = bucket;
+	u->key = key;
+	return u;
+}
+
+/* The workers' clients, then CreateMultipartUpload with o's headers. */
+static int up_begin(struct s3_client *c, const struct s3_xfer_opts *o,
+		    struct up *u, struct up_worker *w, unsigned nw)
+{
+	int ret;
+
+	for (unsigned i = 0; i < nw; i++) {
+		w[i].u = u;
+		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
+			return ret;
+	}
+	return s3_mpu_create(c, u->bucket, u->key, o->headers, o->nheaders, u->upload_id);
+}
+
+/* Frees the nw workers' clients, w, and u with its part tables. */
+static void up_release(struct up *u, struct up_worker *w, unsigned nw)
+{
+	for (unsigned i = 0; w && i < nw; i++)
+		s3_client_free(w[i].c);
+	free(w);
+	free(u->etags);
+	free(u->md5);
+	pthread_cond_destroy(&u->cond);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}
+
 /* The multipart upload proper; part 1 may already be in first_buf. */
 static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 		  const char *bucket, const char *key, struct source *s,
@@ -470,7 +512,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 {
 	unsigned nw = o->concurrency, i, started, n;
 	struct up_worker *w = calloc(nw, sizeof(*w));
-	struct up *u = calloc(1, sizeof(*u));
+	struct up *u = up_new(bucket, key);
 	char *own_first = first_len ? first_buf : NULL;
 	int ret;
 
@@ -480,10 +522,6 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 		free(first_buf);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->cond, NULL);
-	u->bucket = bucket;
-	u->key = key;
 	u->cap = nw;
 	u->ready = calloc(nw, sizeof(*u->ready));
 	u->free_bufs = calloc(nw, sizeof(*u->free_bufs));
@@ -498,13 +536,7 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 			goto out_free;
 		u->nfree++;
 	}
-	for (i = 0; i < nw; i++) {
-		w[i].u = u;
-		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
-			goto out_free;
-	}
-	ret = s3_mpu_create(c, bucket, key, o->headers, o->nheaders, u->upload_id);
-	if (ret)
+	if ((ret = up_begin(c, o, u, w, nw)))
 		goto out_free;
 	rdx_info(1,
 		 "multipart upload %s: parts of %" PRIu64 " bytes, %u at a time",
@@ -523,8 +555,6 @@ static int upload(struct s3_client *c, const struct s3_xfer_opts *o,
 	wait_workers(u, o, w, started);
 	ret = finish(c, o, u, n, info);
 out_free:
-	for (i = 0; i < nw; i++)
-		s3_client_free(w[i].c);
 	/* Every buffer is free or in a job that no worker took after a
 	 * failure. */
 	for (i = 0; i < u->nfree; i++)
@@ -533,13 +563,8 @@ out_free:
 		free(u->ready[(u->head + i) % u->cap].buf);
 	free(u->free_bufs);
 	free(u->ready);
-	free(u->etags);
-	free(u->md5);
 	free(own_first);
-	pthread_cond_destroy(&u->cond);
-	pthread_mutex_destroy(&u->lock);
-	free(u);
-	free(w);
+	up_release(u, w, nw);
 	return ret;
 }
 
@@ -605,17 +630,13 @@ int s3_copy_multipart(struct s3_client *c, const struct s3_xfer_opts *o,
 		      const struct s3_object_info *src, const char *bucket,
 		      const char *key, struct s3_object_info *info)
 {
-	struct up *u = calloc(1, sizeof(*u));
+	struct up *u = up_new(bucket, key);
 	struct up_worker *w = NULL;
-	unsigned nw = o->concurrency, i, started;
+	unsigned nw = o->concurrency, started;
 	int ret = -ENOMEM;
 
 	if (!u)
 		return -ENOMEM;
-	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->cond, NULL);
-	u->bucket = bucket;
-	u->key = key;
 	u->src_bucket = src_bucket;
 	u->src_key = src_key;
 	u->src_etag = src->etag;
@@ -632,13 +653,7 @@ int s3_copy_multipart(struct s3_client *c, const struct s3_xfer_opts *o,
 	u->md5 = calloc(u->nparts, sizeof(*u->md5));
 	if (!w || !u->etags || !u->md5)
 		goto out;
-	for (i = 0; i < nw; i++) {
-		w[i].u = u;
-		if ((ret = s3_xfer_client(&w[i].c, o, &u->cancel)))
-			goto out;
-	}
-	ret = s3_mpu_create(c, bucket, key, o->headers, o->nheaders, u->upload_id);
-	if (ret)
+	if ((ret = up_begin(c, o, u, w, nw)))
 		goto out;
 	rdx_info(1,
 		 "multipart copy %s: %u parts of %" PRIu64 " bytes, %u at a time",
@@ -651,14 +666,7 @@ int s3_copy_multipart(struct s3_client *c, const struct s3_xfer_opts *o,
 	wait_workers(u, o, w, started);
 	ret = finish(c, o, u, u->nparts, info);
 out:
-	for (i = 0; w && i < nw; i++)
-		s3_client_free(w[i].c);
-	free(w);
-	free(u->etags);
-	free(u->md5);
-	pthread_cond_destroy(&u->cond);
-	pthread_mutex_destroy(&u->lock);
-	free(u);
+	up_release(u, w, nw);
 	return ret;
 }
 
