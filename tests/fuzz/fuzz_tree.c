@@ -1,4 +1,4 @@
-/* libFuzzer target: a hostile tree stream (src/core/tree.c) unpacked into
+/* libFuzzer target: a hostile tree stream (src/core/tree*.c) unpacked into
  * a scratch root.  Whatever the bytes, nothing may be created outside the
  * root (a sibling directory stays empty even when the stream plants
  * symlinks to it), no ".NAME.rdx-" temporary may be left behind (unless

@@ -1,4 +1,4 @@
-/* Trees (src/core/tree.c): a real tree packed and unpacked (content, modes,
+/* Trees (src/core/tree*.c): a real tree packed and unpacked (content, modes,
  * times, symlinks, hard links, a sparse file, empty directories), and the
  * unpacker against hostile archives made here with libarchive: names that
  * escape, writing or linking through a symlink, a missing or wrong hash, a

@@ -1,0 +1,1123 @@
+/* The sender's side of a tree: walk the sources (libarchive's walk),
+ * read the files, and write them as one pax stream with a hash after
+ * each; --sync's plan of what the receiver already has. */
+#include "tree_int.h"
+
+#include "err.h"
+#include "fileio.h"
+#include "proto.h"
+#include "rules.h"
+#include "io.h"
+#include "log.h"
+#include "units.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fts.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define PACK_BLOCK (1u << 20) /* libarchive's output blocks: one pipe write */
+
+/* ---- --sync: the receiver's listing ----------------------------------- */
+
+struct plan_slot {
+	char *name; /* NULL: free */
+	uint64_t size;
+	int64_t mtime;
+	uint8_t type;
+	bool seen; /* the walk has it too */
+	uint8_t hash[16]; /* type RDX_LIST_HASHED */
+};
+
+struct rdx_tree_plan {
+	struct plan_slot *slots;
+	size_t cap; /* a power of two */
+	size_t used;
+	bool delete, dry_run;
+};
+
+void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run)
+{
+	p->delete = delete;
+	p->dry_run = dry_run;
+}
+
+int rdx_tree_plan_new(struct rdx_tree_plan **out)
+{
+	struct rdx_tree_plan *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->cap = 1024;
+	p->slots = calloc(p->cap, sizeof(*p->slots));
+	if (!p->slots) {
+		free(p);
+		return -ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static struct plan_slot *plan_find(const struct rdx_tree_plan *p, const char *name,
+				   size_t len)
+{
+	size_t i = (size_t)XXH3_64bits(name, len) & (p->cap - 1);
+
+	while (p->slots[i].name &&
+	       (strlen(p->slots[i].name) != len || memcmp(p->slots[i].name, name, len)))
+		i = (i + 1) & (p->cap - 1);
+	return &p->slots[i];
+}
+
+static int plan_grow(struct rdx_tree_plan *p)
+{
+	struct rdx_tree_plan bigger = { .cap = p->cap * 2 };
+	size_t i;
+
+	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
+	if (!bigger.slots)
+		return -ENOMEM;
+	for (i = 0; i < p->cap; i++)
+		if (p->slots[i].name)
+			*plan_find(&bigger, p->slots[i].name, strlen(p->slots[i].name)) = p->slots[i];
+	free(p->slots);
+	p->slots = bigger.slots;
+	p->cap = bigger.cap;
+	return 0;
+}
+
+int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e)
+{
+	struct plan_slot *slot;
+
+	if ((p->used + 1) * 2 > p->cap && plan_grow(p))
+		return -ENOMEM;
+	slot = plan_find(p, e->name, e->len);
+	if (!slot->name) {
+		slot->name = strndup(e->name, e->len);
+		if (!slot->name)
+			return -ENOMEM;
+		p->used++;
+	}
+	slot->size = e->size;
+	slot->mtime = e->mtime;
+	slot->type = e->type;
+	memcpy(slot->hash, e->hash, sizeof(slot->hash));
+	return 0;
+}
+
+void rdx_tree_plan_free(struct rdx_tree_plan *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	for (i = 0; i < p->cap; i++)
+		free(p->slots[i].name);
+	free(p->slots);
+	free(p);
+}
+
+/* Notes that the walk has e; returns true when the receiver has it as a
+ * regular file as it is here: same size, and same mtime or (--checksum)
+ * same content.  e's source path is absolute (rdx_tree_pack_start). */
+static bool plan_walked(const struct rdx_tree_plan *p, struct archive_entry *e)
+{
+	const char *name = archive_entry_pathname(e);
+	struct plan_slot *slot = plan_find(p, name, strlen(name));
+
+	uint8_t mine[16];
+
+	if (!slot->name)
+		return false;
+	slot->seen = true;
+	if (archive_entry_filetype(e) != AE_IFREG || slot->size != (uint64_t)archive_entry_size(e))
+		return false;
+	/* --checksum: the same bytes, whatever the times say. */
+	if (slot->type == RDX_LIST_HASHED)
+		return tree_hash_file(archive_entry_sourcepath(e), mine) == 0 &&
+		       !memcmp(mine, slot->hash, sizeof(mine));
+	return slot->type == RDX_LIST_FILE && slot->mtime == (int64_t)archive_entry_mtime(e);
+}
+
+static int by_name_desc(const void *a, const void *b)
+{
+	return -strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A marker entry (RDX_TREE_DELETE_NAME, RDX_TREE_MISSING_NAME) whose
+ * data is a name.  Returns 0, -ENOMEM or -EPIPE. */
+static int pack_marker(struct archive *w, const char *marker, const char *name)
+{
+	struct archive_entry *e = archive_entry_new();
+	size_t len = strlen(name);
+	int ret = 0;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_set_pathname(e, marker);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0400);
+	archive_entry_set_size(e, (la_int64_t)len);
+	if (archive_write_header(w, e) < ARCHIVE_WARN ||
+	    archive_write_data(w, name, len) != (la_ssize_t)len)
+		ret = -EPIPE;
+	archive_entry_free(e);
+	return ret;
+}
+
+/* --delete: the removal entries for what the receiver listed and the walk
+ * did not see, children first (names in descending order put "d/x"
+ * before "d").  Returns 0, -ENOMEM or -EPIPE. */
+static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
+			size_t nrules, struct archive *w)
+{
+	char **names = malloc((p->used ? p->used : 1) * sizeof(*names));
+	size_t i, n = 0;
+	int ret = 0;
+
+	if (!names)
+		return -ENOMEM;
+	/* What the rules exclude was not walked, not gone: it stays. */
+	for (i = 0; i < p->cap; i++) {
+		const char *name = p->slots[i].name, *rel = name ? strchr(name, '/') : NULL;
+
+		if (name && !p->slots[i].seen &&
+		    (!rel || rdx_rules_pass_path(rules, nrules, rel + 1)))
+			names[n++] = p->slots[i].name;
+	}
+	qsort(names, n, sizeof(*names), by_name_desc);
+	for (i = 0; i < n && !ret; i++) {
+		if (p->dry_run)
+			rdx_info(0, "would delete '%s'", names[i]);
+		else
+			ret = pack_marker(w, RDX_TREE_DELETE_NAME, names[i]);
+	}
+	free(names);
+	return ret;
+}
+
+/* ---- sender: walk and pack -------------------------------------------- */
+
+/* The walk, the reading of files and the writing of the stream are three
+ * stages.  A walker thread runs libarchive's walk and queues what it
+ * finds (an item per entry, in the walk's order); reader threads read
+ * small regular files whole ahead and hash them; the packing thread takes
+ * the items in order and writes the stream.  A big or sparse file, or one
+ * with hard links, is read by the packing thread itself when its turn
+ * comes.  The queue holds at most AHEAD_ITEMS entries and READ_AHEAD
+ * bytes of data read ahead. */
+#define READ_AHEAD (16u << 20)
+#define AHEAD_ITEMS 4096u
+#define MAX_READERS 64
+#define READ_BLOCK (1u << 20) /* the packing thread's own reads */
+
+enum item_kind {
+	ITEM_ENTRY,   /* a walked entry */
+	ITEM_MISSING, /* a source or entry the walk could not read */
+	ITEM_END,     /* the walk is over */
+};
+
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	struct archive_entry *e; /* ITEM_ENTRY */
+	char *text;		 /* ITEM_MISSING: "NAME: why" */
+	/* A small regular file read ahead by a reader: */
+	bool ahead;
+	bool read;	  /* the reader is done with it */
+	char *buf;
+	size_t size;	  /* from the walk */
+	size_t got;
+	int err;	  /* -errno; -ESTALE: not the walked file any more */
+	XXH128_hash_t hash;
+};
+
+struct ahead {
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* readers: an item to read, or the end */
+	pthread_cond_t ready; /* the packer: an item queued or read */
+	pthread_cond_t room;  /* the walker: the packer took an item */
+	struct item *head, *tail;
+	struct item *unread;  /* the first item no reader took yet */
+	unsigned items;
+	size_t bytes;	      /* of the items read ahead, queued */
+	bool ended;	      /* ITEM_END queued */
+	bool quit;	      /* the packer stopped: walker and readers end */
+	pthread_t walker;
+	bool walking;
+	pthread_t readers[MAX_READERS];
+	unsigned nreaders;
+};
+
+struct rdx_tree_pack {
+	pthread_t thread;
+	int fd; /* the stream's write end: the thread's, closed when it ends;
+		 * -1: handed out (rdx_tree_pack_read) */
+	struct feed out;
+	struct ahead q;
+	char **paths;	     /* as given: the names they are sent under */
+	char **abs;	     /* the same, absolute: what the walk opens */
+	unsigned n;
+	bool follow;
+	unsigned nreaders;
+	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
+	/* Written by the walker until it queues ITEM_END, then read by the
+	 * packing thread (the queue's lock orders the two). */
+	unsigned unwalkable; /* sources that could not be opened */
+	bool incomplete;     /* the walk warned: --delete deletes nothing */
+	uint64_t unchanged;  /* files --sync did not send */
+	int walk_err;	     /* -ENOMEM */
+	/* Written by both, read after the joins. */
+	atomic_uint unreadable; /* files skipped or sent empty */
+	/* Written by the packing thread, read after its join. */
+	int err;	     /* the stream itself failed (-errno) */
+	struct rdx_tree_plan *plan; /* --sync, or NULL */
+	const struct rdx_rule *rules; /* --include/--exclude; borrowed */
+	size_t nrules;
+	bool cut;	     /* failed here: nothing more goes out, not even the
+			      * end of the archive, so the receiver fails too */
+};
+
+static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
+			     size_t len)
+{
+	struct rdx_tree_pack *p = arg;
+	ssize_t n;
+
+	if (p->cut) {
+		archive_set_error(a, ECANCELED, "the walk failed");
+		return -1;
+	}
+
+	if (p->fd < 0) {
+		/* Handed out: wait until the core took all of it. */
+		struct feed *f = &p->out;
+
+		pthread_mutex_lock(&f->lock);
+		if (!f->gone) {
+			f->buf = buf;
+			f->len = len;
+			f->off = 0;
+			pthread_cond_broadcast(&f->cond);
+			while (f->buf && !f->gone)
+				pthread_cond_wait(&f->cond, &f->lock);
+		}
+		n = f->gone ? -EPIPE : (ssize_t)len;
+		f->buf = NULL;
+		pthread_mutex_unlock(&f->lock);
+	} else {
+		n = rdx_write_full(p->fd, buf, len, NULL);
+	}
+	if (n < 0) {
+		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
+		return -1;
+	}
+	return n;
+}
+
+/* The name a source is sent under: its last component ("dir/" and
+ * "dir/." give "dir"; "." gives the current directory's name).  NULL for
+ * "/", which has none. */
+char *rdx_tree_top_name(const char *path)
+{
+	char *real = NULL, *top;
+	const char *base, *end;
+
+	end = path + strlen(path);
+	while (end > path + 1 && end[-1] == '/')
+		end--;
+	base = end;
+	while (base > path && base[-1] != '/')
+		base--;
+	if ((end - base == 1 && base[0] == '.') ||
+	    (end - base == 2 && base[0] == '.' && base[1] == '.') ||
+	    end == base || (end - base == 1 && base[0] == '/')) {
+		real = realpath(path, NULL);
+		if (!real || strcmp(real, "/") == 0) {
+			free(real);
+			return NULL;
+		}
+		top = strdup(strrchr(real, '/') + 1);
+		free(real);
+		return top;
+	}
+	return strndup(base, (size_t)(end - base));
+}
+
+/* Opens the file the walk found, by its (absolute) path, and checks that
+ * it is still that file: what is read is what was walked, even if a name
+ * on the way was replaced since.  Returns the descriptor, or -errno
+ * (-ESTALE: another file is there now). */
+static int open_walked(struct archive_entry *e)
+{
+	struct stat st;
+	/* O_NONBLOCK: a fifo put there must not block the open. */
+	int fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_ino != (ino_t)archive_entry_ino64(e) || st.st_dev != archive_entry_dev(e)) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Why a file's data was not sent whole. */
+static void unread_warn(struct rdx_tree_pack *p, struct archive_entry *e, int err)
+{
+	if (err == -ESTALE || err == -ENODATA)
+		rdx_warn("'%s' changed while it was read; not sent", archive_entry_sourcepath(e));
+	else
+		rdx_warn("cannot read '%s': %s", archive_entry_sourcepath(e), strerror(-err));
+	atomic_fetch_add(&p->unreadable, 1);
+}
+
+/* Writes the hash entry that follows a regular file: its XXH3-128, or no
+ * bytes at all when the file could not be read whole. */
+static int pack_hash(struct archive *w, XXH128_hash_t hash, bool good)
+{
+	struct archive_entry *e = archive_entry_new();
+	XXH128_canonical_t c;
+	int ret = 0;
+
+	if (!e)
+		return -ENOMEM;
+	archive_entry_set_pathname(e, RDX_TREE_HASH_NAME);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0400);
+	archive_entry_set_size(e, good ? (la_int64_t)sizeof(c.digest) : 0);
+	XXH128_canonicalFromHash(&c, hash);
+	if (archive_write_header(w, e) < ARCHIVE_WARN ||
+	    (good && archive_write_data(w, c.digest, sizeof(c.digest)) !=
+			     (la_ssize_t)sizeof(c.digest)))
+		ret = -EPIPE;
+	archive_entry_free(e);
+	return ret;
+}
+
+/* The end of a regular file's entry and its hash.  A short entry is
+ * padded with zeros by libarchive; the empty hash tells the receiver to
+ * drop it. */
+static int pack_close(struct archive *w, XXH128_hash_t hash, bool good)
+{
+	if (archive_write_finish_entry(w) < ARCHIVE_WARN)
+		return -EPIPE;
+	return pack_hash(w, hash, good);
+}
+
+/* Sends a file read ahead.  Returns 0 or -EPIPE. */
+static int pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *it)
+{
+	if (it->err)
+		unread_warn(p, it->e, it->err);
+	else if (it->got && archive_write_data(w, it->buf, it->got) != (la_ssize_t)it->got)
+		return -EPIPE;
+	return pack_close(w, it->hash, !it->err);
+}
+
+/* Sends a regular file's data, read here, and its hash: the whole file,
+ * or a sparse one's data regions (the pax writer takes the content in
+ * order and drops what falls in the holes).  Returns 0 (a read failure is
+ * only counted) or -EPIPE. */
+static int pack_read(struct rdx_tree_pack *p, struct archive *w,
+		     struct archive_entry *e, XXH3_state_t *h)
+{
+	static const char zeros[64 << 10];
+	la_int64_t size = archive_entry_size(e), off = 0, len = size, pos = 0;
+	bool sparse = archive_entry_sparse_reset(e) > 0;
+	int fd, err = 0;
+
+	XXH3_128bits_reset(h);
+	fd = size ? open_walked(e) : -1; /* nothing to read: not opened */
+	if (size && fd < 0)
+		err = fd;
+	while (!err && (!sparse || archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)) {
+		if (off > size || len > size - off) {
+			err = -ENODATA;
+			break;
+		}
+		for (; pos < off;) {
+			size_t gap = off - pos < (la_int64_t)sizeof(zeros)
+					     ? (size_t)(off - pos) : sizeof(zeros);
+
+			if (archive_write_data(w, zeros, gap) != (la_ssize_t)gap)
+				goto broken;
+			pos += (la_int64_t)gap;
+		}
+		while (!err && pos < off + len) {
+			size_t want = off + len - pos < READ_BLOCK ? (size_t)(off + len - pos)
+								   : READ_BLOCK;
+			ssize_t n = rdx_pread_full(fd, p->rbuf, want, pos);
+
+			if (n < (ssize_t)want) {
+				err = n < 0 ? (int)n : -ENODATA; /* shrank */
+				if (n <= 0)
+					break;
+			}
+			XXH3_128bits_update(h, p->rbuf, (size_t)n);
+			if (archive_write_data(w, p->rbuf, (size_t)n) != n)
+				goto broken;
+			pos += n;
+		}
+		if (!sparse)
+			break;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unread_warn(p, e, err);
+	return pack_close(w, XXH3_128bits_digest(h), !err);
+broken:
+	close(fd);
+	return -EPIPE;
+}
+
+/* Sends one walked entry.  Returns 0 or -EPIPE. */
+static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
+		      struct archive_entry_linkresolver *lr, struct item *it,
+		      XXH3_state_t *h)
+{
+	struct archive_entry *e = it->e, *spare = NULL;
+	mode_t type = archive_entry_filetype(e);
+	int r;
+
+	if (p->plan && p->plan->dry_run) {
+		if (type == AE_IFREG)
+			rdx_info(0, "would send '%s'", archive_entry_pathname(e));
+		return 0;
+	}
+	archive_entry_linkify(lr, &e, &spare);
+	if (!e)
+		return 0;
+	r = archive_write_header(w, e);
+	if (r == ARCHIVE_FATAL)
+		return -EPIPE;
+	if (r < ARCHIVE_OK)
+		rdx_warn("'%s': %s", archive_entry_sourcepath(e), archive_error_string(w));
+	if (r < ARCHIVE_WARN || type != AE_IFREG || archive_entry_hardlink(e))
+		return 0;
+	return it->ahead ? pack_ahead(p, w, it) : pack_read(p, w, e, h);
+}
+
+/* ---- sender: the queue ----------------------------------------------- */
+
+static void item_free(struct item *it)
+{
+	if (!it)
+		return;
+	if (it->e)
+		archive_entry_free(it->e);
+	free(it->text);
+	free(it->buf);
+	free(it);
+}
+
+/* Queues an item, waiting for room.  Returns 0, or -ECANCELED when the
+ * packing thread stopped (the item is freed). */
+static int queue_put(struct rdx_tree_pack *p, struct item *it)
+{
+	struct ahead *q = &p->q;
+	size_t bytes = it->ahead ? it->size : 0;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->quit && q->items &&
+	       (q->items >= AHEAD_ITEMS || q->bytes + bytes > READ_AHEAD))
+		pthread_cond_wait(&q->room, &q->lock);
+	if (q->quit) {
+		pthread_mutex_unlock(&q->lock);
+		item_free(it);
+		return -ECANCELED;
+	}
+	if (q->tail)
+		q->tail->next = it;
+	else
+		q->head = it;
+	q->tail = it;
+	q->items++;
+	q->bytes += bytes;
+	if (it->kind == ITEM_END)
+		q->ended = true;
+	if (it->ahead && !it->read && !q->unread)
+		q->unread = it;
+	if (it->kind == ITEM_END || (it->ahead && !it->read))
+		pthread_cond_broadcast(&q->work);
+	pthread_cond_signal(&q->ready);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+/* The next item in the walk's order, once read if read ahead; NULL when
+ * the walk stopped early (only after quit).  The caller frees it. */
+static struct item *queue_take(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	struct item *it;
+
+	pthread_mutex_lock(&q->lock);
+	while (!q->quit && (!q->head || (q->head->ahead && !q->head->read)))
+		pthread_cond_wait(&q->ready, &q->lock);
+	it = q->quit ? NULL : q->head;
+	if (it) {
+		q->head = it->next;
+		if (!q->head)
+			q->tail = NULL;
+		q->items--;
+		q->bytes -= it->ahead ? it->size : 0;
+		pthread_cond_signal(&q->room);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return it;
+}
+
+/* Reads one small file whole and hashes it. */
+static void read_ahead(struct item *it)
+{
+	size_t want = it->size;
+	ssize_t n;
+	int fd;
+
+	fd = open_walked(it->e);
+	if (fd < 0) {
+		it->err = fd;
+		return;
+	}
+	n = rdx_pread_full(fd, it->buf, want, 0);
+	close(fd);
+	if (n < 0) {
+		it->err = (int)n;
+		return;
+	}
+	it->got = (size_t)n;
+	if (it->got < want)
+		it->err = -ENODATA; /* shrank */
+	else
+		it->hash = XXH3_128bits(it->buf, it->got);
+}
+
+static void *reader_main(void *arg)
+{
+	struct ahead *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		struct item *it = q->unread, *next;
+
+		if (q->quit || (!it && q->ended))
+			break;
+		if (!it) {
+			pthread_cond_wait(&q->work, &q->lock);
+			continue;
+		}
+		for (next = it->next; next && !(next->ahead && !next->read); next = next->next)
+			;
+		q->unread = next;
+		pthread_mutex_unlock(&q->lock);
+		read_ahead(it);
+		pthread_mutex_lock(&q->lock);
+		it->read = true;
+		if (it == q->head)
+			pthread_cond_signal(&q->ready);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* ---- sender: the walk ------------------------------------------------ */
+
+/* Something the walk could not read: said here, and to the receiver in a
+ * RDX_TREE_MISSING_NAME entry ("NAME: why"), which fails it too.
+ * Returns 0, -ENOMEM or -ECANCELED. */
+static int walk_failed(struct rdx_tree_pack *p, const char *name, const char *why)
+{
+	struct item *it = calloc(1, sizeof(*it));
+
+	if (!why)
+		why = "unknown error";
+	rdx_warn("cannot read '%s': %s", name, why);
+	if (!it || asprintf(&it->text, "%s: %s", name, why) < 0) {
+		free(it);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_MISSING;
+	return queue_put(p, it);
+}
+
+/* Queues a walked entry (taken over), to be read ahead when it is a small
+ * regular file that is sent whole and only once.  Returns 0, -ENOMEM or
+ * -ECANCELED. */
+static int walk_entry(struct rdx_tree_pack *p, struct archive_entry *e)
+{
+	mode_t type = archive_entry_filetype(e);
+	la_int64_t size = archive_entry_size(e);
+	struct item *it;
+
+	if (type == AE_IFSOCK || type == AE_IFCHR || type == AE_IFBLK) {
+		rdx_warn("skipping '%s': not a file, directory or symlink",
+			 archive_entry_sourcepath(e));
+		archive_entry_free(e);
+		return 0;
+	}
+	if (p->plan && plan_walked(p->plan, e)) {
+		p->unchanged++;
+		archive_entry_free(e);
+		return 0;
+	}
+	it = calloc(1, sizeof(*it));
+	if (!it) {
+		archive_entry_free(e);
+		return -ENOMEM;
+	}
+	it->kind = ITEM_ENTRY;
+	it->e = e;
+	if (type == AE_IFREG && size >= 0 && size < BIG_FILE && archive_entry_nlink(e) <= 1 &&
+	    archive_entry_sparse_count(e) == 0 && !(p->plan && p->plan->dry_run)) {
+		it->ahead = true;
+		it->size = (size_t)size;
+		if (size && !(it->buf = malloc((size_t)size))) {
+			item_free(it);
+			return -ENOMEM;
+		}
+		if (!size) { /* nothing to read: not even opened, as before */
+			it->hash = XXH3_128bits(NULL, 0);
+			it->read = true;
+		} else if (!p->q.nreaders) {
+			read_ahead(it); /* no reader to do it */
+			it->read = true;
+		}
+	}
+	return queue_put(p, it);
+}
+
+/* Walks one source.  Returns 0, -ENOMEM or -ECANCELED. */
+static int walk_root(struct rdx_tree_pack *p, const char *path, const char *abs)
+{
+	struct archive *disk = NULL;
+	struct archive_entry *e = NULL;
+	char *root = strdup(abs), *top = rdx_tree_top_name(path), *name = NULL;
+	size_t rlen, cap = 0;
+	int ret = 0, r;
+
+	if (!root || !top) {
+		p->unwalkable++;
+		ret = walk_failed(p, path, !top && root ? "it has no name to send it under"
+							: strerror(errno));
+		goto out;
+	}
+	rlen = strlen(root);
+	while (rlen > 1 && root[rlen - 1] == '/')
+		root[--rlen] = '\0';
+	disk = archive_read_disk_new();
+	if (!disk) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (p->follow)
+		archive_read_disk_set_symlink_logical(disk);
+	else
+		archive_read_disk_set_symlink_hybrid(disk); /* sources followed */
+	archive_read_disk_set_standard_lookup(disk);
+	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
+						     ARCHIVE_READDISK_NO_ACL |
+						     ARCHIVE_READDISK_NO_FFLAGS);
+	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
+		p->unwalkable++;
+		ret = walk_failed(p, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))
+								  : archive_error_string(disk));
+		goto out;
+	}
+	for (;;) {
+		const char *src, *rest;
+		size_t need;
+
+		if (!e && !(e = archive_entry_new())) {
+			ret = -ENOMEM;
+			break;
+		}
+		archive_entry_clear(e);
+		r = archive_read_next_header2(disk, e);
+		if (r == ARCHIVE_EOF)
+			break;
+		src = archive_entry_pathname(e);
+		if (r < ARCHIVE_OK) {
+			p->incomplete = true;
+			ret = walk_failed(p, src ? src : path, archive_error_string(disk));
+			if (ret)
+				break;
+		}
+		if (r == ARCHIVE_FATAL) {
+			p->unwalkable++;
+			break;
+		}
+		if (r == ARCHIVE_FAILED || !src) {
+			atomic_fetch_add(&p->unreadable, 1);
+			continue;
+		}
+		/* root/x/y is sent as top/x/y. */
+		rest = strncmp(src, root, rlen) == 0 ? src + rlen : "";
+		if (rlen == 1 && root[0] == '/')
+			rest = src; /* unreachable: "/" has no top */
+		/* Excluded: not sent, and a directory not walked. */
+		if (*rest == '/' && !rdx_rules_pass(p->rules, p->nrules, rest + 1))
+			continue;
+		archive_read_disk_descend(disk);
+		need = strlen(top) + strlen(rest) + 1;
+		if (need > cap) {
+			char *bigger = realloc(name, need);
+
+			if (!bigger) {
+				ret = -ENOMEM;
+				break;
+			}
+			name = bigger;
+			cap = need;
+		}
+		snprintf(name, cap, "%s%s", top, rest);
+		archive_entry_copy_sourcepath(e, src);
+		archive_entry_copy_pathname(e, name);
+		ret = walk_entry(p, e);
+		e = NULL; /* the queue's now */
+		if (ret)
+			break;
+	}
+out:
+	if (disk)
+		archive_read_free(disk);
+	if (e)
+		archive_entry_free(e);
+	free(name);
+	free(top);
+	free(root);
+	return ret;
+}
+
+static void *walk_main(void *arg)
+{
+	struct rdx_tree_pack *p = arg;
+	int here = open(".", O_RDONLY | O_CLOEXEC);
+	char *back = NULL;
+	struct item *end;
+	unsigned i;
+	int ret = 0;
+
+	/* libarchive's walk starts from a descriptor of the working
+	 * directory: one we may not read (a user in someone else's home)
+	 * failed every source ("statfs failed").  The paths walked are
+	 * absolute: walk from "/" then, and come back. */
+	if (here >= 0)
+		close(here);
+	else if ((back = getcwd(NULL, 0)) && chdir("/"))
+		rdx_warn("cannot change to '/': %s", strerror(errno));
+	for (i = 0; i < p->n && !ret; i++)
+		ret = walk_root(p, p->paths[i], p->abs[i]);
+	if (back && chdir(back))
+		rdx_warn("cannot change back to '%s': %s", back, strerror(errno));
+	free(back);
+	if (ret == -ECANCELED)
+		return NULL;
+	p->walk_err = ret;
+	end = calloc(1, sizeof(*end));
+	if (end) {
+		end->kind = ITEM_END;
+		queue_put(p, end);
+	} else {
+		/* Without the item there is no other word: stop the packer. */
+		pthread_mutex_lock(&p->q.lock);
+		p->walk_err = -ENOMEM;
+		p->q.quit = true;
+		pthread_cond_broadcast(&p->q.ready);
+		pthread_cond_broadcast(&p->q.work);
+		pthread_mutex_unlock(&p->q.lock);
+	}
+	return NULL;
+}
+
+/* Starts the walker and the readers.  Returns 0 or -errno. */
+static int ahead_start(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = p->nreaders ? p->nreaders : 1;
+	int ret;
+
+	if (cpus > 0 && n > (unsigned long)cpus)
+		n = (unsigned)cpus;
+	if (n > MAX_READERS)
+		n = MAX_READERS;
+	/* The readers first: the walker reads ahead itself if none started. */
+	for (q->nreaders = 0; q->nreaders < n; q->nreaders++)
+		if (pthread_create(&q->readers[q->nreaders], NULL, reader_main, q))
+			break;
+	ret = -pthread_create(&q->walker, NULL, walk_main, p);
+	q->walking = !ret;
+	return ret;
+}
+
+static void ahead_destroy(struct ahead *q)
+{
+	pthread_cond_destroy(&q->room);
+	pthread_cond_destroy(&q->ready);
+	pthread_cond_destroy(&q->work);
+	pthread_mutex_destroy(&q->lock);
+}
+
+/* Stops and joins the walker and the readers, and frees what is queued. */
+static void ahead_stop(struct rdx_tree_pack *p)
+{
+	struct ahead *q = &p->q;
+	struct item *it;
+	unsigned i;
+
+	pthread_mutex_lock(&q->lock);
+	q->quit = true;
+	pthread_cond_broadcast(&q->room);
+	pthread_cond_broadcast(&q->work);
+	pthread_mutex_unlock(&q->lock);
+	if (q->walking)
+		pthread_join(q->walker, NULL);
+	for (i = 0; i < q->nreaders; i++)
+		pthread_join(q->readers[i], NULL);
+	while ((it = q->head)) {
+		q->head = it->next;
+		item_free(it);
+	}
+	q->tail = NULL;
+}
+
+/* ---- sender: the stream ---------------------------------------------- */
+
+static void *pack_main(void *arg)
+{
+	struct rdx_tree_pack *p = arg;
+	struct archive *w = archive_write_new();
+	struct archive_entry_linkresolver *lr = archive_entry_linkresolver_new();
+	XXH3_state_t *h = XXH3_createState();
+	struct archive_entry *e = NULL, *spare = NULL;
+	struct item *it = NULL;
+	int ret = 0;
+
+	p->rbuf = malloc(READ_BLOCK);
+	if (!w || !lr || !h || !p->rbuf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	archive_write_set_format_pax_restricted(w);
+	/* Names are bytes, as on disk: no translation through the locale
+	 * (which fails for non-ASCII under LANG=C). */
+	archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
+	archive_write_set_bytes_per_block(w, PACK_BLOCK);
+	archive_write_set_bytes_in_last_block(w, 1);
+	archive_entry_linkresolver_set_strategy(lr, archive_format(w));
+	if (archive_write_open2(w, p, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
+		ret = -EPIPE;
+		goto out;
+	}
+	ret = ahead_start(p);
+	while (!ret && (it = queue_take(p)) && it->kind != ITEM_END) {
+		if (it->kind == ITEM_MISSING)
+			ret = pack_marker(w, RDX_TREE_MISSING_NAME, it->text);
+		else
+			ret = pack_entry(p, w, lr, it, h);
+		item_free(it);
+		it = NULL;
+	}
+	if (!ret && !it)
+		ret = p->walk_err ? p->walk_err : -ENOMEM;
+	if (!ret)
+		ret = p->walk_err;
+	/* What the walk could not see must not be taken for gone. */
+	if (!ret && p->plan && p->plan->delete) {
+		if (p->unwalkable || atomic_load(&p->unreadable) || p->incomplete)
+			rdx_warn("--delete: nothing deleted, the sources were not all read");
+		else
+			ret = pack_deletes(p->plan, p->rules, p->nrules, w);
+	}
+	/* The pax strategy defers nothing, but the contract is to ask. */
+	while (!ret) {
+		archive_entry_linkify(lr, &e, &spare);
+		if (!e)
+			break;
+		if (archive_write_header(w, e) == ARCHIVE_FATAL)
+			ret = -EPIPE;
+	}
+	/* Closing after a failure only fails again, but frees what
+	 * archive_write_fail() would leak.  A failure of ours (not of the
+	 * stream) must not end the archive as if it were whole. */
+	p->cut = ret && ret != -EPIPE;
+	if (w && archive_write_close(w) != ARCHIVE_OK && !ret)
+		ret = -EPIPE;
+out:
+	item_free(it);
+	ahead_stop(p);
+	if (w)
+		archive_write_free(w);
+	archive_entry_linkresolver_free(lr);
+	XXH3_freeState(h);
+	free(p->rbuf);
+	p->err = ret;
+	if (p->fd >= 0)
+		close(p->fd); /* the reader sees the end of the stream */
+	else
+		tree_feed_mark(&p->out, &p->out.eof);
+	return NULL;
+}
+
+ssize_t rdx_tree_pack_read(struct rdx_tree_pack *p, void *buf, size_t cap,
+			   const atomic_int *stop)
+{
+	struct feed *f = &p->out;
+	size_t got = 0;
+	ssize_t ret;
+
+	pthread_mutex_lock(&f->lock);
+	while (got < cap) {
+		size_t n;
+
+		while (!f->buf && !f->eof && !(stop && atomic_load(stop)))
+			tree_feed_wait(f);
+		if (!f->buf)
+			break;
+		n = f->len - f->off < cap - got ? f->len - f->off : cap - got;
+		memcpy((char *)buf + got, (const char *)f->buf + f->off, n);
+		got += n;
+		f->off += n;
+		if (f->off == f->len) {
+			f->buf = NULL;
+			pthread_cond_broadcast(&f->cond);
+		}
+	}
+	ret = got || f->eof ? (ssize_t)got : -ECANCELED;
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+void rdx_tree_pack_close_input(struct rdx_tree_pack *p)
+{
+	tree_feed_mark(&p->out, &p->out.gone);
+}
+
+int rdx_tree_pack_start(struct rdx_tree_pack **out,
+			const struct rdx_tree_pack_opts *o, int *fd)
+{
+	struct rdx_tree_pack *p = calloc(1, sizeof(*p));
+	unsigned i, n = o->n;
+	int fds[2], ret;
+
+	if (!p) {
+		rdx_tree_plan_free(o->plan);
+		return -ENOMEM;
+	}
+	p->plan = o->plan;
+	p->rules = o->rules;
+	p->nrules = o->nrules;
+	p->paths = calloc(n ? n : 1, sizeof(*p->paths));
+	if (!p->paths) {
+		rdx_tree_plan_free(p->plan);
+		free(p);
+		return -ENOMEM;
+	}
+	p->abs = calloc(n ? n : 1, sizeof(*p->abs));
+	for (i = 0; i < n && p->abs; i++) {
+		char *cwd = o->paths[i][0] == '/' ? NULL : getcwd(NULL, 0);
+
+		p->paths[i] = strdup(o->paths[i]);
+		/* The walk moves the working directory: absolute source
+		 * paths can be opened again from any thread (--checksum). */
+		if (o->paths[i][0] == '/')
+			p->abs[i] = strdup(o->paths[i]);
+		else if (cwd && asprintf(&p->abs[i], "%s/%s", cwd, o->paths[i]) < 0)
+			p->abs[i] = NULL;
+		free(cwd);
+		if (!p->paths[i] || !p->abs[i]) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+	if (!p->abs) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	p->n = n;
+	p->follow = o->follow;
+	p->nreaders = o->readers;
+	p->fd = -1;
+	pthread_mutex_init(&p->q.lock, NULL);
+	pthread_cond_init(&p->q.work, NULL);
+	pthread_cond_init(&p->q.ready, NULL);
+	pthread_cond_init(&p->q.room, NULL);
+	if (fd) {
+		ret = tree_new_pipe(fds);
+		if (ret)
+			goto err;
+		p->fd = fds[1];
+	}
+	tree_feed_init(&p->out);
+	ret = -pthread_create(&p->thread, NULL, pack_main, p);
+	if (ret) {
+		ahead_destroy(&p->q);
+		tree_feed_destroy(&p->out);
+		if (fd) {
+			close(fds[0]);
+			close(fds[1]);
+		}
+		goto err;
+	}
+	if (fd)
+		*fd = fds[0];
+	*out = p;
+	return 0;
+err:
+	for (i = 0; i < n; i++) {
+		free(p->paths[i]);
+		if (p->abs)
+			free(p->abs[i]);
+	}
+	free(p->paths);
+	free(p->abs);
+	rdx_tree_plan_free(p->plan);
+	free(p);
+	return ret;
+}
+
+int rdx_tree_pack_finish(struct rdx_tree_pack *p)
+{
+	unsigned i, failed;
+	int ret;
+
+	pthread_join(p->thread, NULL);
+	failed = p->unwalkable + atomic_load(&p->unreadable);
+	ret = p->err && p->err != -EPIPE ? p->err : failed ? -RDX_ELOCAL : 0;
+	if (p->err && p->err != -EPIPE)
+		rdx_error("cannot send the tree: %s", strerror(-p->err));
+	if (failed)
+		rdx_error("%u file%s could not be read (named above)", failed,
+			  failed == 1 ? "" : "s");
+	if (p->plan)
+		rdx_info(1, "--sync: %llu unchanged file%s not sent",
+			 (unsigned long long)p->unchanged, p->unchanged == 1 ? "" : "s");
+	for (i = 0; i < p->n; i++) {
+		free(p->paths[i]);
+		free(p->abs[i]);
+	}
+	free(p->paths);
+	free(p->abs);
+	rdx_tree_plan_free(p->plan);
+	ahead_destroy(&p->q);
+	tree_feed_destroy(&p->out);
+	free(p);
+	return ret;
+}
