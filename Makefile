@@ -51,7 +51,7 @@ CLANG ?= clang
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c src/s3/xml.c \
-	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c
+	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/tree_disk.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c
 
 .PHONY: all check demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)

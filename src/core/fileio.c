@@ -293,6 +293,8 @@ struct rdx_sink {
 	char *final;	  /* final name, NULL for stdout/devices */
 	char *tmp;	  /* temporary name, NULL when writing in place */
 	char *dir;	  /* directory of final, for fsync */
+	int at;		  /* what final and tmp are relative to: AT_FDCWD, or
+			   * a directory of rdx_sink_open_at() (owned) */
 	char *meta;	  /* --resume: the partial's record; tmp is kept */
 	uint64_t base;	  /* --resume: where the data written starts */
 	uint64_t marked;  /* --resume: what the record says */
@@ -393,6 +395,7 @@ static struct rdx_sink *sink_new(const char *name, const atomic_int *stop, bool 
 	if (k) {
 		k->fd = -1;
 		k->dfd = -1;
+		k->at = AT_FDCWD;
 		k->name = name;
 		k->stop = stop;
 		k->do_fsync = do_fsync;
@@ -474,6 +477,47 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 	ret = open_file(k, path, false);
 	if (!ret && size_known)
 		ret = rdx_prealloc(k->fd, 0, size);
+	if (ret)
+		goto err;
+	*out = k;
+	return 0;
+
+err:
+	rdx_sink_close(k);
+	return ret;
+}
+
+int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,
+		     uint64_t size, const atomic_int *stop)
+{
+	struct rdx_sink *k = sink_new(name, stop, false);
+	char proc[40];
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	/* A descriptor of our own that fsync takes (dir may be O_PATH). */
+	k->at = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (k->at < 0) {
+		k->at = AT_FDCWD;
+		ret = -errno;
+		goto err;
+	}
+	k->final = strdup(base);
+	if (!k->final) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = rdx_temp_create(k->at, base, O_RDWR, &k->tmp);
+	if (ret < 0)
+		goto err;
+	k->fd = ret;
+	/* The same file again, not its name: nothing can be swapped in. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", k->fd);
+	k->dfd = open(proc, O_WRONLY | O_CLOEXEC | O_DIRECT);
+	k->parallel = true;
+	atomic_init(&k->direct_ok, k->dfd >= 0);
+	ret = rdx_prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
 	*out = k;
@@ -672,11 +716,13 @@ int rdx_sink_publish(struct rdx_sink *k)
 {
 	if (!k->tmp)
 		return 0;
-	if (rename(k->tmp, k->final))
+	if (renameat(k->at, k->tmp, k->at, k->final))
 		return -errno;
 	k->committed = true;
 	if (k->meta)
 		unlink(k->meta);
+	if (k->do_fsync && k->at != AT_FDCWD)
+		return fsync(k->at) && errno != EINVAL ? -errno : 0;
 	if (k->do_fsync)
 		return fsync_dir(k->dir);
 	return 0;
@@ -696,8 +742,10 @@ void rdx_sink_close(struct rdx_sink *k)
 		unlink(k->meta); /* nothing in it worth resuming */
 		unlink(k->tmp);
 	} else if (k->tmp && !k->committed && !k->meta) {
-		unlink(k->tmp);
+		unlinkat(k->at, k->tmp, 0);
 	}
+	if (k->at != AT_FDCWD)
+		close(k->at);
 	free(k->meta);
 	free(k->tmp);
 	free(k->final);

@@ -74,6 +74,13 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		  uint64_t size, bool do_fsync, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted);
 
+/* A new file base in the directory dir (any descriptor of it, O_PATH
+ * too): its temporary is created there and published there by renameat(2),
+ * so no name above it is looked up again.  size bytes are preallocated;
+ * name is for messages.  Returns 0 or -errno. */
+int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,
+		     uint64_t size, const atomic_int *stop);
+
 /* --resume: like rdx_sink_open() for a regular or new file, but the
  * temporary is ".NAME.rdx-part" beside it (the same name every time),
  * which outlives a failure, with its record ".NAME.rdx-part.meta" (one

@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 /* Waits until fd is ready for events or *stop is set. */
@@ -138,4 +141,36 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 		return 0;
 	/* Not every file system can (NFS before 4.2, FUSE, ...): fine. */
 	return errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS ? 0 : -errno;
+}
+
+char *rdx_temp_name(const char *base)
+{
+	unsigned rnd = 0;
+	char *out;
+
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (unsigned)getpid() ^ (unsigned)(uintptr_t)&rnd;
+	if (asprintf(&out, ".%.200s.rdx-%08x", base, rnd) < 0)
+		return NULL;
+	return out;
+}
+
+int rdx_temp_create(int dir, const char *base, int flags, char **tmp)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		char *name = rdx_temp_name(base);
+		int fd;
+
+		if (!name)
+			return -ENOMEM;
+		fd = openat(dir, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			*tmp = name;
+			return fd;
+		}
+		free(name);
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
 }

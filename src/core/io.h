@@ -40,4 +40,15 @@ int rdx_pwrite_direct(int dfd, int fd, atomic_bool *direct_ok, const void *buf,
  * now; file systems without it are left alone.  Returns 0 or -errno. */
 int rdx_prealloc(int fd, uint64_t off, uint64_t len);
 
+/* A fresh name beside base in the same directory, ".BASE.rdx-XXXXXXXX"
+ * (BASE cut at 200 bytes, so that it fits NAME_MAX), malloc'ed; NULL when
+ * out of memory.  Creating it is the caller's (O_EXCL, symlinkat, ...). */
+char *rdx_temp_name(const char *base);
+
+/* Creates a temporary beside base in dir (openat(2) with O_CREAT | O_EXCL
+ * | O_NOFOLLOW, mode 0600, plus flags), trying another name when one is
+ * taken.  Returns the descriptor with *tmp its name (malloc'ed), or
+ * -errno. */
+int rdx_temp_create(int dir, const char *base, int flags, char **tmp);
+
 #endif

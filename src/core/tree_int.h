@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 /* Regular files this large (and not sparse) are read by the packing
  * thread and written with O_DIRECT through fileio's sink; smaller ones
@@ -49,5 +51,56 @@ void tree_feed_destroy(struct feed *f);
 void tree_feed_mark(struct feed *f, bool *flag);
 /* Waits on f for at most 100 ms (the caller rechecks a stop flag). */
 void tree_feed_wait(struct feed *f);
+
+/* ---- making entries on disk (tree_disk.c) ---- */
+
+/* An entry's owner, mode and times as the receiver restores them. */
+struct tree_meta {
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+	struct timespec times[2]; /* atime, mtime */
+};
+
+/* Gives fd m's owner (when own), mode and times; the owner first, as
+ * chown clears the set-id bits that the mode then restores.  Returns 0 or
+ * -errno. */
+int tree_set_meta(int fd, const struct tree_meta *m, bool own);
+
+/* Opens the directory rel is in (everything before its last component)
+ * from root, one component at a time, never following a symlink: what is
+ * checked is what is used.  Missing components are made when make is set
+ * (mode 0777 less the umask), else *fd is -1 with 0 returned.  Returns 0
+ * and *fd (O_PATH), or -errno: -ELOOP for a symlink on the way, -ENOTDIR
+ * for anything else that is not a directory. */
+int tree_dir_open(int root, const char *rel, bool make, int *fd);
+
+/* Renames tmp to base within dir, replacing a file, symlink or fifo there
+ * (never following one); on failure tmp is removed.  Returns 0 or -errno
+ * (-EISDIR: a directory is there). */
+int tree_place(int dir, const char *tmp, const char *base);
+
+/* A directory base in dir, mode 0700 until tree_set_dir_meta(): one that
+ * is there is kept, a file or fifo there is replaced.  Returns 0 or
+ * -errno; -ELOOP for a symlink there, which is left alone. */
+int tree_make_dir(int dir, const char *base);
+
+/* A symlink base -> target in dir with m's owner (when own) and times,
+ * made under a temporary name and renamed over base.  Returns 0 or
+ * -errno. */
+int tree_make_symlink(int dir, const char *base, const char *target,
+		      const struct tree_meta *m, bool own);
+
+/* A fifo base in dir with m's owner (when own), mode and times, the same
+ * way.  Returns 0 or -errno. */
+int tree_make_fifo(int dir, const char *base, const struct tree_meta *m, bool own);
+
+/* A hard link base in dir to tbase in tdir, the same way.  Returns 0 or
+ * -errno. */
+int tree_make_link(int tdir, const char *tbase, int dir, const char *base);
+
+/* Gives the directory rel under root m's owner (when own), mode and times,
+ * once what it holds is written.  Returns 0 or -errno. */
+int tree_set_dir_meta(int root, const char *rel, const struct tree_meta *m, bool own);
 
 #endif

@@ -40,16 +40,6 @@
 
 /* ---- receiver: unpack ------------------------------------------------- */
 
-/* A regular file's owner, mode and times as we restore them: owners by
- * name as libarchive maps them for other entries, and no set-id bits
- * unless the owner is restored too. */
-struct file_meta {
-	uid_t uid;
-	gid_t gid;
-	mode_t mode;
-	struct timespec times[2];
-};
-
 /* A directory descriptor shared by the unpacking thread and the writes
  * queued into it. */
 struct dirref {
@@ -80,7 +70,7 @@ struct job {
 	struct dirref *dir;
 	char *final; /* the full name, for messages */
 	uint64_t len, got;
-	struct file_meta m;
+	struct tree_meta m;
 	uint8_t want[16]; /* the XXH3-128 the writer checks */
 	struct rdx_sink *sink; /* a big file's: stage holds len bytes at off */
 	char *stage;
@@ -133,7 +123,8 @@ struct rdx_tree_unpack {
 	XXH3_state_t *hash;
 	/* The regular file waiting for its hash entry. */
 	char *pend_final; /* NULL: none */
-	char *pend_tmp;	  /* written by libarchive; NULL: see below */
+	char *pend_tmp;	  /* a sparse file's temporary in pend_dir; NULL: see below */
+	struct dirref *pend_dir;
 	struct rdx_sink *pend_sink; /* a big file */
 	struct job *pend_job; /* a small file; none of the three: it failed */
 	struct writers w;
@@ -144,6 +135,20 @@ struct rdx_tree_unpack {
 	unsigned missing;   /* ... of them the sender could not read */
 	int err; /* fatal: the first one (the unpacking thread's) */
 	char why[256];
+	/* Directories whose mode and times wait for the end, the last one
+	 * received first.  libarchive's walk sends a directory's entry when
+	 * it lists the parent and what it holds later, after its siblings,
+	 * so no directory is known to be complete before the end. */
+	struct dirfix *dirs;
+};
+
+/* A received directory's metadata, set at the end (dirs_finish): about
+ * 60 bytes and its name per directory, as libarchive's own list was. */
+struct dirfix {
+	struct dirfix *next;
+	struct tree_meta m;
+	size_t len;
+	char full[]; /* its absolute name, no trailing slash */
 };
 
 static int unpack_fail(struct rdx_tree_unpack *u, int err, const char *fmt, ...)
@@ -260,51 +265,6 @@ static const char *shown(const struct rdx_tree_unpack *u, const char *full)
 	return full;
 }
 
-/* Opens the directory name is in (everything before its last component)
- * from the root, one component at a time, never following a symlink: what
- * is checked is what is used, with nothing to swap in between.  Returns 0
- * and *fd, or 0 and *fd = -1 when part of it is not there yet (made by the
- * extraction), or an errno value: ELOOP for a symlink on the way, ENOTDIR
- * for anything else that is not a directory. */
-static int parents_open(const struct rdx_tree_unpack *u, const char *name, int *fd)
-{
-	const char *comp = name + u->rootlen + 1, *slash;
-	char part[NAME_MAX + 1];
-	struct stat st;
-	int dir, next, err = 0;
-
-	*fd = -1;
-	dir = fcntl(u->root_fd, F_DUPFD_CLOEXEC, 0);
-	if (dir < 0)
-		return errno;
-	for (; (slash = strchr(comp, '/')); comp = slash + 1) {
-		size_t len = (size_t)(slash - comp);
-
-		if (len > NAME_MAX) {
-			err = ENAMETOOLONG;
-			break;
-		}
-		memcpy(part, comp, len);
-		part[len] = '\0';
-		next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0) {
-			err = errno == ENOENT ? 0 : errno;
-			if (err == ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
-			    S_ISLNK(st.st_mode))
-				err = ELOOP;
-			break;
-		}
-		close(dir);
-		dir = next;
-	}
-	if (slash) {
-		close(dir);
-		return err;
-	}
-	*fd = dir;
-	return 0;
-}
-
 static void writers_wait(struct rdx_tree_unpack *u);
 static void writers_submit(struct rdx_tree_unpack *u, struct job *j);
 static int writers_failed(struct rdx_tree_unpack *u);
@@ -319,13 +279,13 @@ static void forget_checked(struct rdx_tree_unpack *u)
 	u->checked = NULL;
 }
 
-/* parents_open(), kept for the directory opened last: entries come
+/* tree_dir_open(), kept for the directory opened last: entries come
  * directory by directory.  Only a symlink or a removal made since can
  * change the answer, and those forget it (unpack_entry, take_delete); an
  * entry inside the directory cannot replace the directory itself.  While
  * a file waits for its hash nothing else is mapped, so it keeps its
  * directory. */
-static int parents_checked(struct rdx_tree_unpack *u, const char *full)
+static int parents_checked(struct rdx_tree_unpack *u, const char *full, bool make)
 {
 	const char *slash = strrchr(full, '/');
 	size_t len = slash ? (size_t)(slash - full) : 0;
@@ -334,7 +294,7 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full)
 	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
 		return 0;
 	forget_checked(u);
-	err = parents_open(u, full, &fd);
+	err = tree_dir_open(u->root_fd, full + u->rootlen + 1, make, &fd);
 	if (err || fd < 0)
 		return err;
 	u->checked = strndup(full, len);
@@ -345,23 +305,22 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full)
 		u->checked_dir = NULL;
 		free(u->checked);
 		u->checked = NULL;
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	*u->checked_dir = (struct dirref){ .fd = fd, .refs = 1 };
 	return 0;
 }
 
 /* The local name for a received one: checked, and with the top component
- * replaced by dst's name when dst is created.  Returns a new string, or
- * NULL with the failure recorded. */
-static char *map_name(struct rdx_tree_unpack *u, const char *in)
+ * replaced by dst's name when dst is created.  Returns a new string (the
+ * absolute name), or NULL with the failure recorded. */
+static char *full_name(struct rdx_tree_unpack *u, const char *in)
 {
 	const char *slash;
 	size_t toplen;
 	char *out;
-	int err;
 
-	if (!in || !tree_name_safe(in)) {
+	if (!in || !tree_name_safe(in) || in[strlen(in) - 1] == '/') {
 		unpack_fail(u, -RDX_EPROTO, "refused an unsafe name from the sender: '%s'",
 			    in ? in : "");
 		return NULL;
@@ -386,12 +345,31 @@ static char *map_name(struct rdx_tree_unpack *u, const char *in)
 		unpack_fail(u, -ENOMEM, "out of memory");
 		return NULL;
 	}
-	err = parents_checked(u, out);
-	if (err == ELOOP)
-		unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'", in);
-	else if (err)
-		unpack_fail(u, -RDX_ELOCAL, "cannot check '%s': %s", in, strerror(err));
+	return out;
+}
+
+/* Records why a directory on the way to the received name in could not
+ * be opened (err, -errno), and returns u->err. */
+static int dir_failed(struct rdx_tree_unpack *u, const char *in, int err)
+{
+	if (err == -ELOOP)
+		return unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'", in);
+	return unpack_fail(u, -RDX_ELOCAL, "cannot check '%s': %s", in, strerror(-err));
+}
+
+/* full_name(), with the directory it is in opened as u->checked_dir:
+ * made when make is set, else possibly absent (checked_dir NULL).  NULL
+ * with the failure recorded. */
+static char *map_name(struct rdx_tree_unpack *u, const char *in, bool make)
+{
+	char *out = full_name(u, in);
+	int err;
+
+	if (!out)
+		return NULL;
+	err = parents_checked(u, out, make);
 	if (err) {
+		dir_failed(u, in, err);
 		free(out);
 		return NULL;
 	}
@@ -404,23 +382,6 @@ static const char *base_name(const char *name)
 	const char *slash = strrchr(name, '/');
 
 	return slash ? slash + 1 : name;
-}
-
-/* ".NAME.rdx-XXXXXXXX" beside name. */
-static char *temp_name(const char *name)
-{
-	const char *base = strrchr(name, '/');
-	unsigned rnd = 0;
-	char *out;
-	int dirlen;
-
-	base = base ? base + 1 : name;
-	dirlen = (int)(base - name);
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (unsigned)getpid() ^ (unsigned)(uintptr_t)name;
-	if (asprintf(&out, "%.*s.%.200s.rdx-%08x", dirlen, name, base, rnd) < 0)
-		return NULL;
-	return out;
 }
 
 static void job_free(struct job *j)
@@ -440,7 +401,9 @@ static void drop_pending(struct rdx_tree_unpack *u)
 	job_free(u->pend_job);
 	u->pend_job = NULL;
 	if (u->pend_tmp)
-		unlink(u->pend_tmp);
+		unlinkat(u->pend_dir->fd, u->pend_tmp, 0);
+	dir_drop(u->pend_dir);
+	u->pend_dir = NULL;
 	free(u->pend_tmp);
 	free(u->pend_final);
 	u->pend_tmp = u->pend_final = NULL;
@@ -486,16 +449,17 @@ static int take_hash(struct rdx_tree_unpack *u, struct archive *rd,
 			drop_pending(u);
 			return u->err;
 		}
-		if (u->pend_sink)
+		if (u->pend_sink) {
 			ret = rdx_sink_publish(u->pend_sink);
-		else
-			ret = rename(u->pend_tmp, u->pend_final) ? -errno : 0;
+		} else {
+			ret = tree_place(u->pend_dir->fd, u->pend_tmp, base_name(u->pend_final));
+			free(u->pend_tmp); /* renamed, or removed */
+			u->pend_tmp = NULL;
+		}
 		if (ret) {
 			rdx_warn("cannot create '%s': %s", shown(u, u->pend_final), strerror(-ret));
 			u->failed++;
 		} else {
-			free(u->pend_tmp);
-			u->pend_tmp = NULL;
 			atomic_fetch_add(&u->files, 1);
 		}
 	}
@@ -532,6 +496,21 @@ static int take_missing(struct rdx_tree_unpack *u, struct archive *rd,
 	return 0;
 }
 
+/* Removes base_name(full) from dir.  A failure is named and counted. */
+static void delete_in(struct rdx_tree_unpack *u, int dir, const char *full)
+{
+	struct stat st;
+
+	if (fstatat(dir, base_name(full), &st, AT_SYMLINK_NOFOLLOW))
+		return; /* not there: nothing to do */
+	if (unlinkat(dir, base_name(full), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0)) {
+		rdx_warn("cannot delete '%s': %s", shown(u, full), strerror(errno));
+		u->failed++;
+		return;
+	}
+	rdx_info(1, "deleted '%s'", shown(u, full));
+}
+
 /* A removal entry (--delete): the receiver's own entry, named as the
  * sender names it, checked like any other name. */
 static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
@@ -539,7 +518,6 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 {
 	la_int64_t size = archive_entry_size(e);
 	char name[4097], *full;
-	struct stat st;
 	la_ssize_t n;
 
 	if (u->pend_final)
@@ -555,17 +533,11 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 	if (n != size || memchr(name, '\0', (size_t)n))
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: a bad removal");
 	name[n] = '\0';
-	full = map_name(u, name);
+	full = map_name(u, name, false);
 	if (!full)
 		return u->err;
-	if (lstat(full, &st) == 0) {
-		if (S_ISDIR(st.st_mode) ? rmdir(full) : unlink(full)) {
-			rdx_warn("cannot delete '%s': %s", shown(u, full), strerror(errno));
-			u->failed++;
-		} else {
-			rdx_info(1, "deleted '%s'", shown(u, full));
-		}
-	}
+	if (u->checked_dir)
+		delete_in(u, u->checked_dir->fd, full);
 	free(full);
 	forget_checked(u); /* what was checked may be gone */
 	return 0;
@@ -615,31 +587,8 @@ static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
 	}
 }
 
-static int put_archive(void *arg, const void *buf, size_t len, uint64_t off)
-{
-	return archive_write_data_block(arg, buf, len, (la_int64_t)off) < ARCHIVE_WARN ? -1 : 0;
-}
-
-/* Copies an entry's data to disk through libarchive's writer (wd).
- * Returns 0, or -1 when writing failed (named, counted), or a fatal
- * code. */
-static int unpack_data(struct rdx_tree_unpack *u, struct archive *rd,
-		       struct archive *wd, const char *shown)
-{
-	int err, ret = copy_data(u, rd, true, u->hash, put_archive, wd, &err);
-
-	if (ret)
-		return ret;
-	if (err) {
-		rdx_warn("cannot write '%s': %s", shown, archive_error_string(wd));
-		u->failed++;
-		return -1;
-	}
-	return 0;
-}
-
 static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
-		      struct archive_entry *e, struct file_meta *m)
+		      struct archive_entry *e, struct tree_meta *m)
 {
 	m->uid = (uid_t)archive_write_disk_uid(wd, archive_entry_uname(e), archive_entry_uid(e));
 	m->gid = (gid_t)archive_write_disk_gid(wd, archive_entry_gname(e), archive_entry_gid(e));
@@ -650,61 +599,32 @@ static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
 		: m->times[1];
 }
 
-/* Whether a regular file is written by us (unpack_small or unpack_big)
- * rather than libarchive: not sparse, its directory opened (checked_dir),
- * and its name free or a regular file to be replaced (a symlink, device,
- * fifo or directory there goes through libarchive, which deals with it).
- * The temporary beside it must fit NAME_MAX. */
-static bool ours(const struct rdx_tree_unpack *u, struct archive_entry *e, const char *final)
-{
-	const char *base = base_name(final);
-	struct stat st;
-
-	if (archive_entry_sparse_count(e) > 0 || strlen(base) > 200 || !u->checked_dir)
-		return false;
-	if (fstatat(u->checked_dir->fd, base, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT;
-	return S_ISREG(st.st_mode);
-}
-
 /* A file's owner, mode and times, then its data, through fd. */
 static int write_fd(struct rdx_tree_unpack *u, struct job *j, int fd)
 {
 	ssize_t n = j->len ? rdx_pwrite_full(fd, j->data, j->len, 0) : 0;
 
-	if (n < 0)
-		return (int)n;
-	if (u->as_root && fchown(fd, j->m.uid, j->m.gid))
-		return -errno;
-	if (fchmod(fd, j->m.mode) || futimens(fd, j->m.times))
-		return -errno;
-	return 0;
+	return n < 0 ? (int)n : tree_set_meta(fd, &j->m, u->as_root);
 }
 
 /* Written under a temporary name, then renamed over the final one.
  * Returns 0 or -errno; *what says which step failed. */
 static int write_named(struct rdx_tree_unpack *u, struct job *j, const char **what)
 {
-	char *tmp = temp_name(j->final);
-	int fd, err;
+	char *tmp = NULL;
+	int fd = rdx_temp_create(j->dir->fd, base_name(j->final), O_WRONLY, &tmp), err;
 
-	if (!tmp)
-		return -ENOMEM;
-	fd = openat(j->dir->fd, base_name(tmp), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
-	if (fd < 0) {
-		free(tmp);
-		return -errno;
-	}
+	if (fd < 0)
+		return fd;
 	err = write_fd(u, j, fd);
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base_name(j->final))) {
-		err = -errno;
+	if (err) {
+		unlinkat(j->dir->fd, tmp, 0);
+	} else {
 		*what = "create";
+		err = tree_place(j->dir->fd, tmp, base_name(j->final));
 	}
-	if (err)
-		unlinkat(j->dir->fd, base_name(tmp), 0);
 	free(tmp);
 	return err;
 }
@@ -742,12 +662,10 @@ static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **wha
 		*what = "create";
 		err = link_anon(fd, j->dir->fd, base);
 		if (err == -EEXIST) {
-			tmp = temp_name(j->final);
-			err = tmp ? link_anon(fd, j->dir->fd, base_name(tmp)) : -ENOMEM;
-			if (!err && renameat(j->dir->fd, base_name(tmp), j->dir->fd, base)) {
-				err = -errno;
-				unlinkat(j->dir->fd, base_name(tmp), 0);
-			}
+			tmp = rdx_temp_name(base);
+			err = tmp ? link_anon(fd, j->dir->fd, tmp) : -ENOMEM;
+			if (!err)
+				err = tree_place(j->dir->fd, tmp, base);
 			free(tmp);
 		} else if (err == -ENOENT || err == -EPERM) {
 			err = 1; /* neither /proc nor the capability to link it */
@@ -1092,12 +1010,13 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 {
 	uint64_t size = (uint64_t)archive_entry_size(e);
 	struct staged st = { .u = u };
-	struct file_meta m;
+	struct tree_meta m;
 	int err, ret;
 
 	file_meta(u, wd, e, &m);
 	atomic_store(&u->stage_err, 0);
-	err = rdx_sink_open(&u->pend_sink, u->pend_final, true, size, false, u->stop, 0, NULL);
+	err = rdx_sink_open_at(&u->pend_sink, u->checked_dir->fd, base_name(u->pend_final),
+			       u->pend_final, size, u->stop);
 	if (err) {
 		u->pend_sink = NULL;
 		archive_read_data_skip(rd);
@@ -1139,107 +1058,237 @@ failed:
 	return 0;
 }
 
-/* Extracts one entry (not a hash).  Returns 0 or a fatal code. */
+/* A sparse file's blocks, at their offsets. */
+struct sparse {
+	int fd;
+	uint64_t size;
+};
+
+static int put_sparse(void *arg, const void *buf, size_t len, uint64_t off)
+{
+	struct sparse *s = arg;
+	ssize_t n;
+
+	if (off > s->size || len > s->size - off)
+		return -EFBIG; /* past the size the entry gave */
+	n = rdx_pwrite_full(s->fd, buf, len, (off_t)off);
+	return n < 0 ? (int)n : 0;
+}
+
+/* A sparse file: its blocks written at their offsets into a temporary in
+ * its directory, the holes left as holes; take_hash() publishes it.
+ * Returns 0 (a local failure is named and counted) or a fatal code. */
+static int unpack_sparse(struct rdx_tree_unpack *u, struct archive *rd,
+			 struct archive *wd, struct archive_entry *e)
+{
+	struct sparse s = { .size = (uint64_t)archive_entry_size(e) };
+	int dir = u->checked_dir->fd, err, ret;
+	struct tree_meta m;
+	char *tmp = NULL;
+
+	file_meta(u, wd, e, &m);
+	s.fd = rdx_temp_create(dir, base_name(u->pend_final), O_WRONLY, &tmp);
+	if (s.fd < 0) {
+		err = s.fd;
+		goto failed;
+	}
+	ret = copy_data(u, rd, true, u->hash, put_sparse, &s, &err);
+	if (!ret && !err && ftruncate(s.fd, (off_t)s.size))
+		err = -errno;
+	if (!ret && !err)
+		err = tree_set_meta(s.fd, &m, u->as_root);
+	if (close(s.fd) && !ret && !err)
+		err = -errno;
+	if (ret || err) {
+		unlinkat(dir, tmp, 0);
+		free(tmp);
+		if (ret)
+			return ret;
+		goto failed;
+	}
+	u->pend_tmp = tmp;
+	u->pend_dir = dir_hold(u->checked_dir);
+	return 0;
+failed:
+	rdx_warn("cannot write '%s': %s", shown(u, u->pend_final), strerror(-err));
+	u->failed++;
+	return 0;
+}
+
+/* ---- directories' metadata, set at the end ---- */
+
+static int dir_enter(struct rdx_tree_unpack *u, const char *full, const struct tree_meta *m)
+{
+	size_t len = strlen(full);
+	struct dirfix *d = malloc(sizeof(*d) + len + 1);
+
+	if (!d)
+		return unpack_fail(u, -ENOMEM, "out of memory");
+	d->m = *m;
+	d->len = len;
+	memcpy(d->full, full, len + 1);
+	d->next = u->dirs;
+	u->dirs = d;
+	return 0;
+}
+
+static void dir_fix(struct rdx_tree_unpack *u, struct dirfix *d)
+{
+	int err = tree_set_dir_meta(u->root_fd, d->full + u->rootlen + 1, &d->m, u->as_root);
+
+	if (err && err != -ENOENT) { /* gone: removed since */
+		rdx_warn("cannot set the mode and times of '%s': %s", shown(u, d->full),
+			 strerror(-err));
+		atomic_fetch_add(&u->failed, 1);
+	}
+	free(d);
+}
+
+/* The end: every directory's metadata, once nothing more goes into it,
+ * innermost first (the reverse of the stream's order, where a directory
+ * comes before what it holds): a parent whose mode keeps us out is set
+ * after its children. */
+static void dirs_finish(struct rdx_tree_unpack *u)
+{
+	struct dirfix *d;
+
+	while ((d = u->dirs)) {
+		u->dirs = d->next;
+		dir_fix(u, d);
+	}
+}
+
+/* ---- entries ---- */
+
+/* A directory: made (or kept), its metadata set at the end.  Returns 0
+ * or a fatal code. */
+static int unpack_dir(struct rdx_tree_unpack *u, struct archive *wd,
+		      struct archive_entry *e, const char *final)
+{
+	struct tree_meta m;
+	int err = tree_make_dir(u->checked_dir->fd, base_name(final));
+
+	if (err == -ELOOP)
+		return unpack_fail(u, -RDX_EPROTO, "refused to write through a symlink: '%s'",
+				   shown(u, final));
+	if (err) {
+		rdx_warn("cannot create '%s': %s", shown(u, final), strerror(-err));
+		u->failed++;
+		return 0;
+	}
+	file_meta(u, wd, e, &m);
+	return dir_enter(u, final, &m);
+}
+
+/* A hard link to a name sent before.  Returns 0 or a fatal code. */
+static int unpack_link(struct rdx_tree_unpack *u, const char *final, const char *link)
+{
+	char *target = full_name(u, link);
+	int tdir = -1, err;
+
+	if (!target)
+		return u->err;
+	err = tree_dir_open(u->root_fd, target + u->rootlen + 1, false, &tdir);
+	if (err) {
+		free(target);
+		return dir_failed(u, link, err);
+	}
+	err = tdir < 0 ? -ENOENT
+		       : tree_make_link(tdir, base_name(target), u->checked_dir->fd,
+					base_name(final));
+	if (err) {
+		rdx_warn("cannot create '%s': %s", shown(u, final), strerror(-err));
+		u->failed++;
+	} else {
+		atomic_fetch_add(&u->files, 1);
+	}
+	if (tdir >= 0)
+		close(tdir);
+	free(target);
+	return 0;
+}
+
+/* A symlink or a fifo.  Returns 0. */
+static int unpack_special(struct rdx_tree_unpack *u, struct archive *wd,
+			  struct archive_entry *e, const char *final)
+{
+	struct tree_meta m;
+	int err;
+
+	file_meta(u, wd, e, &m);
+	if (archive_entry_filetype(e) == AE_IFLNK)
+		err = archive_entry_symlink(e)
+			? tree_make_symlink(u->checked_dir->fd, base_name(final),
+					    archive_entry_symlink(e), &m, u->as_root)
+			: -EINVAL;
+	else
+		err = tree_make_fifo(u->checked_dir->fd, base_name(final), &m, u->as_root);
+	if (err) {
+		rdx_warn("cannot create '%s': %s", shown(u, final), strerror(-err));
+		u->failed++;
+	} else {
+		atomic_fetch_add(&u->files, 1);
+	}
+	return 0;
+}
+
+/* Extracts one entry (not a hash, removal or missing mark), everything
+ * made through its directory's descriptor (tree_disk.c).  Returns 0 or a
+ * fatal code. */
 static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 			struct archive *wd, struct archive_entry *e)
 {
 	mode_t type = archive_entry_filetype(e);
+	const char *name = archive_entry_pathname(e);
 	const char *link = archive_entry_hardlink(e);
-	char *final = NULL, *target = NULL, *tmp = NULL;
-	bool regular = type == AE_IFREG && !link;
-	int r, ret = 0;
+	char *final = NULL, *dir_name = NULL;
+	int ret = 0;
 
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO,
 				   "malformed tree stream: no hash after '%s'", shown(u, u->pend_final));
-	if (u->over_file && type != AE_IFREG && archive_entry_pathname(e) &&
-	    (!strchr(archive_entry_pathname(e), '/') || !strchr(archive_entry_pathname(e), '/')[1]))
+	if (u->over_file && type != AE_IFREG && name &&
+	    (!strchr(name, '/') || !strchr(name, '/')[1]))
 		return unpack_fail(u, -RDX_ELOCAL, "cannot replace the file '%s' with a directory",
 				   u->rename_top);
-	final = map_name(u, archive_entry_pathname(e));
-	if (!final)
-		return u->err;
-	if (link) {
-		target = map_name(u, link);
-		if (!target) {
-			ret = u->err;
-			goto out;
-		}
-		archive_entry_copy_hardlink(e, target);
-		/* A link carries no data of its own: data here would rewrite
-		 * a file already published under its hash. */
-		archive_entry_set_size(e, 0);
-		archive_read_data_skip(rd);
-	} else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK &&
-		   type != AE_IFIFO) {
-		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", shown(u, final));
-		archive_read_data_skip(rd);
+	if (type == AE_IFDIR && name && *name && name[strlen(name) - 1] == '/') {
+		/* libarchive's mark of a directory */
+		dir_name = strndup(name, strlen(name) - 1);
+		if (!dir_name)
+			return unpack_fail(u, -ENOMEM, "out of memory");
+		name = dir_name;
+	}
+	final = map_name(u, name, true);
+	if (!final) {
+		ret = u->err;
 		goto out;
 	}
-	if (regular && ours(u, e, final)) {
+	if (link) {
+		/* A link carries no data of its own: data here would rewrite
+		 * a file already published under its hash; it is skipped. */
+		writers_wait(u); /* its target may be being written */
+		ret = unpack_link(u, final, link);
+	} else if (type == AE_IFREG) {
 		u->pend_final = final;
 		final = NULL;
-		if (archive_entry_size(e) < (la_int64_t)BIG_FILE) {
+		if (archive_entry_sparse_count(e) > 0) {
+			writers_wait(u); /* one may be writing this name */
+			ret = unpack_sparse(u, rd, wd, e);
+		} else if (archive_entry_size(e) < (la_int64_t)BIG_FILE) {
 			ret = unpack_small(u, rd, wd, e);
 		} else {
-			writers_wait(u); /* one may be writing this name */
+			writers_wait(u);
 			ret = unpack_big(u, rd, wd, e);
 		}
-		goto out;
-	}
-	writers_wait(u); /* what follows may meet a name being written */
-	if (regular) {
-		tmp = temp_name(final);
-		if (!tmp) {
-			ret = unpack_fail(u, -ENOMEM, "out of memory");
-			goto out;
-		}
-		archive_entry_copy_pathname(e, tmp);
-		u->pend_final = final;
-		final = NULL;
+	} else if (type == AE_IFDIR || type == AE_IFLNK || type == AE_IFIFO) {
+		writers_wait(u); /* what follows may meet a name being written */
+		ret = type == AE_IFDIR ? unpack_dir(u, wd, e, final)
+				       : unpack_special(u, wd, e, final);
 	} else {
-		archive_entry_copy_pathname(e, final);
-	}
-	r = archive_write_header(wd, e);
-	if (r < ARCHIVE_OK)
-		rdx_warn("cannot create '%s': %s", shown(u, u->pend_final ? u->pend_final : final),
-			 archive_error_string(wd));
-	if (r < ARCHIVE_WARN) {
-		u->failed++;
-		archive_read_data_skip(rd);
-		free(tmp); /* nothing was made under it */
-		tmp = NULL;
-		goto out;
-	}
-	if (regular) {
-		u->pend_tmp = tmp;
-		tmp = NULL;
-		r = unpack_data(u, rd, wd, shown(u, u->pend_final));
-		if (r < -1) {
-			ret = r;
-			goto out;
-		}
-		if (archive_write_finish_entry(wd) < ARCHIVE_WARN && r == 0) {
-			rdx_warn("cannot write '%s': %s", shown(u, u->pend_final),
-				 archive_error_string(wd));
-			u->failed++;
-			r = -1;
-		}
-		if (r == -1) { /* keep waiting for the hash, publish nothing */
-			unlink(u->pend_tmp);
-			free(u->pend_tmp);
-			u->pend_tmp = NULL;
-		}
-	} else {
-		archive_write_finish_entry(wd);
-		if (type == AE_IFLNK)
-			forget_checked(u);
-		if (type != AE_IFDIR)
-			atomic_fetch_add(&u->files, 1);
+		rdx_warn("skipping '%s': not a file, directory, symlink or fifo", shown(u, final));
 	}
 out:
-	free(tmp);
-	free(target);
+	free(dir_name);
 	free(final);
 	return ret;
 }
@@ -1250,18 +1299,15 @@ static void *unpack_main(void *arg)
 	struct archive *rd = archive_read_new();
 	struct archive *wd = archive_write_disk_new();
 	struct archive_entry *e;
-	int flags = ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-		    ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	int r;
 
 	if (!rd || !wd) {
 		unpack_fail(u, -ENOMEM, "out of memory");
 		goto out;
 	}
+	/* wd only maps owners' names (as tar does, file_meta): entries are
+	 * made by tree_disk.c, never by libarchive's by-path writer. */
 	if (u->as_root)
-		flags |= ARCHIVE_EXTRACT_OWNER;
-	archive_write_disk_set_options(wd, flags);
-	if (u->as_root) /* owners by name, as tar does */
 		archive_write_disk_set_standard_lookup(wd);
 	archive_read_support_format_tar(rd);
 	writers_start(u, u->nwriters);
@@ -1308,14 +1354,10 @@ out:
 	feed_gone(u);
 	writers_stop(u); /* every verified file written */
 	writers_failed(u);
-	if (wd) {
-		/* Directory modes and times; an entry cut short is finished
-		 * under its temporary name, removed just below. */
-		if (archive_write_close(wd) < ARCHIVE_WARN && !u->err)
-			unpack_fail(u, -RDX_ELOCAL, "%s", archive_error_string(wd));
-		archive_write_free(wd);
-	}
 	drop_pending(u);
+	dirs_finish(u);
+	if (wd)
+		archive_write_free(wd);
 	if (rd)
 		archive_read_free(rd);
 	return NULL;

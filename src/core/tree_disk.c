@@ -1,0 +1,233 @@
+/* Making a received tree's entries on disk without following a name twice.
+ *
+ * Every entry is made relative to a descriptor of its directory, opened
+ * from the destination's root one component at a time with O_NOFOLLOW
+ * (tree_dir_open), and every call after that is an *at() call on that
+ * descriptor that does not follow a symlink either.  A local user who can
+ * write inside the destination while a tree arrives can rename or replace
+ * what is there, but cannot make us write outside it: the directory we
+ * checked is the one we write into, and the final step is always a rename
+ * within it (tree_place), which replaces a symlink rather than follow it. */
+#include "tree_int.h"
+
+#include "io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int tree_dir_open(int root, const char *rel, bool make, int *fd)
+{
+	const char *comp = rel, *slash;
+	char part[NAME_MAX + 1];
+	struct stat st;
+	int dir, next, err = 0;
+
+	*fd = -1;
+	dir = fcntl(root, F_DUPFD_CLOEXEC, 0);
+	if (dir < 0)
+		return -errno;
+	for (; (slash = strchr(comp, '/')); comp = slash + 1) {
+		size_t len = (size_t)(slash - comp);
+
+		if (len > NAME_MAX) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, comp, len);
+		part[len] = '\0';
+		next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && make) {
+			/* A directory the stream did not send first, as tar
+			 * makes it: the umask decides its mode. */
+			if (mkdirat(dir, part, 0777) && errno != EEXIST) {
+				err = -errno;
+				break;
+			}
+			next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0) {
+			err = errno == ENOENT ? 0 : -errno;
+			if (err == -ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(st.st_mode))
+				err = -ELOOP;
+			break;
+		}
+		close(dir);
+		dir = next;
+	}
+	if (slash) {
+		close(dir);
+		return err;
+	}
+	*fd = dir;
+	return 0;
+}
+
+int tree_place(int dir, const char *tmp, const char *base)
+{
+	if (!renameat(dir, tmp, dir, base))
+		return 0;
+	int err = -errno;
+
+	unlinkat(dir, tmp, 0);
+	return err;
+}
+
+int tree_make_dir(int dir, const char *base)
+{
+	struct stat st;
+
+	/* Owner-only until its contents are in (tree_set_dir_meta). */
+	if (!mkdirat(dir, base, 0700))
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (S_ISDIR(st.st_mode))
+		return 0;
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP; /* never made, never followed */
+	/* A file where the sender has a directory, as tar and rsync do. */
+	if (unlinkat(dir, base, 0) || mkdirat(dir, base, 0700))
+		return -errno;
+	return 0;
+}
+
+/* Makes a fresh name beside base with make(dir, tmp, arg), trying another
+ * one when it is taken.  Returns 0 with *tmp (malloc'ed), or -errno. */
+static int make_temp(int dir, const char *base, int (*make)(int, const char *, const void *),
+		     const void *arg, char **tmp)
+{
+	for (int tries = 0; tries < 100; tries++) {
+		char *name = rdx_temp_name(base);
+
+		if (!name)
+			return -ENOMEM;
+		if (!make(dir, name, arg)) {
+			*tmp = name;
+			return 0;
+		}
+		free(name);
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int make_symlink(int dir, const char *name, const void *target)
+{
+	return symlinkat(target, dir, name);
+}
+
+int tree_make_symlink(int dir, const char *base, const char *target,
+		      const struct tree_meta *m, bool own)
+{
+	char *tmp = NULL;
+	int err = make_temp(dir, base, make_symlink, target, &tmp);
+
+	if (err)
+		return err;
+	/* The link itself, never what it points to. */
+	if ((own && fchownat(dir, tmp, m->uid, m->gid, AT_SYMLINK_NOFOLLOW)) ||
+	    utimensat(dir, tmp, m->times, AT_SYMLINK_NOFOLLOW)) {
+		err = -errno;
+		unlinkat(dir, tmp, 0);
+	} else {
+		err = tree_place(dir, tmp, base);
+	}
+	free(tmp);
+	return err;
+}
+
+static int make_fifo(int dir, const char *name, const void *arg)
+{
+	(void)arg;
+	return mknodat(dir, name, S_IFIFO | 0600, 0);
+}
+
+int tree_set_meta(int fd, const struct tree_meta *m, bool own)
+{
+	if (own && fchown(fd, m->uid, m->gid))
+		return -errno;
+	if (fchmod(fd, m->mode) || futimens(fd, m->times))
+		return -errno;
+	return 0;
+}
+
+int tree_make_fifo(int dir, const char *base, const struct tree_meta *m, bool own)
+{
+	struct stat st;
+	char *tmp = NULL;
+	int fd, err = make_temp(dir, base, make_fifo, NULL, &tmp);
+
+	if (err)
+		return err;
+	/* Opening a fifo to read does not wait for a writer with O_NONBLOCK,
+	 * and the descriptor is the fifo made above or nothing. */
+	fd = openat(dir, tmp, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		err = -errno;
+	else if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		err = -EEXIST;
+	else
+		err = tree_set_meta(fd, m, own);
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlinkat(dir, tmp, 0);
+	else
+		err = tree_place(dir, tmp, base);
+	free(tmp);
+	return err;
+}
+
+struct link_from {
+	int dir;
+	const char *base;
+};
+
+static int make_link(int dir, const char *name, const void *arg)
+{
+	const struct link_from *from = arg;
+
+	return linkat(from->dir, from->base, dir, name, 0);
+}
+
+int tree_make_link(int tdir, const char *tbase, int dir, const char *base)
+{
+	struct link_from from = { tdir, tbase };
+	char *tmp = NULL;
+	int err = make_temp(dir, base, make_link, &from, &tmp);
+
+	if (err)
+		return err;
+	err = tree_place(dir, tmp, base);
+	free(tmp);
+	return err;
+}
+
+int tree_set_dir_meta(int root, const char *rel, const struct tree_meta *m, bool own)
+{
+	const char *slash = strrchr(rel, '/');
+	int parent, fd, err;
+
+	err = tree_dir_open(root, rel, false, &parent);
+	if (err)
+		return err;
+	if (parent < 0)
+		return -ENOENT;
+	fd = openat(parent, slash ? slash + 1 : rel,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	err = fd < 0 ? -errno : tree_set_meta(fd, m, own);
+	if (fd >= 0)
+		close(fd);
+	close(parent);
+	return err;
+}
