@@ -201,6 +201,48 @@ send_tree() {
 	assert_status 2
 }
 
+# A local user who can write inside the destination swaps a directory the
+# receiver has checked for a symlink to a directory outside, just before
+# an entry is made in it (the shim's RDX_SHIM_RACE), once for each kind of
+# entry: nothing may land outside or change its mode or times, and the
+# entry is made in the directory that was checked.
+@test "rdcp -r: a directory swapped for a symlink out mid-copy: nothing made outside, for every kind of entry" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	local s=$D/src/t name before
+	mkdir -p "$s/sub/dirX"
+	echo inside >"$s/sub/dirX/in"
+	echo small >"$s/sub/smlf"
+	head -c $((5 * 1024 * 1024 + 3)) /dev/urandom >"$s/sub/bigf"
+	truncate -s 8M "$s/sub/sprs"
+	printf 'middle' | dd of="$s/sub/sprs" bs=1 seek=$((4 * 1024 * 1024)) conv=notrunc 2>/dev/null
+	ln -s smlf "$s/sub/slnk"
+	mkfifo "$s/sub/fifo"
+	# t/hsrc is walked before t/sub's entries: t/sub/hard is the link.
+	echo linked >"$s/hsrc"
+	ln "$s/hsrc" "$s/sub/hard"
+	for name in dirX slnk fifo hard sprs bigf smlf; do
+		rm -rf "$D/out" "$D/dst"
+		mkdir "$D/out" "$D/dst"
+		echo canary >"$D/out/canary"
+		chmod 751 "$D/out"
+		touch -d '2001-02-03 04:05:06' "$D/out"
+		before=$(stat -c '%a %Y' "$D/out")
+		# shellcheck disable=SC2046 # shimmed is a command prefix
+		run_t $(shimmed RDX_SHIM_RACE="$name" RDX_SHIM_RACE_DIR="$D/dst/t/sub" \
+			RDX_SHIM_RACE_TO="$D/out") "$RDCP" -r "$s" "$D/dst/"
+		[ -L "$D/dst/t/sub" ] || fail "$name: the shim did not swap the directory"
+		[ "$(ls -A "$D/out")" = canary ] || fail "$name: made outside: $(ls -A "$D/out")"
+		[ "$(stat -c '%a %Y' "$D/out")" = "$before" ] ||
+			fail "$name: the outside directory's mode or times changed: $(stat -c '%a %Y' "$D/out")"
+		[ -e "$D/dst/t/sub.moved/$name" ] || [ -L "$D/dst/t/sub.moved/$name" ] ||
+			fail "$name: not made in the directory that was checked: $(ls -A "$D/dst/t/sub.moved")"
+		# What follows in t/sub cannot be finished: a failure, never 0.
+		[ "$status" -ne 0 ] || fail "$name: exit 0 with the destination tampered with"
+		assert_match "$stderr" "symlink|cannot set the mode"
+	done
+	cmp "$s/sub/bigf" "$D/dst/t/sub.moved/bigf"
+}
+
 # Both ends under valgrind: the tree code is core code.
 @test "valgrind: rdsend -r and rdrecv -r are clean, on success and on a refused tree" {
 	command -v valgrind >/dev/null || fail "valgrind not installed (scripts/deps.sh test)"

@@ -18,6 +18,12 @@
  *   RDX_SHIM_SWAP_FROM=FROM sender opens a walked file to read it) first
  *                           renames FROM over PATH: the file was replaced
  *                           after the walk saw it
+ *   RDX_SHIM_RACE=NAME      the first call that makes an entry whose last
+ *   RDX_SHIM_RACE_DIR=DIR   component contains NAME (mkdir, symlink, link,
+ *   RDX_SHIM_RACE_TO=OUT    mkfifo, mknod, open with O_CREAT, or their *at
+ *                           forms) first renames DIR to DIR.moved and puts
+ *                           a symlink to OUT in its place: a local user
+ *                           racing the receiver's checks
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
@@ -47,6 +55,23 @@ static void maybe_swap(const char *path)
 	if (swap && from && strcmp(path, swap) == 0 && !atomic_exchange(&done, true) &&
 	    rename(from, swap))
 		perror("shim: rename");
+}
+
+/* RDX_SHIM_RACE: called with the name an entry is about to be made
+ * under. */
+static void maybe_race(const char *path)
+{
+	static atomic_bool done;
+	const char *name = getenv("RDX_SHIM_RACE"), *dir = getenv("RDX_SHIM_RACE_DIR");
+	const char *out = getenv("RDX_SHIM_RACE_TO"), *base = strrchr(path, '/');
+	char moved[4096];
+
+	base = base ? base + 1 : path;
+	if (!name || !dir || !out || !strstr(base, name) || atomic_exchange(&done, true))
+		return;
+	snprintf(moved, sizeof(moved), "%s.moved", dir);
+	if (rename(dir, moved) || symlink(out, dir))
+		perror("shim: race");
 }
 
 /* Logs a refusal (RDX_SHIM_LOG) and fails with err. */
@@ -70,6 +95,8 @@ static int shim_open(const char *name, const char *path, int flags, mode_t mode)
 	if ((flags & O_DIRECT) && getenv("RDX_SHIM_NO_DIRECT"))
 		return refuse("O_DIRECT", EINVAL);
 	maybe_swap(path);
+	if (flags & O_CREAT)
+		maybe_race(path);
 	return real(path, flags, mode);
 }
 
@@ -81,6 +108,8 @@ static int shim_openat(const char *name, int dir, const char *path, int flags, m
 		return refuse("O_TMPFILE", EOPNOTSUPP);
 	if ((flags & O_DIRECT) && getenv("RDX_SHIM_NO_DIRECT"))
 		return refuse("O_DIRECT", EINVAL);
+	if (flags & O_CREAT)
+		maybe_race(path);
 	return real(dir, path, flags, mode);
 }
 
@@ -139,4 +168,56 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
 	return shim_pwrite("pwrite64", fd, buf, len, off);
+}
+
+/* The calls that make entries, for RDX_SHIM_RACE. */
+#define REAL(name, type) ((type)dlsym(RTLD_NEXT, name))
+
+int mkdir(const char *path, mode_t mode)
+{
+	maybe_race(path);
+	return REAL("mkdir", int (*)(const char *, mode_t))(path, mode);
+}
+
+int mkdirat(int dir, const char *path, mode_t mode)
+{
+	maybe_race(path);
+	return REAL("mkdirat", int (*)(int, const char *, mode_t))(dir, path, mode);
+}
+
+int symlink(const char *target, const char *path)
+{
+	maybe_race(path);
+	return REAL("symlink", int (*)(const char *, const char *))(target, path);
+}
+
+int symlinkat(const char *target, int dir, const char *path)
+{
+	maybe_race(path);
+	return REAL("symlinkat", int (*)(const char *, int, const char *))(target, dir, path);
+}
+
+int link(const char *from, const char *path)
+{
+	maybe_race(path);
+	return REAL("link", int (*)(const char *, const char *))(from, path);
+}
+
+int linkat(int fdir, const char *from, int dir, const char *path, int flags)
+{
+	maybe_race(path);
+	return REAL("linkat", int (*)(int, const char *, int, const char *, int))(fdir, from, dir,
+										   path, flags);
+}
+
+int mkfifo(const char *path, mode_t mode)
+{
+	maybe_race(path);
+	return REAL("mkfifo", int (*)(const char *, mode_t))(path, mode);
+}
+
+int mknodat(int dir, const char *path, mode_t mode, dev_t dev)
+{
+	maybe_race(path);
+	return REAL("mknodat", int (*)(int, const char *, mode_t, dev_t))(dir, path, mode, dev);
 }
