@@ -10,6 +10,7 @@
 #include "../core/io.h"
 #include "../core/log.h"
 #include "multipart.h"
+#include "multipart_int.h"
 #include "s3_int.h"
 
 #include <errno.h>
@@ -128,33 +129,42 @@ static void *ahead_main(void *arg)
 	return NULL;
 }
 
-/* The MD5s of consecutive parts of part bytes (the last may be
- * shorter), of data fed in order. */
-struct parts_md5 {
-	EVP_MD_CTX *md;
-	uint64_t part, left; /* the parts' size; bytes left in this one */
-	unsigned i, n;	     /* this part, how many */
-	unsigned char (*out)[16];
-};
-
-static void parts_start(struct parts_md5 *p)
+void s3_parts_md5_start(struct s3_parts_md5 *p)
 {
 	EVP_DigestInit_ex(p->md, EVP_md5(), NULL);
 	p->i = 0;
 	p->left = p->part;
 }
 
-static void parts_feed(struct parts_md5 *p, const char *b, size_t len)
+void s3_parts_md5_adopt(struct s3_parts_md5 *p, EVP_MD_CTX *state, uint64_t len)
 {
 	unsigned int dl;
 
+	EVP_MD_CTX_free(p->md);
+	p->md = state;
+	p->i = 0;
+	p->left = p->part - len;
+	if (!p->left && p->n > 1) {
+		EVP_DigestFinal_ex(p->md, p->out[p->i++], &dl);
+		EVP_DigestInit_ex(p->md, EVP_md5(), NULL);
+		p->left = p->part;
+	}
+}
+
+void s3_parts_md5_feed(struct s3_parts_md5 *p, const void *buf, size_t len)
+{
+	const char *b = buf;
+	unsigned int dl;
+
 	while (len) {
-		size_t k = len < p->left ? len : (size_t)p->left;
+		/* More than n parts hold: the rest goes into the last one
+		 * (and the ETag made will not match). */
+		size_t k = len < p->left || !p->left ? len : (size_t)p->left;
 
 		EVP_DigestUpdate(p->md, b, k);
 		b += k;
 		len -= k;
-		p->left -= k;
+		p->left -= p->left ? k : 0;
 		if (!p->left && p->i + 1 < p->n) {
 			EVP_DigestFinal_ex(p->md, p->out[p->i++], &dl);
 			EVP_DigestInit_ex(p->md, EVP_md5(), NULL);
@@ -165,7 +175,7 @@ static void parts_feed(struct parts_md5 *p, const char *b, size_t len)
 
 /* s3_fd_md5_parts through O_DIRECT (dfd): nothing of it enters the page
  * cache. */
-static int md5_direct(struct parts_md5 *pm, int dfd, uint64_t size, const atomic_int *stop)
+static int md5_direct(struct s3_parts_md5 *pm, int dfd, uint64_t size, const atomic_int *stop)
 {
 	struct ahead a = {.fd = dfd, .direct = true, .size = size, .cap = AHEAD_BYTES};
 	uint64_t done = 0;
@@ -199,7 +209,7 @@ static int md5_direct(struct parts_md5 *pm, int dfd, uint64_t size, const atomic
 		}
 		if ((uint64_t)n > size - done)
 			n = (ssize_t)(size - done);
-		parts_feed(pm, a.buf[i], (size_t)n);
+		s3_parts_md5_feed(pm, a.buf[i], (size_t)n);
 		done += (uint64_t)n;
 		sem_post(&a.empty[i]);
 	}
@@ -221,24 +231,23 @@ out:
 int s3_fd_md5_parts(int fd, int dfd, uint64_t size, uint64_t part,
 		    const atomic_int *stop, unsigned char (*md5)[16])
 {
-	struct parts_md5 pm = {.md = EVP_MD_CTX_new(), .part = part, .out = md5,
+	struct s3_parts_md5 pm = {.md = EVP_MD_CTX_new(), .part = part, .out = md5,
 			       .n = size ? (unsigned)((size + part - 1) / part) : 1};
 	size_t cap = 1 << 20;
 	char *buf = NULL;
 	uint64_t off = 0;
-	unsigned int dl;
 	int ret = 0;
 
 	if (!pm.md) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	parts_start(&pm);
+	s3_parts_md5_start(&pm);
 	if (dfd >= 0) {
 		ret = md5_direct(&pm, dfd, size, stop);
 		if (ret != -EINVAL) /* EINVAL: O_DIRECT refused after all */
 			goto done;
-		parts_start(&pm);
+		s3_parts_md5_start(&pm);
 		ret = 0;
 	}
 	if (!(buf = malloc(cap))) {
@@ -261,16 +270,24 @@ int s3_fd_md5_parts(int fd, int dfd, uint64_t size, uint64_t part,
 			ret = -RDX_EINTR;
 			goto out;
 		}
-		parts_feed(&pm, buf, (size_t)n);
+		s3_parts_md5_feed(&pm, buf, (size_t)n);
 		off += (uint64_t)n;
 	}
 done:
 	if (!ret)
-		EVP_DigestFinal_ex(pm.md, md5[pm.i], &dl);
+		s3_parts_md5_end(&pm);
 out:
 	EVP_MD_CTX_free(pm.md);
 	free(buf);
 	return ret;
+}
+
+unsigned s3_parts_md5_end(struct s3_parts_md5 *p)
+{
+	unsigned int dl;
+
+	EVP_DigestFinal_ex(p->md, p->out[p->i], &dl);
+	return p->i + 1;
 }
 
 int s3_fd_md5(int fd, int dfd, uint64_t size, const atomic_int *stop,

@@ -34,6 +34,27 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 		   uint64_t start, const char *if_match,
 		   struct s3_object_info *info);
 
+/* The MD5s of consecutive parts of part bytes (the last may be shorter)
+ * of data fed in order, into out (n of them, the caller's). */
+struct s3_parts_md5 {
+	EVP_MD_CTX *md;		  /* the caller's; s3_parts_md5_adopt replaces it */
+	uint64_t part, left;	  /* the parts' size; bytes left in this one */
+	unsigned i, n;		  /* this part, how many */
+	unsigned char (*out)[16];
+};
+
+/* Starts over at the first part. */
+void s3_parts_md5_start(struct s3_parts_md5 *p);
+
+/* Starts with len bytes (at most a part) already hashed into state, which
+ * p takes over (freeing its own md). */
+void s3_parts_md5_adopt(struct s3_parts_md5 *p, EVP_MD_CTX *state, uint64_t len);
+
+void s3_parts_md5_feed(struct s3_parts_md5 *p, const void *buf, size_t len);
+
+/* Finishes the last part; returns how many parts the data made. */
+unsigned s3_parts_md5_end(struct s3_parts_md5 *p);
+
 /* Checks a finished download of bucket/key against info (size, ETag):
  * the file's size and, for a plain-MD5 ETag, the MD5 of its data
  * (file_md5 when the data was hashed on its way in, else read back), or

@@ -208,6 +208,9 @@ struct down {
 	/* The ranges are the object's parts: each range's MD5, set by the
 	 * worker that has it, for the whole check (NULL: not made). */
 	unsigned char (*part_md5)[16];
+	/* stdout, when they are not: the parts' MD5s made from the stream,
+	 * fed by the range whose turn it is to write (NULL: not made). */
+	struct s3_parts_md5 *pm;
 };
 
 struct down_worker {
@@ -297,6 +300,8 @@ static int down_range(struct down_worker *w, uint64_t idx)
 		return ret;
 	if (d->md)
 		EVP_DigestUpdate(d->md, w->buf, (size_t)rg.len);
+	if (d->pm)
+		s3_parts_md5_feed(d->pm, w->buf, (size_t)rg.len);
 	pthread_mutex_lock(&d->lock);
 	d->written++;
 	pthread_cond_broadcast(&d->cond);
@@ -433,8 +438,9 @@ static int md_out_write(void *ctx, const void *p, size_t n)
  * are when N ranges of the part size make the size (rds3's and aws's
  * default, 8 MiB, for one); else HEAD ?partNumber=1 says the parts' size,
  * and a file's ranges start over with it (the first range is fetched
- * again).  Returns the parts' size, or 0 when no whole check can be made
- * (*asked: the size came from the server). */
+ * again), while stdout's parts are hashed from the stream in order
+ * (stream_parts).  Returns the parts' size, or 0 when no whole check can
+ * be made (*asked: the size came from the server). */
 static uint64_t plan_parts(struct s3_client *c, const struct s3_xfer_opts *o,
 			   const char *bucket, const char *key,
 			   const struct s3_out *out, uint64_t total, unsigned n,
@@ -444,10 +450,9 @@ static uint64_t plan_parts(struct s3_client *c, const struct s3_xfer_opts *o,
 	unsigned count;
 
 	*asked = false;
+	(void)out;
 	if ((total + o->part_size - 1) / o->part_size == n)
 		return o->part_size;
-	if (out->is_stdout) /* the first range is out already */
-		return 0;
 	if (s3_head_part(c, bucket, key, 1, &p, &count) || count != n || !p ||
 	    p > S3_PART_MAX || (total + p - 1) / p != n) {
 		rdx_info(2, "get s3://%s/%s: the size of its %u parts is not known: "
@@ -564,12 +569,99 @@ int s3_download_verify(struct s3_client *c, const struct s3_xfer_opts *o,
 	return s3_check_download(c, info, d5);
 }
 
-/* The download proper (see s3_download_at), md the stdout's MD5. */
-static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
-		 const char *bucket, const char *key, struct s3_out *out,
-		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
-		 unsigned char *whole_md5, bool *whole, bool *parts_checked,
-		 struct s3_object_info *info)
+/* The first range again, for stream_parts: hashed in parts and whole. */
+struct again {
+	struct s3_parts_md5 *pm;
+	EVP_MD_CTX *md;
+};
+
+static int again_write(void *ctx, const void *p, size_t n)
+{
+	struct again *a = ctx;
+
+	s3_parts_md5_feed(a->pm, p, n);
+	EVP_DigestUpdate(a->md, p, n);
+	return 0;
+}
+
+static int again_rewind(void *ctx)
+{
+	struct again *a = ctx;
+
+	s3_parts_md5_start(a->pm);
+	return EVP_DigestInit_ex(a->md, EVP_md5(), NULL) ? 0 : -ENOMEM;
+}
+
+/* Stdout's parts when they are not its ranges: pm (its part size and
+ * count set) is made ready to hash the rest of the stream in parts.  The
+ * first range (first_len bytes) is out already: with parts that large or
+ * larger, hashing goes on from its MD5's state (state0, taken); with
+ * smaller ones it is fetched again and hashed in parts, and must be the
+ * bytes that went out (md5_0).  Returns 0, -RDX_EINTEGRITY (the error
+ * filled) or another error. */
+static int stream_parts(struct s3_client *c, const char *bucket, const char *key,
+			const char *etag, struct s3_parts_md5 *pm, EVP_MD_CTX *state0,
+			uint64_t first_len, const unsigned char *md5_0)
+{
+	struct again a = {.pm = pm, .md = EVP_MD_CTX_new()};
+	struct s3_sink sink = {.write = again_write, .rewind = again_rewind, .ctx = &a};
+	struct s3_range rg = {.start = 0, .len = first_len, .if_match = etag[0] ? etag : NULL};
+	unsigned char md5[16];
+	unsigned int dl;
+	int ret;
+
+	if (pm->part >= first_len) {
+		EVP_MD_CTX_free(a.md);
+		s3_parts_md5_adopt(pm, state0, first_len);
+		return 0;
+	}
+	EVP_MD_CTX_free(state0);
+	if (!a.md || again_rewind(&a)) {
+		EVP_MD_CTX_free(a.md);
+		return -ENOMEM;
+	}
+	ret = s3_get_range(c, bucket, key, &sink, &rg);
+	EVP_DigestFinal_ex(a.md, md5, &dl);
+	EVP_MD_CTX_free(a.md);
+	if (ret)
+		return ret;
+	if (rg.got != first_len || memcmp(md5, md5_0, sizeof(md5))) {
+		struct s3_error e = {.attempts = 1};
+
+		snprintf(e.message, sizeof(e.message),
+			 "the first %" PRIu64 " bytes came back different when fetched again",
+			 first_len);
+		s3_set_error(c, &e);
+		return -RDX_EINTEGRITY;
+	}
+	return 0;
+}
+
+/* What stdout's whole check of a multipart object may need (see
+ * stream_parts), freed by fetch() whatever happens. */
+struct stream_check {
+	EVP_MD_CTX *state0; /* the first range's MD5, unfinished */
+	struct s3_parts_md5 pm;
+};
+
+/* Sets sc->pm up for parts of part bytes, n of them.  Returns 0 or
+ * -ENOMEM. */
+static int stream_check_init(struct stream_check *sc, uint64_t part, unsigned n)
+{
+	sc->pm = (struct s3_parts_md5){.md = EVP_MD_CTX_new(), .part = part, .n = n,
+				       .out = calloc(n, sizeof(*sc->pm.out))};
+	if (!sc->pm.md || !sc->pm.out)
+		return -ENOMEM;
+	s3_parts_md5_start(&sc->pm);
+	return 0;
+}
+
+/* The download proper (see fetch), sc for stdout's whole check. */
+static int fetch_ranges(struct s3_client *c, const struct s3_xfer_opts *o,
+			const char *bucket, const char *key, struct s3_out *out,
+			uint64_t start, const char *if_match, EVP_MD_CTX *md,
+			unsigned char *whole_md5, bool *whole, bool *parts_checked,
+			struct s3_object_info *info, struct stream_check *sc)
 {
 	struct s3_range rg = {.start = start, .len = o->part_size,
 			      .if_match = if_match};
@@ -598,6 +690,11 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 	first = md5_wrap(&m0, &sink);
 	ret = s3_get_range(c, bucket, key, &first, &rg);
 	hashed = m0.md != NULL;
+	if (hashed && out->is_stdout && !ret && (sc->state0 = EVP_MD_CTX_new()) &&
+	    !EVP_MD_CTX_copy_ex(sc->state0, m0.md)) {
+		EVP_MD_CTX_free(sc->state0);
+		sc->state0 = NULL;
+	}
 	if (hashed)
 		EVP_DigestFinal_ex(m0.md, md5_0, &dl);
 	EVP_MD_CTX_free(m0.md);
@@ -634,6 +731,26 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		nparts = ps ? n : 0; /* no plan: the part count only */
 		ps = ps ? ps : o->part_size;
 		*parts_checked = true; /* here, or known to be impossible */
+		if (nparts && out->is_stdout && ps != o->part_size &&
+		    (sc->state0 || ps < rg.len)) {
+			/* Stdout's ranges stay ours; the stream is hashed in
+			 * the object's parts as it goes out. */
+			EVP_MD_CTX *state0 = sc->state0;
+
+			sc->state0 = NULL; /* stream_parts takes it */
+			if ((ret = stream_check_init(sc, ps, n))) {
+				EVP_MD_CTX_free(state0);
+				return ret;
+			}
+			ret = stream_parts(c, bucket, key, rg.etag, &sc->pm, state0, rg.len, md5_0);
+			if (ret)
+				return ret;
+			nparts = 0;
+			ps = o->part_size;
+		} else if (out->is_stdout && ps != o->part_size) {
+			nparts = 0; /* out of memory: the part count only */
+			ps = o->part_size;
+		}
 	}
 	/* The rest lands in place, written in parallel: room for it now
 	 * (and a full disk said now rather than midway). */
@@ -667,6 +784,8 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		if ((ret = s3_out_mark(out, start + o->part_size)))
 			goto out;
 	}
+	if (sc->pm.out)
+		d->pm = &sc->pm;
 	if (nparts) {
 		ret = -ENOMEM;
 		if (!(d->part_md5 = calloc(d->nranges, sizeof(*d->part_md5))))
@@ -699,6 +818,12 @@ static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
 		ret = check_part_md5s(c, bucket, key, d->etag,
 				      (const unsigned char (*)[16])d->part_md5,
 				      (unsigned)d->nranges, ps, asked);
+	if (!ret && d->pm) {
+		s3_parts_md5_end(d->pm);
+		ret = check_part_md5s(c, bucket, key, d->etag,
+				      (const unsigned char (*)[16])d->pm->out, d->pm->n,
+				      d->pm->part, true);
+	}
 out:
 	rdx_wpool_free(d->pool);
 	free(d->part_md5);
@@ -706,6 +831,23 @@ out:
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
+	return ret;
+}
+
+/* The download proper (see s3_download_at), md the stdout's MD5. */
+static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
+		 const char *bucket, const char *key, struct s3_out *out,
+		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
+		 unsigned char *whole_md5, bool *whole, bool *parts_checked,
+		 struct s3_object_info *info)
+{
+	struct stream_check sc = {0};
+	int ret = fetch_ranges(c, o, bucket, key, out, start, if_match, md, whole_md5,
+			       whole, parts_checked, info, &sc);
+
+	EVP_MD_CTX_free(sc.state0);
+	EVP_MD_CTX_free(sc.pm.md);
+	free(sc.pm.out);
 	return ret;
 }
 
