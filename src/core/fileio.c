@@ -496,8 +496,8 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 
 	if (!k)
 		return -ENOMEM;
-	/* A descriptor of our own that fsync takes (dir may be O_PATH). */
-	k->at = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A descriptor of our own (O_PATH if dir is: there is no fsync). */
+	k->at = fcntl(dir, F_DUPFD_CLOEXEC, 0);
 	if (k->at < 0) {
 		k->at = AT_FDCWD;
 		ret = -errno;
@@ -721,8 +721,6 @@ int rdx_sink_publish(struct rdx_sink *k)
 	k->committed = true;
 	if (k->meta)
 		unlink(k->meta);
-	if (k->do_fsync && k->at != AT_FDCWD)
-		return fsync(k->at) && errno != EINVAL ? -errno : 0;
 	if (k->do_fsync)
 		return fsync_dir(k->dir);
 	return 0;

@@ -77,7 +77,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 /* A new file base in the directory dir (any descriptor of it, O_PATH
  * too): its temporary is created there and published there by renameat(2),
  * so no name above it is looked up again.  size bytes are preallocated;
- * name is for messages.  Returns 0 or -errno. */
+ * name is for messages; nothing is fsynced.  Returns 0 or -errno. */
 int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,
 		     uint64_t size, const atomic_int *stop);
 

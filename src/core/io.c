@@ -145,11 +145,12 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 
 char *rdx_temp_name(const char *base)
 {
+	static atomic_uint calls;
 	unsigned rnd = 0;
 	char *out;
 
-	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		rnd = (unsigned)getpid() ^ (unsigned)(uintptr_t)&rnd;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) /* a new one each call */
+		rnd = (unsigned)getpid() * 2654435761u + atomic_fetch_add(&calls, 1);
 	if (asprintf(&out, ".%.200s.rdx-%08x", base, rnd) < 0)
 		return NULL;
 	return out;
@@ -159,7 +160,7 @@ int rdx_temp_create(int dir, const char *base, int flags, char **tmp)
 {
 	for (int tries = 0; tries < 100; tries++) {
 		char *name = rdx_temp_name(base);
-		int fd;
+		int fd, err;
 
 		if (!name)
 			return -ENOMEM;
@@ -168,9 +169,10 @@ int rdx_temp_create(int dir, const char *base, int flags, char **tmp)
 			*tmp = name;
 			return fd;
 		}
+		err = errno;
 		free(name);
-		if (errno != EEXIST)
-			return -errno;
+		if (err != EEXIST)
+			return -err;
 	}
 	return -EEXIST;
 }

@@ -52,7 +52,9 @@ int tree_dir_open(int root, const char *rel, bool make, int *fd)
 			next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (next < 0) {
-			err = errno == ENOENT ? 0 : -errno;
+			/* Absent, unless we were to make it: then it went as
+			 * soon as it came (someone else removed it). */
+			err = errno == ENOENT && !make ? 0 : -errno;
 			if (err == -ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
 			    S_ISLNK(st.st_mode))
 				err = -ELOOP;
@@ -71,12 +73,16 @@ int tree_dir_open(int root, const char *rel, bool make, int *fd)
 
 int tree_place(int dir, const char *tmp, const char *base)
 {
-	if (!renameat(dir, tmp, dir, base))
-		return 0;
-	int err = -errno;
+	int ret = renameat(dir, tmp, dir, base);
 
+	/* An empty directory in the way goes, as with tar. */
+	if (ret && errno == EISDIR && !unlinkat(dir, base, AT_REMOVEDIR))
+		ret = renameat(dir, tmp, dir, base);
+	if (!ret)
+		return 0;
+	ret = -errno;
 	unlinkat(dir, tmp, 0);
-	return err;
+	return ret;
 }
 
 int tree_make_dir(int dir, const char *base)
@@ -105,7 +111,7 @@ int tree_make_dir(int dir, const char *base)
 static int make_temp(int dir, const char *base, int (*make)(int, const char *, const void *),
 		     const void *arg, char **tmp)
 {
-	for (int tries = 0; tries < 100; tries++) {
+	for (int tries = 0, err; tries < 100; tries++) {
 		char *name = rdx_temp_name(base);
 
 		if (!name)
@@ -114,9 +120,10 @@ static int make_temp(int dir, const char *base, int (*make)(int, const char *, c
 			*tmp = name;
 			return 0;
 		}
+		err = errno;
 		free(name);
-		if (errno != EEXIST)
-			return -errno;
+		if (err != EEXIST)
+			return -err;
 	}
 	return -EEXIST;
 }
@@ -126,22 +133,42 @@ static int make_symlink(int dir, const char *name, const void *target)
 	return symlinkat(target, dir, name);
 }
 
+/* Whether fd is what we just made under a temporary name: of type type
+ * and with no other name (not a link to a file elsewhere, renamed over
+ * ours by someone who can write dir). */
+static bool ours(int fd, mode_t type)
+{
+	struct stat st;
+
+	return !fstat(fd, &st) && (st.st_mode & S_IFMT) == type && st.st_nlink == 1;
+}
+
 int tree_make_symlink(int dir, const char *base, const char *target,
 		      const struct tree_meta *m, bool own)
 {
 	char *tmp = NULL;
-	int err = make_temp(dir, base, make_symlink, target, &tmp);
+	int fd, err = make_temp(dir, base, make_symlink, target, &tmp);
 
 	if (err)
 		return err;
-	/* The link itself, never what it points to. */
-	if ((own && fchownat(dir, tmp, m->uid, m->gid, AT_SYMLINK_NOFOLLOW)) ||
-	    utimensat(dir, tmp, m->times, AT_SYMLINK_NOFOLLOW)) {
+	/* The link itself through a descriptor of it: nothing swapped in
+	 * under its name can be changed instead. */
+	fd = openat(dir, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
 		err = -errno;
+	else if (!ours(fd, S_IFLNK))
+		err = -EEXIST;
+	else if (own && fchownat(fd, "", m->uid, m->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW))
+		err = -errno;
+	else if (utimensat(fd, "", m->times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) &&
+		 errno != EINVAL && errno != ENOENT)
+		err = -errno; /* before Linux 5.8 no AT_EMPTY_PATH: no times */
+	if (fd >= 0)
+		close(fd);
+	if (err)
 		unlinkat(dir, tmp, 0);
-	} else {
+	else
 		err = tree_place(dir, tmp, base);
-	}
 	free(tmp);
 	return err;
 }
@@ -152,18 +179,58 @@ static int make_fifo(int dir, const char *name, const void *arg)
 	return mknodat(dir, name, S_IFIFO | 0600, 0);
 }
 
+/* m's mode for fd: without a root owner's set-id bits unless the owner
+ * or group they stand for is already fd's (as tar does). */
+static int meta_mode(int fd, const struct tree_meta *m, bool own, mode_t *mode)
+{
+	struct stat st;
+
+	*mode = m->mode;
+	if (own || !(m->mode & (S_ISUID | S_ISGID)))
+		return 0;
+	if (fstat(fd, &st))
+		return -errno;
+	if (st.st_uid != m->uid)
+		*mode &= ~(mode_t)S_ISUID;
+	if (st.st_gid != m->gid)
+		*mode &= ~(mode_t)S_ISGID;
+	return 0;
+}
+
 int tree_set_meta(int fd, const struct tree_meta *m, bool own)
 {
+	mode_t mode;
+	int err;
+
 	if (own && fchown(fd, m->uid, m->gid))
 		return -errno;
-	if (fchmod(fd, m->mode) || futimens(fd, m->times))
+	if ((err = meta_mode(fd, m, own, &mode)))
+		return err;
+	if (fchmod(fd, mode) || futimens(fd, m->times))
+		return -errno;
+	return 0;
+}
+
+/* tree_set_meta for an O_PATH descriptor (a directory we may not read):
+ * the mode and times through its /proc name, which is the inode itself. */
+static int set_meta_path(int fd, const struct tree_meta *m, bool own)
+{
+	char proc[40];
+	mode_t mode;
+	int err;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (own && fchownat(fd, "", m->uid, m->gid, AT_EMPTY_PATH))
+		return -errno;
+	if ((err = meta_mode(fd, m, own, &mode)))
+		return err;
+	if (chmod(proc, mode) || utimensat(AT_FDCWD, proc, m->times, 0))
 		return -errno;
 	return 0;
 }
 
 int tree_make_fifo(int dir, const char *base, const struct tree_meta *m, bool own)
 {
-	struct stat st;
 	char *tmp = NULL;
 	int fd, err = make_temp(dir, base, make_fifo, NULL, &tmp);
 
@@ -174,7 +241,7 @@ int tree_make_fifo(int dir, const char *base, const struct tree_meta *m, bool ow
 	fd = openat(dir, tmp, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		err = -errno;
-	else if (fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+	else if (!ours(fd, S_IFIFO))
 		err = -EEXIST;
 	else
 		err = tree_set_meta(fd, m, own);
@@ -209,6 +276,9 @@ int tree_make_link(int tdir, const char *tbase, int dir, const char *base)
 	if (err)
 		return err;
 	err = tree_place(dir, tmp, base);
+	/* base was this file already: rename(2) then leaves both names. */
+	if (!err)
+		unlinkat(dir, tmp, 0);
 	free(tmp);
 	return err;
 }
@@ -225,7 +295,15 @@ int tree_set_dir_meta(int root, const char *rel, const struct tree_meta *m, bool
 		return -ENOENT;
 	fd = openat(parent, slash ? slash + 1 : rel,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	err = fd < 0 ? -errno : tree_set_meta(fd, m, own);
+	if (fd >= 0) {
+		err = tree_set_meta(fd, m, own);
+	} else if (errno == EACCES) { /* ours, but not readable: -wx */
+		fd = openat(parent, slash ? slash + 1 : rel,
+			    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		err = fd < 0 ? -errno : set_meta_path(fd, m, own);
+	} else {
+		err = -errno;
+	}
 	if (fd >= 0)
 		close(fd);
 	close(parent);

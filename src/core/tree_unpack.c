@@ -147,6 +147,7 @@ struct rdx_tree_unpack {
 struct dirfix {
 	struct dirfix *next;
 	struct tree_meta m;
+	uint64_t seq; /* received as the seq-th directory */
 	size_t len;
 	char full[]; /* its absolute name, no trailing slash */
 };
@@ -1125,6 +1126,7 @@ static int dir_enter(struct rdx_tree_unpack *u, const char *full, const struct t
 	if (!d)
 		return unpack_fail(u, -ENOMEM, "out of memory");
 	d->m = *m;
+	d->seq = u->dirs ? u->dirs->seq + 1 : 0;
 	d->len = len;
 	memcpy(d->full, full, len + 1);
 	d->next = u->dirs;
@@ -1141,21 +1143,48 @@ static void dir_fix(struct rdx_tree_unpack *u, struct dirfix *d)
 			 strerror(-err));
 		atomic_fetch_add(&u->failed, 1);
 	}
-	free(d);
+}
+
+/* Deepest first (a name sorts after its parent's), and of one name the
+ * last received first. */
+static int by_name_desc(const void *a, const void *b)
+{
+	const struct dirfix *x = *(struct dirfix *const *)a, *y = *(struct dirfix *const *)b;
+	int c = strcmp(y->full, x->full);
+
+	return c ? c : x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
 }
 
 /* The end: every directory's metadata, once nothing more goes into it,
- * innermost first (the reverse of the stream's order, where a directory
- * comes before what it holds): a parent whose mode keeps us out is set
- * after its children. */
+ * children before their parent (whose mode may keep us out of it), and
+ * of a directory received twice (two trees of one name) the last
+ * entry's. */
 static void dirs_finish(struct rdx_tree_unpack *u)
 {
-	struct dirfix *d;
+	struct dirfix *d, **all;
+	size_t n = 0, i;
 
-	while ((d = u->dirs)) {
-		u->dirs = d->next;
-		dir_fix(u, d);
+	for (d = u->dirs; d; d = d->next)
+		n++;
+	all = n ? malloc(n * sizeof(*all)) : NULL;
+	if (!all) { /* out of memory: in the reverse of the stream's order */
+		while ((d = u->dirs)) {
+			u->dirs = d->next;
+			dir_fix(u, d);
+			free(d);
+		}
+		return;
 	}
+	for (d = u->dirs, i = 0; d; d = d->next)
+		all[i++] = d;
+	u->dirs = NULL;
+	qsort(all, n, sizeof(*all), by_name_desc);
+	for (i = 0; i < n; i++) /* not an earlier entry of the same name */
+		if (!i || strcmp(all[i]->full, all[i - 1]->full))
+			dir_fix(u, all[i]);
+	for (i = 0; i < n; i++)
+		free(all[i]);
+	free(all);
 }
 
 /* ---- entries ---- */
@@ -1177,6 +1206,10 @@ static int unpack_dir(struct rdx_tree_unpack *u, struct archive *wd,
 		return 0;
 	}
 	file_meta(u, wd, e, &m);
+	/* Set-id bits kept when their group (or owner) is already the
+	 * directory's, as tar keeps a shared group's setgid directories
+	 * (tree_set_meta). */
+	m.mode = archive_entry_perm(e) & 07777;
 	return dir_enter(u, final, &m);
 }
 

@@ -243,6 +243,39 @@ send_tree() {
 	cmp "$s/sub/bigf" "$D/dst/t/sub.moved/bigf"
 }
 
+# Two more races on a receiver that is root: a directory removed as soon
+# as it is made (it used to crash the receiver), and a hard link to a file
+# outside renamed over a symlink's or fifo's temporary before its owner
+# and times are set (that file's must not change).
+@test "rdcp -r: a directory removed as it is made, a hard link renamed over a temporary: a clean failure, nothing outside changed" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	local s=$D/src/t name before
+	mkdir -p "$s/gone" "$D/out"
+	echo f >"$s/gone/f"
+	ln -s gone "$s/slnk"
+	mkfifo "$s/fifo"
+	# shellcheck disable=SC2046 # shimmed is a command prefix
+	run_t $(shimmed RDX_SHIM_RMDIR=gone) "$RDCP" -r "$s" "$D/dst1"
+	assert_match "$status" "^[1-9]"
+	[ "$status" -lt 128 ] || fail "killed by signal $((status - 128))"
+	assert_match "$stderr" "gone"
+	for name in slnk fifo; do
+		echo outside >"$D/out/file"
+		chown 1:1 "$D/out/file"
+		touch -d '2001-02-03 04:05:06' "$D/out/file"
+		before=$(stat -c '%u:%g %Y' "$D/out/file")
+		# shellcheck disable=SC2046
+		run_t $(shimmed RDX_SHIM_LINK_OVER=".$name.rdx-" RDX_SHIM_LINK_FROM="$D/out/file") \
+			"$RDCP" -r "$s" "$D/dst-$name"
+		assert_status 4
+		assert_match "$stderr" "cannot create 'dst-$name/$name': File exists"
+		[ "$(stat -c '%u:%g %Y' "$D/out/file")" = "$before" ] ||
+			fail "$name: the outside file changed: $(stat -c '%u:%g %Y' "$D/out/file")"
+		[ -z "$(find "$D/dst-$name" -name '.*.rdx-*')" ] || fail "$name: temporary left"
+		rm -rf "$D/dst-$name"
+	done
+}
+
 # Both ends under valgrind: the tree code is core code.
 @test "valgrind: rdsend -r and rdrecv -r are clean, on success and on a refused tree" {
 	command -v valgrind >/dev/null || fail "valgrind not installed (scripts/deps.sh test)"

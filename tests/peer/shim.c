@@ -24,6 +24,11 @@
  *                           forms) first renames DIR to DIR.moved and puts
  *                           a symlink to OUT in its place: a local user
  *                           racing the receiver's checks
+ *   RDX_SHIM_RMDIR=NAME     every mkdirat() of NAME is undone at once: a
+ *                           local user removing a directory as it comes
+ *   RDX_SHIM_LINK_OVER=NAME the first symlinkat() or mknodat() of a name
+ *   RDX_SHIM_LINK_FROM=FILE containing NAME is followed by a hard link to
+ *                           FILE renamed over what it made
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -181,8 +186,29 @@ int mkdir(const char *path, mode_t mode)
 
 int mkdirat(int dir, const char *path, mode_t mode)
 {
+	const char *gone = getenv("RDX_SHIM_RMDIR");
+	int ret;
+
 	maybe_race(path);
-	return REAL("mkdirat", int (*)(int, const char *, mode_t))(dir, path, mode);
+	ret = REAL("mkdirat", int (*)(int, const char *, mode_t))(dir, path, mode);
+	if (!ret && gone && !strcmp(path, gone))
+		unlinkat(dir, path, AT_REMOVEDIR);
+	return ret;
+}
+
+/* RDX_SHIM_LINK_OVER: what was just made as path in dir is replaced by a
+ * hard link to another file. */
+static void maybe_link_over(int dir, const char *path)
+{
+	static atomic_bool done;
+	const char *name = getenv("RDX_SHIM_LINK_OVER"), *from = getenv("RDX_SHIM_LINK_FROM");
+
+	if (!name || !from || !strstr(path, name) || atomic_exchange(&done, true))
+		return;
+	unlinkat(dir, ".shim-link", 0);
+	if (linkat(AT_FDCWD, from, dir, ".shim-link", 0) ||
+	    renameat(dir, ".shim-link", dir, path))
+		perror("shim: link over");
 }
 
 int symlink(const char *target, const char *path)
@@ -193,8 +219,13 @@ int symlink(const char *target, const char *path)
 
 int symlinkat(const char *target, int dir, const char *path)
 {
+	int ret;
+
 	maybe_race(path);
-	return REAL("symlinkat", int (*)(const char *, int, const char *))(target, dir, path);
+	ret = REAL("symlinkat", int (*)(const char *, int, const char *))(target, dir, path);
+	if (!ret)
+		maybe_link_over(dir, path);
+	return ret;
 }
 
 int link(const char *from, const char *path)
@@ -218,6 +249,11 @@ int mkfifo(const char *path, mode_t mode)
 
 int mknodat(int dir, const char *path, mode_t mode, dev_t dev)
 {
+	int ret;
+
 	maybe_race(path);
-	return REAL("mknodat", int (*)(int, const char *, mode_t, dev_t))(dir, path, mode, dev);
+	ret = REAL("mknodat", int (*)(int, const char *, mode_t, dev_t))(dir, path, mode, dev);
+	if (!ret)
+		maybe_link_over(dir, path);
+	return ret;
 }

@@ -594,6 +594,98 @@ static void dots_and_links(void)
 	      "a big file replaces a symlink to a fifo, the fifo untouched: %d %s", ret, why);
 }
 
+/* ---- what is already there --------------------------------------------- */
+
+/* A hard link whose name already is that file's (its target not sent
+ * again): rename(2) of one name over another of the same file keeps both. */
+static void b_link_again(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/h", AE_IFREG, NULL, "t/a", true);
+}
+
+/* A symlink, a fifo and a file where empty directories are. */
+static void b_over_dirs(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/l", AE_IFLNK, NULL, "a", false);
+	entry(c, "t/f", AE_IFIFO, NULL, NULL, false);
+	file(c, "t/r", "regular");
+}
+
+static void dir_entry(struct craft *c, const char *name, mode_t perm, gid_t gid)
+{
+	struct archive_entry *e = archive_entry_new();
+
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, perm);
+	archive_entry_set_gid(e, gid);
+	archive_entry_set_mtime(e, 1600000000, 0);
+	archive_write_header(c->a, e);
+	archive_entry_free(e);
+}
+
+/* Set-id directories (the unpacker here is not root): setgid kept when
+ * the directory's group is the sender's, dropped otherwise.  A directory
+ * sent twice ends with the last entry's mode, its child set first. */
+static void b_dir_modes(struct craft *c)
+{
+	dir_entry(c, "t/", 0755, getegid());
+	dir_entry(c, "t/shared/", 02770, getegid());
+	dir_entry(c, "t/other/", 02770, getegid() + 4242);
+	dir_entry(c, "t/ro/", 0755, getegid());
+	dir_entry(c, "t/ro/in/", 0500, getegid());
+	dir_entry(c, "t/ro/", 0500, getegid());
+}
+
+static void existing(void)
+{
+	char why[256];
+	struct stat a, h, st;
+	int ret;
+
+	mkdir(at("x1"), 0755);
+	mkdir(at("x1/t"), 0755);
+	close(open(at("x1/t/a"), O_CREAT | O_WRONLY, 0644));
+	{
+		char *a_path = strdup(at("x1/t/a")); /* at() has one buffer */
+
+		CHECK(a_path && link(a_path, at("x1/t/h")) == 0, "made t/h a link to t/a");
+		free(a_path);
+	}
+	ret = craft_into(b_link_again, "x1", why, sizeof(why));
+	CHECK(ret == 0 && lstat(at("x1/t/a"), &a) == 0 && lstat(at("x1/t/h"), &h) == 0 &&
+		      a.st_ino == h.st_ino && !temp_left(at("x1/t")),
+	      "a link that is there already: kept, no temporary left: %d %s", ret, why);
+
+	mkdir(at("x2"), 0755);
+	mkdir(at("x2/t"), 0755);
+	mkdir(at("x2/t/l"), 0755);
+	mkdir(at("x2/t/f"), 0755);
+	mkdir(at("x2/t/r"), 0755);
+	ret = craft_into(b_over_dirs, "x2", why, sizeof(why));
+	CHECK(ret == 0 && lstat(at("x2/t/l"), &st) == 0 && S_ISLNK(st.st_mode) &&
+		      lstat(at("x2/t/f"), &st) == 0 && S_ISFIFO(st.st_mode) &&
+		      content_is("x2/t/r", "regular") && !temp_left(at("x2/t")),
+	      "a symlink, fifo and file replace empty directories: %d %s", ret, why);
+
+	mkdir(at("x3"), 0755);
+	ret = craft_into(b_dir_modes, "x3", why, sizeof(why));
+	CHECK(ret == 0, "directories' modes: %d %s", ret, why);
+	CHECK(stat(at("x3/t/shared"), &st) == 0 && (st.st_mode & 07777) == 02770,
+	      "setgid kept where the group is the sender's: %o", st.st_mode & 07777);
+	CHECK(stat(at("x3/t/other"), &st) == 0 && (st.st_mode & 07777) == 0770,
+	      "setgid dropped for another group: %o", st.st_mode & 07777);
+	CHECK(stat(at("x3/t/ro"), &st) == 0 && (st.st_mode & 07777) == 0500 &&
+		      stat(at("x3/t/ro/in"), &st) == 0 && (st.st_mode & 07777) == 0500 &&
+		      st.st_mtime == 1600000000,
+	      "a directory sent twice has the last mode, its child its own: %o",
+	      st.st_mode & 07777);
+	chmod(at("x3/t/ro/in"), 0755);
+	chmod(at("x3/t/ro"), 0755);
+}
+
 /* ---- small files written by the writer threads ------------------------ */
 
 static void b_repeats(struct craft *c)
@@ -705,6 +797,7 @@ int main(void)
 	if (!mkdtemp(top))
 		return 1;
 	dots_and_links();
+	existing();
 	hostile();
 	semantics();
 	writers();
