@@ -516,6 +516,31 @@ nobody_dir() {
 # The command prefix that runs the rest as the user nobody.
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
+@test "rdcp -r as nobody: a setgid directory of its group stays setgid, read-only directories are set last, a -wx one takes a big file" {
+	nobody_dir
+	cp "$RDCP" "$N/"
+	mkdir -p "$N/src/t/shared" "$N/src/t/ro/in" "$N/src/t/wx" "$N/dst"
+	head -c $((5 * 1024 * 1024 + 1)) /dev/urandom >"$N/src/t/wx/big"
+	chmod -R a+rX "$N/src"
+	chgrp nogroup "$N/src/t/shared"
+	chmod 2775 "$N/src/t/shared"
+	chmod 555 "$N/src/t/ro/in" "$N/src/t/ro"
+	chown nobody:nogroup "$N/dst"
+	run_t "${NOBODY[@]}" "$N/rdcp" -r "$N/src/t" "$N/dst/"
+	assert_status 0
+	[ "$(stat -c '%a %G' "$N/dst/t/shared")" = "2775 nogroup" ] ||
+		fail "setgid directory: $(stat -c '%a %G' "$N/dst/t/shared")"
+	[ "$(stat -c %a "$N/dst/t/ro")" = 555 ] && [ "$(stat -c %a "$N/dst/t/ro/in")" = 555 ] ||
+		fail "read-only directories: $(stat -c %a "$N/dst/t/ro" "$N/dst/t/ro/in")"
+	# Again, into a directory nobody may write and enter but not read.
+	chmod 300 "$N/dst/t/wx"
+	run_t "${NOBODY[@]}" "$N/rdcp" -r "$N/src/t" "$N/dst/"
+	assert_status 0
+	[ "$(stat -c %a "$N/dst/t/wx")" = 755 ] || fail "-wx directory: $(stat -c %a "$N/dst/t/wx")"
+	cmp "$N/src/t/wx/big" "$N/dst/t/wx/big"
+	chmod -R u+w "$N/src" "$N/dst"
+}
+
 @test "--delete deletes nothing when the sender could not read all of its tree" {
 	# rdsend as nobody, from a copy nobody can reach; a directory it
 	# cannot read must not be taken for gone.
