@@ -22,19 +22,17 @@ int tree_new_pipe(int fds[2])
 	return 0;
 }
 
-/* The XXH3-128 of a file's content (--checksum), read through a 1 MiB
- * buffer.  Returns 0 or -errno. */
-int tree_hash_file(const char *path, uint8_t out[16])
+int tree_hash_fd(int fd, uint8_t out[16])
 {
 	enum { BUF = 1 << 20 };
 	XXH3_state_t *h = XXH3_createState();
 	char *buf = malloc(BUF);
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
 	XXH128_canonical_t c;
+	int ret = 0;
 	ssize_t n;
 
-	if (!h || !buf || fd < 0) {
-		ret = fd < 0 ? -errno : -ENOMEM;
+	if (!h || !buf) {
+		ret = -ENOMEM;
 		goto out;
 	}
 	XXH3_128bits_reset(h);
@@ -50,10 +48,19 @@ int tree_hash_file(const char *path, uint8_t out[16])
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
 	memcpy(out, c.digest, 16);
 out:
-	if (fd >= 0)
-		close(fd);
 	free(buf);
 	XXH3_freeState(h);
+	return ret;
+}
+
+int tree_hash_file(const char *path, uint8_t out[16])
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = tree_hash_fd(fd, out);
+	close(fd);
 	return ret;
 }
 

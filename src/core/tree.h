@@ -126,7 +126,8 @@ int rdx_tree_unpack_feed(struct rdx_tree_unpack *u, const void *buf, size_t len)
 void rdx_tree_unpack_end_feed(struct rdx_tree_unpack *u);
 
 /* --sync: calls emit for every entry the receiver has where the sender's
- * top-level name top would land (walked without following symlinks),
+ * top-level name top would land (walked from descriptors, without
+ * following symlinks; at most 128 directories deep),
  * named as the sender names it; hashed (--checksum): regular files with
  * their XXH3-128.  A top that is not a plain
  * name is refused (-RDX_EPROTO); emit's non-zero result stops the walk

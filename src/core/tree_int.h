@@ -22,7 +22,8 @@
 int tree_new_pipe(int fds[2]);
 
 /* The XXH3-128 of a file's content (--checksum), read through a 1 MiB
- * buffer.  Returns 0 or -errno. */
+ * buffer from fd (to its end) or path.  Returns 0 or -errno. */
+int tree_hash_fd(int fd, uint8_t out[16]);
 int tree_hash_file(const char *path, uint8_t out[16]);
 
 /* Whether a received name is relative, with real names for components

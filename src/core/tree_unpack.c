@@ -15,7 +15,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fts.h>
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1507,71 +1507,116 @@ err:
 	return ret;
 }
 
+/* The listing's walk goes no deeper than this many directories: each
+ * level holds a descriptor.  What lies deeper is not listed, and so is
+ * sent again. */
+#define LIST_DEPTH 128
+
+/* One directory of the listing's walk: its stream, and the length of its
+ * name (as the sender names it) in the name buffer. */
+struct list_level {
+	DIR *d;
+	size_t len;
+};
+
+/* Opens name in dir as a directory to list: not through a symlink, and
+ * the one fstatat() saw (st).  NULL when it cannot be (not listed). */
+static DIR *list_open(int dir, const char *name, const struct stat *st)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat now;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino ||
+	    !(d = fdopendir(fd))) {
+		close(fd);
+		return NULL;
+	}
+	return d;
+}
+
 int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed,
 			 int (*emit)(void *arg, const struct rdx_list_entry *e),
 			 void *arg)
 {
-	char *landing = NULL, *argv[2], *name = NULL;
+	struct list_level lv[LIST_DEPTH];
+	const size_t max = RDX_LIST_MAX - RDX_LIST_FIXED - 16;
+	size_t tlen = strlen(top);
+	char *name;
 	struct stat st;
-	FTS *fts;
-	FTSENT *f;
-	size_t llen, tlen = strlen(top), cap = 0;
-	int ret = 0;
+	int depth = 0, ret = 0;
 
 	if (!tree_name_safe(top) || strchr(top, '/') || !strcmp(top, "."))
 		return -RDX_EPROTO;
-	if (asprintf(&landing, "%s/%s", u->root, u->rename_top ? u->rename_top : top) < 0)
-		return -ENOMEM;
-	if (lstat(landing, &st) || !S_ISDIR(st.st_mode)) {
-		free(landing);
+	/* Every directory from the root's descriptor, never by its name
+	 * again: one swapped for a symlink is not followed out. */
+	if (fstatat(u->root_fd, u->rename_top ? u->rename_top : top, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISDIR(st.st_mode) ||
+	    !(lv[0].d = list_open(u->root_fd, u->rename_top ? u->rename_top : top, &st)))
 		return 0; /* nothing there (or not a tree): everything is sent */
+	if (tlen > max || !(name = malloc(max + 1))) {
+		closedir(lv[0].d);
+		return tlen > max ? 0 : -ENOMEM;
 	}
-	llen = strlen(landing);
-	argv[0] = landing;
-	argv[1] = NULL;
-	fts = fts_open(argv, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
-	while (fts && !ret && (f = fts_read(fts))) {
+	memcpy(name, top, tlen + 1);
+	lv[0].len = tlen;
+	while (!ret && depth >= 0) {
+		struct list_level *l = &lv[depth];
 		struct rdx_list_entry e;
-		size_t need;
+		struct dirent *de = readdir(l->d);
+		size_t nlen;
+		DIR *sub = NULL;
 
-		if (f->fts_level == 0 || f->fts_info == FTS_DP || f->fts_info == FTS_DNR ||
-		    f->fts_info == FTS_ERR || f->fts_info == FTS_NS || f->fts_info == FTS_DC)
+		if (!de) {
+			closedir(l->d);
+			depth--;
 			continue;
-		need = tlen + (f->fts_pathlen - llen) + 1;
-		if (need > RDX_LIST_MAX - RDX_LIST_FIXED - 16)
-			continue; /* cannot be listed: it is sent again */
-		if (need > cap) {
-			char *bigger = realloc(name, need);
-
-			if (!bigger) {
-				ret = -ENOMEM;
-				break;
-			}
-			name = bigger;
-			cap = need;
 		}
-		snprintf(name, cap, "%s%s", top, f->fts_path + llen);
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		nlen = l->len + 1 + strlen(de->d_name);
+		if (nlen > max || fstatat(dirfd(l->d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* cannot be listed: it is sent again */
+		snprintf(name + l->len, max + 1 - l->len, "/%s", de->d_name);
 		e = (struct rdx_list_entry){
-			.type = f->fts_info == FTS_F ? RDX_LIST_FILE
-				: f->fts_info == FTS_D ? RDX_LIST_DIR
-						       : RDX_LIST_OTHER,
-			.size = (uint64_t)f->fts_statp->st_size,
-			.mtime = (int64_t)f->fts_statp->st_mtime,
-			.len = (uint16_t)strlen(name),
+			.type = S_ISREG(st.st_mode)   ? RDX_LIST_FILE
+				: S_ISDIR(st.st_mode) ? RDX_LIST_DIR
+						      : RDX_LIST_OTHER,
+			.size = (uint64_t)st.st_size,
+			.mtime = (int64_t)st.st_mtime,
+			.len = (uint16_t)nlen,
 			.name = name,
 		};
-		/* --checksum: a file we cannot read is listed without its
-		 * hash, and so sent again. */
-		if (hashed && e.type == RDX_LIST_FILE && tree_hash_file(f->fts_accpath, e.hash) == 0)
-			e.type = RDX_LIST_HASHED;
+		if (S_ISDIR(st.st_mode)) {
+			/* One it cannot read is not listed (nor deleted). */
+			if (!(sub = list_open(dirfd(l->d), de->d_name, &st)))
+				continue;
+		} else if (hashed && S_ISREG(st.st_mode)) {
+			/* --checksum: a file we cannot read is listed without
+			 * its hash, and so sent again. */
+			int fd = openat(dirfd(l->d), de->d_name,
+					O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+			struct stat now;
+
+			/* (not a fifo swapped in: reading it would wait) */
+			if (fd >= 0 && !fstat(fd, &now) && S_ISREG(now.st_mode) &&
+			    tree_hash_fd(fd, e.hash) == 0)
+				e.type = RDX_LIST_HASHED;
+			if (fd >= 0)
+				close(fd);
+		}
 		ret = emit(arg, &e);
+		if (sub && !ret && depth + 1 < LIST_DEPTH) {
+			lv[++depth] = (struct list_level){ .d = sub, .len = nlen };
+		} else if (sub) {
+			closedir(sub);
+		}
 	}
-	if (fts)
-		fts_close(fts);
-	else
-		ret = -errno;
+	while (depth >= 0)
+		closedir(lv[depth--].d);
 	free(name);
-	free(landing);
 	return ret;
 }
 

@@ -7,6 +7,7 @@
  * destination, and no file may sit under its final name unless its hash
  * matched. */
 #include "../../src/core/err.h"
+#include "../../src/core/proto.h"
 #include "../../src/core/tree.h"
 #include "tap.h"
 
@@ -686,6 +687,82 @@ static void existing(void)
 	chmod(at("x3/t/ro"), 0755);
 }
 
+/* ---- --sync: the receiver's listing ----------------------------------- */
+
+struct listed {
+	char names[4096];
+	bool swapped;
+	bool hash_ok;
+};
+
+/* Collects "TYPE:NAME " for each entry; when t/sub comes (before its
+ * contents), swaps it for a symlink to outside, as a local user racing
+ * the listing would. */
+static int collect(void *arg, const struct rdx_list_entry *e)
+{
+	struct listed *l = arg;
+	size_t used = strlen(l->names);
+
+	snprintf(l->names + used, sizeof(l->names) - used, "%u:%.*s ", e->type, (int)e->len,
+		 e->name);
+	if (e->len == 5 && !memcmp(e->name, "t/sub", 5) && !l->swapped) {
+		char *moved = strdup(at("l/t/sub.moved")), *sub = strdup(at("l/t/sub"));
+
+		l->swapped = moved && sub && !rename(sub, moved) && !symlink(at("outside3"), sub);
+		free(moved);
+		free(sub);
+	}
+	if (e->len == 3 && !memcmp(e->name, "t/a", 3) && e->type == RDX_LIST_HASHED) {
+		XXH128_canonical_t h;
+
+		XXH128_canonicalFromHash(&h, XXH3_128bits("alpha", 5));
+		l->hash_ok = !memcmp(h.digest, e->hash, 16);
+	}
+	return 0;
+}
+
+static void listing(void)
+{
+	static struct listed l;
+	struct rdx_tree_unpack *u;
+	atomic_int stop = 0;
+	char why[256];
+	int fd, ret;
+	FILE *f;
+
+	mkdir(at("outside3"), 0755);
+	close(open(at("outside3/secret"), O_CREAT | O_WRONLY, 0600));
+	mkdir(at("l"), 0755);
+	mkdir(at("l/t"), 0755);
+	mkdir(at("l/t/sub"), 0755);
+	if ((f = fopen(at("l/t/a"), "w"))) {
+		fputs("alpha", f);
+		fclose(f);
+	}
+	close(open(at("l/t/sub/b"), O_CREAT | O_WRONLY, 0644));
+	mkfifo(at("l/t/fifo"), 0644);
+	{
+		char *target = strdup(at("outside3")); /* at() has one buffer */
+
+		CHECK(target && symlink(target, at("l/t/out")) == 0, "made t/out");
+		free(target);
+	}
+	ret = rdx_tree_unpack_start(&u, at("l"), false, 2, &stop, &fd);
+	CHECK(ret == 0, "unpacker for the listing: %d", ret);
+	if (ret)
+		return;
+	ret = rdx_tree_unpack_list(u, "t", true, collect, &l);
+	close(fd);
+	rdx_tree_unpack_finish(u, true, why, sizeof(why), NULL);
+	CHECK(ret == 0 && l.swapped, "listed, t/sub swapped midway: %d", ret);
+	CHECK(strstr(l.names, "t/sub/b ") && !strstr(l.names, "secret"),
+	      "the directory opened is the one listed, not the symlink's target: %s", l.names);
+	CHECK(strstr(l.names, "t/out ") && strstr(l.names, "t/fifo ") && l.hash_ok,
+	      "symlinks and fifos listed, not followed; a file with its hash: %s", l.names);
+	CHECK(rdx_tree_unpack_list(NULL, "../t", false, collect, &l) == -RDX_EPROTO,
+	      "an unsafe top is refused");
+}
+
 /* ---- small files written by the writer threads ------------------------ */
 
 static void b_repeats(struct craft *c)
@@ -798,6 +875,7 @@ int main(void)
 		return 1;
 	dots_and_links();
 	existing();
+	listing();
 	hostile();
 	semantics();
 	writers();
