@@ -2,10 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -175,4 +178,54 @@ int rdx_temp_create(int dir, const char *base, int flags, char **tmp)
 			return -err;
 	}
 	return -EEXIST;
+}
+
+int rdx_dir_beneath(int root, const char *rel, bool make, int *fd)
+{
+	const char *comp = rel, *slash;
+	char part[NAME_MAX + 1];
+	struct stat st;
+	int dir, next, err = 0;
+
+	*fd = -1;
+	dir = fcntl(root, F_DUPFD_CLOEXEC, 0);
+	if (dir < 0)
+		return -errno;
+	for (; (slash = strchr(comp, '/')); comp = slash + 1) {
+		size_t len = (size_t)(slash - comp);
+
+		if (len > NAME_MAX) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, comp, len);
+		part[len] = '\0';
+		next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && make) {
+			/* A directory the stream did not send first, as tar
+			 * makes it: the umask decides its mode. */
+			if (mkdirat(dir, part, 0777) && errno != EEXIST) {
+				err = -errno;
+				break;
+			}
+			next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0) {
+			/* Absent, unless we were to make it: then it went as
+			 * soon as it came (someone else removed it). */
+			err = errno == ENOENT && !make ? 0 : -errno;
+			if (err == -ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
+			    S_ISLNK(st.st_mode))
+				err = -ELOOP;
+			break;
+		}
+		close(dir);
+		dir = next;
+	}
+	if (slash) {
+		close(dir);
+		return err;
+	}
+	*fd = dir;
+	return 0;
 }

@@ -40,6 +40,15 @@ int rdx_pwrite_direct(int dfd, int fd, atomic_bool *direct_ok, const void *buf,
  * now; file systems without it are left alone.  Returns 0 or -errno. */
 int rdx_prealloc(int fd, uint64_t off, uint64_t len);
 
+/* Opens the directory rel is in (everything before its last component)
+ * from the directory root, one component at a time, never following a
+ * symlink: what is checked is what is used, and no name swapped later for
+ * a symlink can send what follows elsewhere.  Missing components are made
+ * when make is set (mode 0777 less the umask), else *fd is -1 with 0
+ * returned.  Returns 0 and *fd (O_PATH), or -errno: -ELOOP for a symlink
+ * on the way, -ENOTDIR for anything else that is not a directory. */
+int rdx_dir_beneath(int root, const char *rel, bool make, int *fd);
+
 /* A fresh name beside base in the same directory, ".BASE.rdx-XXXXXXXX"
  * (BASE cut at 200 bytes, so that it fits NAME_MAX), malloc'ed; NULL when
  * out of memory.  Creating it is the caller's (O_EXCL, symlinkat, ...). */

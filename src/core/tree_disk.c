@@ -2,7 +2,7 @@
  *
  * Every entry is made relative to a descriptor of its directory, opened
  * from the destination's root one component at a time with O_NOFOLLOW
- * (tree_dir_open), and every call after that is an *at() call on that
+ * (rdx_dir_beneath), and every call after that is an *at() call on that
  * descriptor that does not follow a symlink either.  A local user who can
  * write inside the destination while a tree arrives can rename or replace
  * what is there, but cannot make us write outside it: the directory we
@@ -20,56 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int tree_dir_open(int root, const char *rel, bool make, int *fd)
-{
-	const char *comp = rel, *slash;
-	char part[NAME_MAX + 1];
-	struct stat st;
-	int dir, next, err = 0;
-
-	*fd = -1;
-	dir = fcntl(root, F_DUPFD_CLOEXEC, 0);
-	if (dir < 0)
-		return -errno;
-	for (; (slash = strchr(comp, '/')); comp = slash + 1) {
-		size_t len = (size_t)(slash - comp);
-
-		if (len > NAME_MAX) {
-			err = -ENAMETOOLONG;
-			break;
-		}
-		memcpy(part, comp, len);
-		part[len] = '\0';
-		next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT && make) {
-			/* A directory the stream did not send first, as tar
-			 * makes it: the umask decides its mode. */
-			if (mkdirat(dir, part, 0777) && errno != EEXIST) {
-				err = -errno;
-				break;
-			}
-			next = openat(dir, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (next < 0) {
-			/* Absent, unless we were to make it: then it went as
-			 * soon as it came (someone else removed it). */
-			err = errno == ENOENT && !make ? 0 : -errno;
-			if (err == -ENOTDIR && !fstatat(dir, part, &st, AT_SYMLINK_NOFOLLOW) &&
-			    S_ISLNK(st.st_mode))
-				err = -ELOOP;
-			break;
-		}
-		close(dir);
-		dir = next;
-	}
-	if (slash) {
-		close(dir);
-		return err;
-	}
-	*fd = dir;
-	return 0;
-}
 
 int tree_place(int dir, const char *tmp, const char *base)
 {
@@ -288,7 +238,7 @@ int tree_set_dir_meta(int root, const char *rel, const struct tree_meta *m, bool
 	const char *slash = strrchr(rel, '/');
 	int parent, fd, err;
 
-	err = tree_dir_open(root, rel, false, &parent);
+	err = rdx_dir_beneath(root, rel, false, &parent);
 	if (err)
 		return err;
 	if (parent < 0)

@@ -68,14 +68,6 @@ struct tree_meta {
  * -errno. */
 int tree_set_meta(int fd, const struct tree_meta *m, bool own);
 
-/* Opens the directory rel is in (everything before its last component)
- * from root, one component at a time, never following a symlink: what is
- * checked is what is used.  Missing components are made when make is set
- * (mode 0777 less the umask), else *fd is -1 with 0 returned.  Returns 0
- * and *fd (O_PATH), or -errno: -ELOOP for a symlink on the way, -ENOTDIR
- * for anything else that is not a directory. */
-int tree_dir_open(int root, const char *rel, bool make, int *fd);
-
 /* Renames tmp to base within dir, replacing a file, symlink or fifo there
  * (never following one); on failure tmp is removed.  Returns 0 or -errno
  * (-EISDIR: a directory is there). */

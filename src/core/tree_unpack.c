@@ -280,7 +280,7 @@ static void forget_checked(struct rdx_tree_unpack *u)
 	u->checked = NULL;
 }
 
-/* tree_dir_open(), kept for the directory opened last: entries come
+/* rdx_dir_beneath(), kept for the directory opened last: entries come
  * directory by directory.  Only a symlink or a removal made since can
  * change the answer, and those forget it (unpack_entry, take_delete); an
  * entry inside the directory cannot replace the directory itself.  While
@@ -295,7 +295,7 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full, bool mak
 	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
 		return 0;
 	forget_checked(u);
-	err = tree_dir_open(u->root_fd, full + u->rootlen + 1, make, &fd);
+	err = rdx_dir_beneath(u->root_fd, full + u->rootlen + 1, make, &fd);
 	if (err || fd < 0)
 		return err;
 	u->checked = strndup(full, len);
@@ -1221,7 +1221,7 @@ static int unpack_link(struct rdx_tree_unpack *u, const char *final, const char 
 
 	if (!target)
 		return u->err;
-	err = tree_dir_open(u->root_fd, target + u->rootlen + 1, false, &tdir);
+	err = rdx_dir_beneath(u->root_fd, target + u->rootlen + 1, false, &tdir);
 	if (err) {
 		free(target);
 		return dir_failed(u, link, err);

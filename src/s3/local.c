@@ -136,8 +136,22 @@ int s3_out_reserve(struct s3_out *o, uint64_t size)
  * refuses it (tmpfs, some FUSE). */
 static void open_direct(struct s3_out *o)
 {
-	o->dfd = open(o->tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_DIRECT);
+	char proc[40];
+
+	/* The same file again, not its name: nothing can be swapped in. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+	o->dfd = open(proc, O_RDWR | O_CLOEXEC | O_DIRECT);
 	atomic_store(&o->direct_ok, o->dfd >= 0);
+}
+
+/* A new file's mode: what the umask leaves of 0666 (temporaries are made
+ * 0600).  Returns 0 or -errno. */
+static int new_file_mode(int fd)
+{
+	mode_t mask = umask(0);
+
+	umask(mask);
+	return fchmod(fd, 0666 & ~mask) ? -errno : 0;
 }
 
 static void close_fds(struct s3_out *o)
@@ -173,11 +187,11 @@ static int out_names(struct s3_out *o, const char *dst, const char *key,
 int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		const atomic_int *stop)
 {
-	mode_t mask;
 	int ret;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = o->dfd = -1;
+	o->at = AT_FDCWD;
 	o->stop = stop;
 	if (!strcmp(dst, "-")) {
 		o->fd = STDOUT_FILENO;
@@ -189,11 +203,34 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 	o->fd = mkostemp(o->tmp, O_CLOEXEC);
 	if (o->fd < 0)
 		return -errno;
-	/* mkstemp makes 0600; a download gets what a new file would. */
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(o->fd, 0666 & ~mask))
+	if ((ret = new_file_mode(o->fd)))
+		return ret;
+	open_direct(o);
+	return 0;
+}
+
+int s3_out_open_at(struct s3_out *o, int dir, const char *base, const atomic_int *stop)
+{
+	char *tmp = NULL;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->fd = o->dfd = -1;
+	o->stop = stop;
+	snprintf(o->final, sizeof(o->final), "%s", base);
+	o->at = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+	if (o->at < 0) {
+		o->at = AT_FDCWD;
 		return -errno;
+	}
+	ret = rdx_temp_create(o->at, base, O_RDWR, &tmp);
+	if (ret < 0)
+		return ret;
+	o->fd = ret;
+	snprintf(o->tmp, sizeof(o->tmp), "%s", tmp);
+	free(tmp);
+	if ((ret = new_file_mode(o->fd)))
+		return ret;
 	open_direct(o);
 	return 0;
 }
@@ -229,6 +266,7 @@ int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
 
 	memset(o, 0, sizeof(*o));
 	o->fd = o->dfd = -1;
+	o->at = AT_FDCWD;
 	o->stop = stop;
 	o->resume = true;
 	if ((ret = out_names(o, dst, key, "rdx-part")))
@@ -295,9 +333,12 @@ int s3_out_publish(struct s3_out *o)
 		return -errno;
 	}
 	o->fd = -1;
-	if (rename(o->tmp, o->final))
+	if (renameat(o->at, o->tmp, o->at, o->final))
 		return -errno;
 	o->tmp[0] = '\0';
+	if (o->at != AT_FDCWD)
+		close(o->at);
+	o->at = AT_FDCWD;
 	if (o->resume)
 		unlink(o->meta);
 	return 0;
@@ -309,7 +350,10 @@ void s3_out_abort(struct s3_out *o)
 		return;
 	close_fds(o);
 	if (o->tmp[0] && !o->resume)
-		unlink(o->tmp);
+		unlinkat(o->at, o->tmp, 0);
+	if (o->at != AT_FDCWD)
+		close(o->at);
+	o->at = AT_FDCWD;
 }
 
 void s3_out_discard(struct s3_out *o)

@@ -31,6 +31,8 @@ struct s3_out {
 	bool is_stdout;
 	bool resume;
 	const atomic_int *stop;
+	int at;		  /* what tmp and final are relative to: AT_FDCWD, or
+			     s3_out_open_at's directory (owned) */
 	char tmp[4096];	  /* "" once renamed or for stdout */
 	char final[4096];
 	char meta[4200];  /* resume: the record's path */
@@ -43,6 +45,11 @@ struct s3_out {
  * out->final names what could not be written and s3_out_abort() cleans. */
 int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		const atomic_int *stop);
+
+/* Opens the file base in the directory dir (any descriptor of it):
+ * its temporary is made there and renamed there, so nothing above base
+ * is looked up again.  Returns 0 or -errno as s3_out_open. */
+int s3_out_open_at(struct s3_out *o, int dir, const char *base, const atomic_int *stop);
 
 /* Opens dst for --resume: the partial .NAME.rdx-part is created or
  * reopened as it is, its record read into etag, size and have (have is

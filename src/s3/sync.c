@@ -388,7 +388,7 @@ static void do_download(struct run *r, struct s3_client *c,
 	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {0}};
 	struct s3_out out;
 	bool same = false, big;
-	int ret;
+	int ret, dir = -1;
 
 	loc_name(r->src, rel, from, sizeof(from));
 	if (key_of(r->src, rel, key) || path_of(r->dst, rel, path)) {
@@ -417,7 +417,7 @@ static void do_download(struct run *r, struct s3_client *c,
 		count(r, DONE);
 		return;
 	}
-	ret = s3_local_prepare(r->dst->dir, rel);
+	ret = s3_local_prepare(r->dst->dir, rel, &dir);
 	if (ret == -ELOOP) {
 		rdx_warn("skipping %s: '%s' would be written through a symlink",
 			 from, path);
@@ -428,7 +428,10 @@ static void do_download(struct run *r, struct s3_client *c,
 		local_failed(r, "write", path, ret);
 		return;
 	}
-	ret = s3_out_open(&out, path, key, r->o->stop);
+	/* Into the directory just checked, not by its path again. */
+	ret = s3_out_open_at(&out, dir, strrchr(rel, '/') ? strrchr(rel, '/') + 1 : rel,
+			     r->o->stop);
+	close(dir);
 	if (ret) {
 		s3_out_abort(&out);
 		local_failed(r, "write", path, ret);

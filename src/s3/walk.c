@@ -1,6 +1,7 @@
 #include "walk.h"
 
 #include "../core/err.h"
+#include "../core/io.h"
 #include "../core/log.h"
 
 #include <dirent.h>
@@ -85,7 +86,8 @@ static bool ends_with(const char *s, size_t n, const char *suffix)
 }
 
 /* What rds3 leaves beside a file while it downloads one: .NAME.rdx-XXXXXX
- * (s3_out_open), .NAME.rdx-part and its .meta (get --resume). */
+ * (s3_out_open), .NAME.rdx-XXXXXXXX (s3_out_open_at), .NAME.rdx-part and
+ * its .meta (get --resume). */
 static bool is_temp(const char *name)
 {
 	size_t n = strlen(name);
@@ -93,6 +95,7 @@ static bool is_temp(const char *name)
 	if (name[0] != '.')
 		return false;
 	return (n > 12 && !memcmp(name + n - 11, ".rdx-", 5)) ||
+	       (n > 14 && !memcmp(name + n - 13, ".rdx-", 5)) ||
 	       ends_with(name, n, ".rdx-part") ||
 	       ends_with(name, n, ".rdx-part.meta");
 }
@@ -298,47 +301,22 @@ bool s3_rel_path_ok(const char *rel, const char **why)
 static int open_parent(const char *root, const char *rel, bool make,
 		       const char **last)
 {
-	char comp[256];
-	const char *p = rel, *e;
-	struct stat st;
-	int dfd, fd;
+	const char *slash = strrchr(rel, '/');
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd, err;
 
-	dfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	if (rfd < 0)
 		return -errno;
-	while ((e = strchr(p, '/'))) {
-		size_t n = (size_t)(e - p);
-		int err;
-
-		if (n >= sizeof(comp)) {
-			close(dfd);
-			return -ENAMETOOLONG;
-		}
-		memcpy(comp, p, n);
-		comp[n] = '\0';
-		if (make && mkdirat(dfd, comp, 0777) && errno != EEXIST) {
-			err = errno;
-			close(dfd);
-			return -err;
-		}
-		fd = openat(dfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			err = errno == ENOTDIR && !fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) &&
-					      S_ISLNK(st.st_mode)
-				      ? ELOOP
-				      : errno;
-			close(dfd);
-			return -err;
-		}
-		close(dfd);
-		dfd = fd;
-		p = e + 1;
-	}
-	*last = p;
-	return dfd;
+	err = rdx_dir_beneath(rfd, rel, make, &fd);
+	close(rfd);
+	if (err)
+		return err;
+	if (fd < 0)
+		return -ENOENT;
+	*last = slash ? slash + 1 : rel;
+	return fd;
 }
 
-int s3_local_prepare(const char *root, const char *rel)
+int s3_local_prepare(const char *root, const char *rel, int *dir)
 {
 	const char *name;
 	struct stat st;
@@ -352,7 +330,10 @@ int s3_local_prepare(const char *root, const char *rel)
 		else if (S_ISDIR(st.st_mode))
 			ret = -EISDIR;
 	}
-	close(dfd);
+	if (dir && !ret)
+		*dir = dfd;
+	else
+		close(dfd);
 	return ret;
 }
 

@@ -58,9 +58,11 @@ bool s3_rel_path_ok(const char *rel, const char **why);
 /* Makes the directories of rel's parent under root, refusing to go
  * through a symlink or anything but a directory (openat with
  * O_NOFOLLOW, component by component), and checks that rel itself is not
- * a symlink or a directory.  Returns 0, -ELOOP (a symlink on the way),
- * -ENOTDIR, -EISDIR or another -errno. */
-int s3_local_prepare(const char *root, const char *rel);
+ * a symlink or a directory.  *dir (unless NULL): that parent's descriptor
+ * (O_PATH), the caller's to close, for writing rel without looking its
+ * path up again (s3_out_open_at).  Returns 0, -ELOOP (a symlink on the
+ * way), -ENOTDIR, -EISDIR or another -errno. */
+int s3_local_prepare(const char *root, const char *rel, int *dir);
 
 /* Removes the file rel under root (--delete), going down with openat and
  * O_NOFOLLOW as s3_local_prepare() does, so a directory swapped for a

@@ -275,6 +275,22 @@ keys() {
 	[ -z "$(ls "$D/outside")" ] || fail "wrote through the symlink"
 }
 
+# A local user swaps the directory a download was checked into for a
+# symlink out just before its temporary is made (the shim's
+# RDX_SHIM_RACE): the file lands in the directory that was checked.
+@test "sync down: a directory swapped for a symlink out mid-download: nothing written outside" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	mkdir -p "$D/outside" "$D/dst/sub"
+	echo raced >"$D/f"
+	xrun "$RDS3" put "$D/f" "s3://$B/r/sub/victim"
+	# shellcheck disable=SC2046 # shimmed is a command prefix
+	run_t $(shimmed RDX_SHIM_RACE=victim RDX_SHIM_RACE_DIR="$D/dst/sub" \
+		RDX_SHIM_RACE_TO="$D/outside") "$RDS3" sync "s3://$B/r" "$D/dst"
+	[ -L "$D/dst/sub" ] || fail "the shim did not swap the directory"
+	[ -z "$(ls -A "$D/outside")" ] || fail "written outside: $(ls -A "$D/outside")"
+	[ "$(cat "$D/dst/sub.moved/victim")" = raced ] || fail "not in the directory checked: $(ls -A "$D/dst/sub.moved")"
+}
+
 @test "sync up: a symlink in the source is skipped with a warning" {
 	mkdir "$D/src"
 	echo a >"$D/src/a"

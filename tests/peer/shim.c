@@ -20,7 +20,7 @@
  *                           after the walk saw it
  *   RDX_SHIM_RACE=NAME      the first call that makes an entry whose last
  *   RDX_SHIM_RACE_DIR=DIR   component contains NAME (mkdir, symlink, link,
- *   RDX_SHIM_RACE_TO=OUT    mkfifo, mknod, open with O_CREAT, or their *at
+ *   RDX_SHIM_RACE_TO=OUT    mkfifo, mknod, mkostemp, open with O_CREAT, or their *at
  *                           forms) first renames DIR to DIR.moved and puts
  *                           a symlink to OUT in its place: a local user
  *                           racing the receiver's checks
@@ -239,6 +239,12 @@ int linkat(int fdir, const char *from, int dir, const char *path, int flags)
 	maybe_race(path);
 	return REAL("linkat", int (*)(int, const char *, int, const char *, int))(fdir, from, dir,
 										   path, flags);
+}
+
+int mkostemp(char *template, int flags)
+{
+	maybe_race(template);
+	return REAL("mkostemp", int (*)(char *, int))(template, flags);
 }
 
 int mkfifo(const char *path, mode_t mode)

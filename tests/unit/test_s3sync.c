@@ -169,23 +169,23 @@ static void test_prepare(void)
 		CHECK(0, "mkdtemp");
 		return;
 	}
-	CHECK(s3_local_prepare(root, "a/b/c/file") == 0, "parents made");
+	CHECK(s3_local_prepare(root, "a/b/c/file", NULL) == 0, "parents made");
 	snprintf(p, sizeof(p), "%s/a/b/c", root);
 	CHECK(!stat(p, &st) && S_ISDIR(st.st_mode), "a/b/c is a directory");
 	snprintf(p, sizeof(p), "%s/out", root);
 	mkdir(p, 0700);
 	snprintf(q, sizeof(q), "%s/link", root);
 	CHECK(!symlink(p, q), "a symlink to a directory beside the root");
-	CHECK(s3_local_prepare(root, "link/x") == -ELOOP, "through a symlinked "
+	CHECK(s3_local_prepare(root, "link/x", NULL) == -ELOOP, "through a symlinked "
 							  "directory: -ELOOP");
-	CHECK(s3_local_prepare(root, "link") == -ELOOP, "onto a symlink: "
+	CHECK(s3_local_prepare(root, "link", NULL) == -ELOOP, "onto a symlink: "
 							"-ELOOP");
-	CHECK(s3_local_prepare(root, "a/b") == -EISDIR, "onto a directory: "
+	CHECK(s3_local_prepare(root, "a/b", NULL) == -EISDIR, "onto a directory: "
 							"-EISDIR");
 	snprintf(p, sizeof(p), "%s/f", root);
 	close(open(p, O_CREAT | O_WRONLY, 0600));
-	CHECK(s3_local_prepare(root, "f/x") == -ENOTDIR ||
-		      s3_local_prepare(root, "f/x") == -EEXIST,
+	CHECK(s3_local_prepare(root, "f/x", NULL) == -ENOTDIR ||
+		      s3_local_prepare(root, "f/x", NULL) == -EEXIST,
 	      "under a file: refused");
 	unlink(p);
 	snprintf(p, sizeof(p), "%s/out/victim", root);
