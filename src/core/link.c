@@ -353,7 +353,10 @@ static int accept_streams(struct rdx_session *s)
 					 joined, s->nstreams);
 		if (ret)
 			return ret;
-		c->ops->set_deadline(c, deadline, s->o->interrupted);
+		/* As for stream 0, each connection gets at most 10 s to say
+		 * JOIN: a silent stray does not use up the whole join's time
+		 * when that is longer. */
+		c->ops->set_deadline(c, link_hs_deadline(s, deadline), s->o->interrupted);
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
 		if (ret == -RDX_EINTR) {
 			c->ops->close(c);

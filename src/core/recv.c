@@ -628,6 +628,10 @@ static int serve_resume(struct receiver *x)
 	int ret;
 
 	XXH3_128bits_reset(s->hash);
+	/* A partial longer than the file now announced (a bigger file's,
+	 * earlier): nothing of it is the new file's start (PROTOCOL.md). */
+	if (x->have > s->opts.size)
+		x->have = 0;
 	sess_busy_begin(s, &busy);
 	ret = x->have ? rdx_sink_read_prefix(x->sink, x->have, rdx_hash_prefix, s->hash) : 0;
 	sess_busy_end(&busy);
@@ -647,6 +651,7 @@ static int serve_resume(struct receiver *x)
 	if (ret)
 		return sess_fail_conn(s, c, ret, "lost the connection to the sender");
 	if (h.type != RDX_F_RESUME_FROM || rdx_done_decode(buf, h.len, &from) ||
+	    from.total > s->opts.size ||
 	    (from.total && (from.total != x->have || memcmp(from.hash, have.hash, RDX_HASH_LEN))))
 		return sess_fail(s, -RDX_EPROTO, "sender sent a malformed resume offset");
 	x->start = from.total;
@@ -890,6 +895,13 @@ static int finish(struct receiver *x)
 				 "received %llu bytes but the sender sent %llu",
 				 (unsigned long long)s->total,
 				 (unsigned long long)x->eos.total);
+	/* A file is as long as announced: a shorter one is not complete,
+	 * whatever the sender's EOS says. */
+	if ((s->opts.flags & RDX_OPT_SIZE_KNOWN) && s->total != s->opts.size)
+		return sess_fail(s, -RDX_EINTEGRITY,
+				 "received %llu bytes of the %llu announced",
+				 (unsigned long long)s->total,
+				 (unsigned long long)s->opts.size);
 	if (memcmp(x->eos.hash, canon.digest, RDX_HASH_LEN))
 		return sess_fail(s, -RDX_EINTEGRITY,
 				 "data corrupted in transit (xxh3-128 mismatch)");

@@ -343,6 +343,18 @@ badpeer_then_real() {
 	assert_no_output_file "$D/dst"
 }
 
+@test "an authenticated sender that sends less than it announced, with an EOS to match: rdrecv exits 6, no file" {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	port=$(free_port)
+	start_recv --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	RDX_KEY=$KEY bg_start evil "$BADPEER" undersize 127.0.0.1 "$port"
+	wait_recv 10
+	assert_rc recv "$RECV_RC" 6
+	assert_err_file "$D/recv.err" rdrecv 'received 4096 bytes of the 8192 announced'
+	assert_no_output_file "$D/dst"
+}
+
 @test "rdsend interrupted while a silent listener holds its handshake: exit 130 at once" {
 	port=$(free_port)
 	bg_start listener socat TCP-LISTEN:"$port",bind=127.0.0.1,reuseaddr SYSTEM:'sleep 30'

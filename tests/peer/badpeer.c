@@ -21,6 +21,9 @@
  *   oversize     (needs RDX_KEY) authenticates properly, announces a
  *                4096-byte stream in 4 KiB slots, then sends two chunks:
  *                an authenticated sender that lies about the size
+ *   undersize    (needs RDX_KEY) the same, but announces 8192 bytes and
+ *                sends one chunk and an EOS that agrees with it (total
+ *                4096, its xxh3-128): a file shorter than announced
  *
  * After sending, every mode but short-hello lingers until the receiver
  * closes the connection (at most 30 s for silent, 3 s otherwise), so the
@@ -55,6 +58,8 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <stdbool.h>
+#include <xxhash.h>
 
 #define HDR_LEN	    24
 #define HELLO_LEN   40
@@ -63,6 +68,7 @@
 #define FRAME_HELLO 1
 #define FRAME_AUTH  2
 #define FRAME_DATA  5
+#define FRAME_EOS   6
 #define FRAME_JOIN_ACCEPT 3
 
 static void put_be16(unsigned char *p, uint16_t v)
@@ -206,7 +212,7 @@ static int send_bad_auth(int fd)
  * announcing a 4096-byte stream in 4 KiB slots, then chunks 0 and 1 of
  * 4 KiB each: 8 KiB for an announced 4 KiB.  Returns 0 once sent.
  */
-static int send_oversize(int fd, const char *key)
+static int send_sized(int fd, const char *key, bool under)
 {
 	unsigned char buf[HDR_LEN + CTRL_MAX], ns[32], nr[32], msg[128];
 	unsigned char opts[24], chunk[HDR_LEN + 4096];
@@ -231,7 +237,7 @@ static int send_oversize(int fd, const char *key)
 	put_be32(opts + 4, 16);	   /* slots */
 	put_be16(opts + 8, 1);	   /* streams */
 	put_be32(opts + 12, 1);	   /* flags: size known */
-	put_be32(opts + 20, 4096); /* size (low half of the u64) */
+	put_be32(opts + 20, under ? 8192 : 4096); /* size (low half of the u64) */
 	memcpy(msg, "rdxfer-1 sender", 15);
 	memcpy(msg + 15, ns, 32);
 	memcpy(msg + 47, nr, 32);
@@ -249,12 +255,24 @@ static int send_oversize(int fd, const char *key)
 	len = get_be32(buf + 4);
 	if (len > CTRL_MAX || recv_full(fd, buf + HDR_LEN, len) < 0)
 		return -1;
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < (under ? 1 : 2); i++) {
 		make_hdr(chunk, FRAME_DATA, 4096);
 		put_be32(chunk + 8, 4096);		/* plain_len */
 		put_be32(chunk + 20, (uint32_t)i);	/* seq (low half) */
 		memset(chunk + HDR_LEN, 'A' + i, 4096);
 		if (send_full(fd, chunk, sizeof(chunk)) < 0)
+			return -1;
+	}
+	if (under) { /* EOS: total 4096, 1 chunk, the hash of what was sent */
+		XXH128_canonical_t h;
+
+		XXH128_canonicalFromHash(&h, XXH3_128bits(chunk + HDR_LEN, 4096));
+		make_hdr(buf, FRAME_EOS, 32);
+		memset(buf + HDR_LEN, 0, 16);
+		put_be32(buf + HDR_LEN + 4, 4096);
+		put_be32(buf + HDR_LEN + 12, 1);
+		memcpy(buf + HDR_LEN + 16, h.digest, 16);
+		if (send_full(fd, buf, HDR_LEN + 32) < 0)
 			return -1;
 	}
 	return 0;
@@ -470,7 +488,7 @@ static int run_corrupt(const char *host, const char *port, const char *lport)
 static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
-			"bad-version|bad-auth|silent|trickle|oversize HOST PORT\n"
+			"bad-version|bad-auth|silent|trickle|oversize|undersize HOST PORT\n"
 			"       badpeer corrupt HOST PORT LISTEN_PORT\n");
 	return 2;
 }
@@ -491,9 +509,9 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "garbage") && strcmp(mode, "short-hello") &&
 	    strcmp(mode, "huge-len") && strcmp(mode, "bad-version") &&
 	    strcmp(mode, "bad-auth") && strcmp(mode, "silent") &&
-	    strcmp(mode, "trickle") && strcmp(mode, "oversize"))
+	    strcmp(mode, "trickle") && strcmp(mode, "oversize") && strcmp(mode, "undersize"))
 		return usage();
-	if (!strcmp(mode, "oversize") && !getenv("RDX_KEY"))
+	if ((!strcmp(mode, "oversize") || !strcmp(mode, "undersize")) && !getenv("RDX_KEY"))
 		return usage();
 
 	fd = dial(argv[2], argv[3]);
@@ -522,8 +540,8 @@ int main(int argc, char **argv)
 			close(fd);
 			return 1;
 		}
-	} else if (!strcmp(mode, "oversize")) {
-		if (send_oversize(fd, getenv("RDX_KEY")) < 0) {
+	} else if (!strcmp(mode, "oversize") || !strcmp(mode, "undersize")) {
+		if (send_sized(fd, getenv("RDX_KEY"), !strcmp(mode, "undersize")) < 0) {
 			close(fd);
 			return 1;
 		}
