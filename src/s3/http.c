@@ -192,17 +192,24 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		r->carry_over = false;
 		r->sse_c = false;
 		r->has_length = false;
+		r->body_max = UINT64_MAX;
 		return len;
 	}
 	if ((len == 2 && !memcmp(p, "\r\n", 2)) || (len == 1 && *p == '\n')) {
 		uint64_t a, b, t;
 
 		/* The headers are in.  An impossible range ("bytes 0-0/0")
-		 * would have us wait for bytes that never come. */
-		if (r->content_range[0] &&
-		    s3_http_content_range(r->content_range, &a, &b, &t)) {
-			x->err = -RDX_EPROTO;
-			return 0;
+		 * would have us wait for bytes that never come; a 416's
+		 * "bytes * /SIZE" is no range at all.  No more body is taken
+		 * than Content-Length and Content-Range allow. */
+		r->body_max = r->has_length ? r->content_length : UINT64_MAX;
+		if (r->content_range[0] && strncmp(r->content_range, "bytes */", 8)) {
+			if (s3_http_content_range(r->content_range, &a, &b, &t)) {
+				x->err = -RDX_EPROTO;
+				return 0;
+			}
+			if (b - a + 1 < r->body_max)
+				r->body_max = b - a + 1;
 		}
 		return len;
 	}
@@ -241,6 +248,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 	/* The status is known once the headers are in, before any body. */
 	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
 	x->resp->bytes += len;
+	if (x->resp->status >= 200 && x->resp->status < 300 && x->resp->bytes > x->resp->body_max) {
+		x->err = -RDX_EINTEGRITY; /* more than its headers said */
+		return CURL_WRITEFUNC_ERROR;
+	}
 	if (x->resp->status >= 200 && x->resp->status < 300 && x->req->sink.write) {
 		ret = x->req->sink.write(x->req->sink.ctx, p, len);
 	} else if (x->resp->status >= 200 && x->resp->status < 300) {

@@ -61,6 +61,7 @@ struct s3_http_resp {
 	uint64_t content_length;
 	bool has_length;
 	uint64_t bytes; /* body bytes received */
+	uint64_t body_max; /* what its headers allow a 2xx body (UINT64_MAX: any) */
 	char etag[128];
 	char last_modified[64];
 	char content_type[128];

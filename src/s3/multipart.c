@@ -390,6 +390,11 @@ static unsigned start_workers(struct up *u, struct up_worker *w, unsigned nw,
 	unsigned i, started = 0;
 	sigset_t old;
 
+	/* Counted before they start: one may be done (and count itself out)
+	 * before the next is created. */
+	pthread_mutex_lock(&u->lock);
+	u->running = nw;
+	pthread_mutex_unlock(&u->lock);
 	s3_xfer_block_signals(&old);
 	for (i = 0; i < nw; i++) {
 		if (pthread_create(&w[i].t, NULL, fn, &w[i]))
@@ -398,7 +403,8 @@ static unsigned start_workers(struct up *u, struct up_worker *w, unsigned nw,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_mutex_lock(&u->lock);
-	u->running = started;
+	u->running -= nw - started;
+	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
 	return started;
 }

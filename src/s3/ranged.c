@@ -378,11 +378,18 @@ static int download_rest(struct s3_client *c, const struct s3_xfer_opts *o,
 	for (i = 0; i < nw; i++) {
 		w[i].d = d;
 		if (d->out->is_stdout &&
-		    !(w[i].buf = malloc((size_t)d->part_size)))
+		    !(w[i].buf = malloc((size_t)d->part_size))) {
+			ret = -ENOMEM;
 			goto out;
+		}
 		if ((ret = s3_xfer_client(&w[i].c, o, &d->cancel)))
 			goto out;
 	}
+	/* Counted before they start: one may be done (and count itself out)
+	 * before the next is created. */
+	pthread_mutex_lock(&d->lock);
+	d->running = nw;
+	pthread_mutex_unlock(&d->lock);
 	s3_xfer_block_signals(&old);
 	for (i = 0; i < nw; i++) {
 		if (pthread_create(&w[i].t, NULL, down_work, &w[i]))
@@ -391,7 +398,7 @@ static int download_rest(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_mutex_lock(&d->lock);
-	d->running = started;
+	d->running -= nw - started;
 	if (!started)
 		down_fail(d, -EAGAIN, NULL);
 	while (d->running) {

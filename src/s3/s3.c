@@ -4,6 +4,7 @@
 #include "../core/units.h"
 #include "../core/log.h"
 #include "http.h"
+#include "multipart.h"
 #include "s3_int.h"
 #include "sigv4.h"
 
@@ -256,7 +257,8 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 {
 	const struct s3_config *cfg = c->cfg;
 	struct s3_buf path, host, url;
-	struct s3_kv h[16];
+	/* Ours (at most 5) and the request's: a copy carries up to 128. */
+	struct s3_kv hbuf[16], *h = hbuf;
 	struct s3_creds creds = {
 		.access_key = cfg->access_key,
 		.secret_key = cfg->secret_key,
@@ -270,8 +272,9 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 	int ret;
 
 	memset(&c->err, 0, sizeof(c->err));
-	if (r->nheaders > 10)
-		return -EINVAL;
+	if (r->nheaders + 5 > sizeof(hbuf) / sizeof(hbuf[0]) &&
+	    !(h = malloc((r->nheaders + 5) * sizeof(*h))))
+		return -ENOMEM;
 	s3_buf_init(&path, 0);
 	s3_buf_init(&host, 0);
 	s3_buf_init(&url, 0);
@@ -372,6 +375,8 @@ out:
 	s3_buf_release(&path);
 	s3_buf_release(&host);
 	s3_buf_release(&url);
+	if (h != hbuf)
+		free(h);
 	return ret;
 }
 
@@ -619,6 +624,10 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 		if (s3_http_content_range(p->content_range, &a, &b, &t))
 			return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
 					    "a 206 with Content-Range '%s'", p->content_range);
+		if (t > S3_OBJECT_MAX)
+			return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
+					    "an object of %" PRIu64 " bytes (Content-Range '%s'): "
+					    "S3's are at most 5 TiB", t, p->content_range);
 		want_end = rg->start + rg->len < t ? rg->start + rg->len - 1 : t - 1;
 		if (a != rg->start || b != want_end || p->bytes != b - a + 1)
 			return s3_bad_response(c, -RDX_EINTEGRITY, "",
@@ -718,7 +727,19 @@ int s3_list_objects(struct s3_client *c, const char *bucket, const char *prefix,
 	ret = s3_do_request(c, &r);
 	if (ret)
 		return ret;
-	return parsed(c, s3_xml_list_objects(c->resp.body.p, c->resp.body.len, out));
+	ret = parsed(c, s3_xml_list_objects(c->resp.body.p, c->resp.body.len, out));
+	/* A page that sends us back where we were, or nowhere, would have
+	 * a listing go round for ever. */
+	if (!ret && out->truncated &&
+	    (!out->next_token || !*out->next_token || (token && !strcmp(token, out->next_token)))) {
+		bool missing = !out->next_token || !*out->next_token;
+
+		s3_list_release(out);
+		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
+				       "the listing is truncated but its continuation token %s",
+				       missing ? "is missing" : "is the one sent");
+	}
+	return ret;
 }
 
 int s3_list_buckets(struct s3_client *c, struct s3_list *out)

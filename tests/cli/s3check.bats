@@ -21,6 +21,7 @@ teardown() {
 	control drop count=0
 	control slow bps=0
 	control fault count=0
+	control listloop count=0
 	lib_teardown
 }
 
@@ -250,6 +251,36 @@ md5_etag() {
 	assert_status 6
 	assert_match "$stderr" "^rds3: cat s3://$B/small: integrity check failed: "
 	[ "$(stat_delta corrupted)" -eq 5 ] || fail "flips: $(stat_delta corrupted)"
+}
+
+# ------------------------------------------------------ broken servers
+
+@test "a listing that goes round in circles (the same continuation token again): exit 3 at the second page, for ls, sync and rm -r" {
+	echo a >"$D/a"
+	xrun "$RDS3" put "$D/a" "s3://$B/loop/a"
+	control listloop count=50
+	rds3 ls --recursive "s3://$B/loop/"
+	assert_status 3
+	assert_match "$stderr" "the listing is truncated but its continuation token is the one sent"
+	[ "$(grep -c 'loop/a' <<<"$output")" -le 2 ] || fail "listed again and again: $output"
+	control listloop count=50
+	rds3 sync "s3://$B/loop" "$D/down"
+	assert_status 3
+	assert_match "$stderr" "continuation token is the one sent"
+	control listloop count=50
+	rds3 rm --recursive "s3://$B/loop/"
+	assert_match "$status" "^[1-9]"
+	assert_match "$stderr" "continuation token is the one sent"
+	control listloop count=0
+}
+
+@test "get of an empty object whose 416 says 'bytes */0' (as HTTP suggests): the plain GET fallback, exit 0" {
+	: >"$D/empty"
+	xrun "$RDS3" put "$D/empty" "s3://$B/empty"
+	control range416
+	rds3 get "s3://$B/empty" "$D/empty.out"
+	assert_status 0
+	[ -f "$D/empty.out" ] && [ ! -s "$D/empty.out" ] || fail "no empty file"
 }
 
 # ---------------------------------------------------------------- resume

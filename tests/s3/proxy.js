@@ -56,6 +56,13 @@
 //        from now on, ListObjectsV2 answers for bucket B show the stored
 //        key K as SHOWN (a key s3rver cannot store, 'a/../../x' say, which
 //        it would normalize)
+//   POST /__proxy/listloop?count=N
+//        the next N ListObjectsV2 answers say IsTruncated with the
+//        NextContinuationToken "loop", and a request carrying that token
+//        is answered the first page again: a server going round in circles
+//   POST /__proxy/range416
+//        the next 416 for a range of an empty object carries Content-Range:
+//        bytes */0, as the HTTP spec suggests
 //   POST /__proxy/corrupt?count=N[&op=PutObject|UploadPart|GetObject]
 //        the next N such requests have one byte of their body flipped "in
 //        flight": an upload's before the proxy's checks (so S3's
@@ -99,6 +106,8 @@ let deleteFail = null; // { key, code }
 let copyError = "";
 let headSize = "";
 let corrupt = { count: 0, op: "" };
+let listLoop = 0;     // listings still to send round in circles (listloop)
+let range416 = false; // the next 416 says "bytes */SIZE" (range416)
 let slowBps = 0;
 let drop = { count: 0, op: "", after: 0 };
 let putEtag = "";
@@ -365,6 +374,10 @@ function forward(req, res, body, d, after) {
       // s3rver answers a range of an empty object "206, bytes 0-0/0,
       // Content-Length: 1" and sends no byte; S3 answers 416.
       ur.destroy();
+      if (range416) {
+        range416 = false;
+        res.setHeader("Content-Range", "bytes */0");
+      }
       s3error(res, 416, "InvalidRange", "The requested range is not satisfiable");
       return;
     }
@@ -601,12 +614,22 @@ function multipart(req, res, body, d) {
   case "DeleteObjects":
     deleteObjects(req, res, body, d);
     return;
-  case "GET bucket":
-    forward(req, res, body, d, (ur, b) => ({
-      status: ur.statusCode,
-      body: ur.statusCode === 200 ? rewriteListing(d.bucket, b.toString()) : b,
-    }));
+  case "GET bucket": {
+    const loop = listLoop > 0 && /[?&]list-type=2/.test(req.url);
+    if (loop) {
+      listLoop--;
+      req.url = req.url.replace(/([?&])continuation-token=loop(&|$)/, (m, a, b) => (b ? a : ""));
+    }
+    forward(req, res, body, d, (ur, b) => {
+      let xml = ur.statusCode === 200 ? rewriteListing(d.bucket, b.toString()) : b;
+      if (loop && ur.statusCode === 200)
+        xml = xml.replace(/<IsTruncated>[^<]*<\/IsTruncated>/, "<IsTruncated>true</IsTruncated>")
+          .replace(/<NextContinuationToken>[^<]*<\/NextContinuationToken>/, "")
+          .replace("</IsTruncated>", "</IsTruncated><NextContinuationToken>loop</NextContinuationToken>");
+      return { status: ur.statusCode, body: xml };
+    });
     return;
+  }
   case "CopyObject":
     stats.copies++;
     if (copyError) {
@@ -728,6 +751,16 @@ const server = http.createServer((req, res) => {
     }
     if (req.url.startsWith("/__proxy/headsize")) {
       headSize = String(Number(parseQuery(req.url.split("?")[1] || "").bytes || 0));
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/listloop")) {
+      listLoop = Number(parseQuery(req.url.split("?")[1] || "").count || 1);
+      res.end("ok\n");
+      return;
+    }
+    if (req.url.startsWith("/__proxy/range416")) {
+      range416 = true;
       res.end("ok\n");
       return;
     }
