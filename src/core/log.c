@@ -63,3 +63,24 @@ void rdx_info(int level, const char *fmt, ...)
 	log_line("", fmt, ap);
 	va_end(ap);
 }
+
+char *rdx_printable(char *dst, size_t cap, const char *src, size_t n)
+{
+	size_t i = 0, o = 0;
+
+	while (src && i < n && src[i] && o + 1 < cap) {
+		unsigned char c = (unsigned char)src[i];
+
+		if (c == 0xc2 && i + 1 < n && (unsigned char)src[i + 1] >= 0x80 &&
+		    (unsigned char)src[i + 1] <= 0x9f) { /* U+0080..U+009F */
+			dst[o++] = '?';
+			i += 2;
+			continue;
+		}
+		dst[o++] = (c < 0x20 && c != '\t') || c == 0x7f ? '?' : (char)c;
+		i++;
+	}
+	if (cap)
+		dst[o] = '\0';
+	return dst;
+}

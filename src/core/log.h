@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Set while a progress line (progress.c) is on the terminal: the next
  * message clears it first, so that it starts a line of its own. */
@@ -19,6 +20,12 @@ void rdx_log_init(const char *progname, int verbosity);
 
 void rdx_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rdx_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Copies n bytes of text from elsewhere (a far host, a server) into dst
+ * (cap bytes, NUL-terminated) for a message: control characters (C0 but
+ * tab, DEL, and C1 written as UTF-8) become '?', so that no escape
+ * sequence or carriage return reaches the terminal.  Returns dst. */
+char *rdx_printable(char *dst, size_t cap, const char *src, size_t n);
 
 /* Printed only when the verbosity is at least level. */
 void rdx_info(int level, const char *fmt, ...)

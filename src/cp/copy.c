@@ -64,7 +64,9 @@ static void add_secs(struct cp_cmd *c, const char *opt, uint64_t ms)
 {
 	char buf[64];
 
-	snprintf(buf, sizeof(buf), " %s %g", opt, (double)ms / 1000);
+	/* Exact, and never in %g's exponent form the far parser refuses. */
+	snprintf(buf, sizeof(buf), " %s %llu.%03llu", opt, (unsigned long long)(ms / 1000),
+		 (unsigned long long)(ms % 1000));
 	cp_cmd_raw(c, buf);
 }
 
@@ -224,8 +226,11 @@ void cp_show_far_stderr(struct cp_remote *r, const char *host)
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
-		if (n)
-			rdx_error("%s: %.*s", host, (int)n, p);
+		if (n) {
+			char line[1024]; /* the far side's, printable */
+
+			rdx_error("%s: %s", host, rdx_printable(line, sizeof(line), p, n));
+		}
 		p += n + 1;
 	}
 }
@@ -250,7 +255,11 @@ int cp_port_failed(struct cp_remote *r, int ret, const char *host,
 			rdx_error("lost the SSH connection to '%s'", host);
 		return ret;
 	}
-	/* The far command ended before it listened: say why as best we can. */
+	/* The far command ended before it listened: say why as best we can.
+	 * Without an exit status it may still run, its outputs closed: it
+	 * is told to stop. */
+	if (status < 0)
+		cp_remote_terminate(r);
 	cp_show_far_stderr(r, host);
 	if (status == 127)
 		rdx_error("%s not found on '%s'%s", tool, host,

@@ -140,7 +140,7 @@ static int open_temp(const char *final, mode_t mode, char **tmp, char **dir)
 		goto out;
 	*dir = strdup(dirname(d));
 	if (!*dir ||
-	    asprintf(tmp, "%s/.%s.rdx-XXXXXX", *dir, basename(b)) < 0) {
+	    asprintf(tmp, "%s/.%.200s.rdx-XXXXXX", *dir, basename(b)) < 0) {
 		*tmp = NULL;
 		goto out;
 	}
@@ -348,6 +348,16 @@ int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
 		rdx_error("cannot create '%s': %s", dst, strerror(-ret));
 		goto out;
 	}
+	if (stat(final, &ds) == 0 && S_ISREG(ds.st_mode)) {
+		/* A symlink to a file is written through, as cp and scp do:
+		 * the new file replaces its target, the link stays. */
+		char *real = realpath(final, NULL);
+
+		if (real) {
+			free(final);
+			final = real;
+		}
+	}
 	if (stat(final, &ds) == 0) {
 		if (ds.st_dev == ss.st_dev && ds.st_ino == ss.st_ino) {
 			rdx_error("'%s' and '%s' are the same file", src,
@@ -365,7 +375,9 @@ int cp_local_copy(const struct cp_opts *o, const char *src, const char *dst,
 			ret = copy_into(o, in, src, final, &done);
 			goto out;
 		}
-		mode = ds.st_mode & 07777;
+		/* Its mode, but no set-id bit on new content (cp's write
+		 * into it would lose them too). */
+		mode = ds.st_mode & 01777;
 	} else {
 		mask = umask(0);
 		umask(mask);

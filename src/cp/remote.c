@@ -32,6 +32,7 @@ struct cp_remote {
 	char *user;
 	char *err;	/* stderr kept, NUL-terminated */
 	size_t err_len;
+	char errbuf[512]; /* ssh_err()'s printable copy */
 	/* The stderr line being read, while it may be an "RDX-PROGRESS"
 	 * line (--progress-lines); anything else goes to err as it comes. */
 	char eline[64];
@@ -49,11 +50,15 @@ struct cp_remote {
 	int status;
 };
 
+/* libssh's last error, which may quote the server (its banner, its
+ * disconnect message): printable only. */
 static const char *ssh_err(struct cp_remote *r)
 {
 	const char *e = ssh_get_error(r->ss);
 
-	return e && *e ? e : "unknown SSH error";
+	if (!e || !*e)
+		return "unknown SSH error";
+	return rdx_printable(r->errbuf, sizeof(r->errbuf), e, strlen(e));
 }
 
 /* "SHA256:..." of the server's host key, or "unknown fingerprint". */
@@ -413,11 +418,7 @@ static int ask(const struct cp_ssh_opts *o, const char *prompt, bool echo, char 
  * hostile server's escape sequences stay off the terminal). */
 static void shown_text(char *dst, size_t len, const char *src)
 {
-	size_t i;
-
-	for (i = 0; src && src[i] && i < len - 1; i++)
-		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
-	dst[i] = '\0';
+	rdx_printable(dst, len, src, src ? strlen(src) : 0);
 }
 
 /* Keyboard-interactive: every prompt of every round the server sends,

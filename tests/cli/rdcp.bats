@@ -34,6 +34,21 @@ setup() {
 	done
 }
 
+@test "rdcp: what the far side prints reaches the terminal without control characters; a long --timeout reaches it whole" {
+	mkdir "$D/fake"
+	printf '#!/bin/sh\nprintf "evil \\033]0;PWNED\\007 \\033[31mred\\r overwritten \\302\\233x\\n" >&2\nexit 1\n' >"$D/fake/rdrecv"
+	chmod 755 "$D/fake/rdrecv"
+	mkrand "$D/src" 10
+	rdcp_b --remote-path "$D/fake" "$D/src" "rdxhost:$D/dst"
+	assert_status 5
+	assert_match "$stderr" "evil \\?\\]0;PWNED\\? \\?\\[31mred\\? overwritten \\?x"
+	! grep -q $'[\033\r\a]' <<<"$stderr" || fail "control characters reached the terminal: $(od -c <<<"$stderr" | head)"
+	# --timeout 1000000 went to the far side as '1e+06', which it refused.
+	rdcp_b --timeout 1000000 "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+}
+
 @test "rdcp: remote to local, 0, 1, 3 MiB + 1 bytes" {
 	for n in 0 1 $((3 * 1024 * 1024 + 1)); do
 		mkrand "$D/src" "$n"
@@ -321,6 +336,19 @@ setup() {
 	assert_same "$D/src" "$D/old"
 	[ "$(stat -c %a "$D/old")" = 600 ] || fail "mode $(stat -c %a "$D/old"), not 600"
 	assert_match "$output" '^\{"tool":"rdcp","bytes":3145729,.*"transport":"local"'
+	# Onto a setuid file: new content does not inherit the bit.
+	chmod 4755 "$D/old"
+	run_t --secs 20 "$RDCP" "$D/src" "$D/old"
+	assert_status 0
+	[ "$(stat -c %a "$D/old")" = 755 ] || fail "mode $(stat -c %a "$D/old"), not 755"
+	# Onto a symlink to a file: written through, as cp does; the link stays.
+	mkrand "$D/target" 10
+	ln -s target "$D/link"
+	run_t --secs 20 "$RDCP" "$D/src" "$D/link"
+	assert_status 0
+	[ -L "$D/link" ] || fail "the symlink was replaced"
+	assert_same "$D/src" "$D/target"
+	assert_no_temp "$D/target"
 	# The same file twice, a directory as source: errors, file intact.
 	run_t --secs 20 "$RDCP" "$D/old" "$D/old"
 	assert_status 1
