@@ -173,6 +173,39 @@ b_bytes() {
 	assert_no_output_file "$D/dst"
 }
 
+# B loses the network while both far ends run (fakes that print a port
+# line, then wait): the relay sends nothing on its SSH connections, so
+# only their TCP keepalives can find them dead.  rdcp must give up, not
+# wait for ever.
+@test "rdcp3: this host loses the network mid-relay: rdcp fails within a minute instead of waiting for ever" {
+	command -v nft >/dev/null || fail "nft is missing (scripts/deps.sh installs it)"
+	mkdir "$D/fake"
+	printf '#!/bin/sh\necho RDX-PORT 40000\nexec sleep 90\n' >"$D/fake/rdsend"
+	printf '#!/bin/sh\nexec sleep 90\n' >"$D/fake/rdrecv"
+	chmod 755 "$D/fake/rdsend" "$D/fake/rdrecv"
+	BG_STDIN=/dev/null bg_start rdcp ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" \
+		--remote-path "$D/fake" --timeout 5 "rdxhost:$D/x" "rdxc:$D/y"
+	pid=$BG_PID
+	# shellcheck disable=SC2317 # called by wait_until
+	both_far() { ns_running "$NS_A" sleep && ns_running "$NS_C" sleep; }
+	wait_until 20 both_far || fail "the fakes did not start: $(cat "$D/rdcp.err")"
+	in_b nft -f - <<-'EOF' || fail "nft setup failed"
+		table inet rdxcut {
+			chain in { type filter hook input priority 0; policy drop; }
+			chain out { type filter hook output priority 0; policy drop; }
+		}
+	EOF
+	wait_exit "$pid" 75
+	in_b nft delete table inet rdxcut
+	for ns in "$NS_A" "$NS_C"; do
+		for p in $(ip netns pids "$ns"); do
+			[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && kill "$p" 2>/dev/null
+		done
+	done
+	[ "$WAIT_RC" != 124 ] || fail "rdcp still waited after 75 s: $(cat "$D/rdcp.err")"
+	[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -lt 128 ] || fail "rdcp exited $WAIT_RC: $(cat "$D/rdcp.err")"
+}
+
 @test "rdcp3: ProxyCommand and ProxyJump: the login to A goes through C, the data straight to A" {
 	sed -n '/^Host rdxc$/,/^Host /p' "$SSH_CONFIG" | sed '$ { /^Host /d }' >"$D/inner.cfg"
 	printf '  BatchMode yes\n' >>"$D/inner.cfg"
