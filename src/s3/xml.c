@@ -1,6 +1,7 @@
 #include "xml.h"
 
 #include "../core/err.h"
+#include "../core/log.h"
 
 #include <errno.h>
 #include <expat.h>
@@ -284,6 +285,9 @@ int s3_xml_error(const char *xml, size_t n, char *code, size_t codelen,
 	free(w);
 	if (!ret && !code[0])
 		ret = -RDX_EPROTO;
+	/* Both end up in a message on the user's terminal: printable. */
+	rdx_printable(code, codelen, code, strlen(code));
+	rdx_printable(msg, msglen, msg, strlen(msg));
 	return ret;
 }
 

@@ -31,6 +31,13 @@ static void test_error(void)
 	CHECK(s3_xml_error(doc, strlen(doc), small, sizeof(small), msg, sizeof(msg)) == 0 &&
 		      !strcmp(small, "NoSuchK"),
 	      "Error: a long Code is truncated to the buffer");
+	/* What XML lets a hostile server send toward the terminal: carriage
+	 * returns and C1 controls (CSI, U+009B, opens an escape sequence),
+	 * raw or as references (XML refuses ESC itself). */
+	doc = "<Error><Code>Evil&#x9b;2J</Code><Message>fake&#13;rds3: ok\xc2\x9b" "31m</Message></Error>";
+	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == 0 &&
+		      !strcmp(code, "Evil?2J") && !strcmp(msg, "fake?rds3: ok?31m"),
+	      "Error: CR and C1 in Code and Message become '?': %s / %s", code, msg);
 	doc = "<html><body>502 Bad Gateway</body></html>";
 	CHECK(s3_xml_error(doc, strlen(doc), code, sizeof(code), msg, sizeof(msg)) == -RDX_EPROTO,
 	      "an HTML page is not an Error document");
