@@ -26,6 +26,9 @@ static void log_line(const char *tag, const char *fmt, va_list ap)
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = 0;
 	vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	/* A message quotes names and text from elsewhere (files, keys, a far
+	 * host, a server): nothing in it may drive the terminal. */
+	rdx_printable(buf + n, sizeof(buf) - (size_t)n, buf + n, strlen(buf + n));
 	n = (int)strlen(buf);
 	buf[n++] = '\n';
 	/* One write keeps lines from different threads whole. */

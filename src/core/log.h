@@ -1,6 +1,8 @@
 /* Human-readable diagnostics on stderr, one line each, prefixed with the
  * tool's name ("rdsend: cannot open 'x': No such file or directory").
- * Thread-safe: each call is written with a single write(2).
+ * Thread-safe: each call is written with a single write(2).  Whatever the
+ * message quotes (file names, keys, a far host's words) is written with
+ * its control characters as '?' (rdx_printable).
  */
 #ifndef RDX_LOG_H
 #define RDX_LOG_H

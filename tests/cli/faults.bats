@@ -515,6 +515,13 @@ enospc() {
 		fail "rdsend stderr: $stderr"
 	sleep 0.5
 	assert_no_output_file "$D/dst"
+	# A name with an escape sequence and a carriage return is quoted with
+	# '?' for them: the terminal shows the name, not what it would do.
+	run_t --secs 20 "$RDSEND" --timeout 5 --connect-timeout 2 127.0.0.1 "$port" "$KEY" \
+		"$D/no"$'\033[2J\r'"pe"
+	assert_status 4
+	[ "$stderr" = "rdsend: cannot open '$D/no?[2J?pe': No such file or directory" ] ||
+		fail "rdsend stderr: $(od -c <<<"$stderr" | head -4)"
 }
 
 @test "rdsend of a directory (as FILE or as stdin): exit 4" {
