@@ -197,7 +197,13 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 	long timeout = o->connect_timeout_s;
 	int ret = 0;
 
-	ret |= ssh_options_set(r->ss, SSH_OPTIONS_HOST, o->host);
+	if (ssh_options_set(r->ss, SSH_OPTIONS_HOST, o->host)) {
+		/* libssh takes host names only, and a Host alias of the config
+		 * is looked up as one: "db_1" is refused before any config. */
+		rdx_error("invalid host name '%s': libssh takes letters, digits, '-' and '.' "
+			  "(an ssh_config Host alias too)", o->host);
+		return -RDX_EUSAGE;
+	}
 	if (o->config && access(o->config, R_OK)) {
 		rdx_error("cannot read SSH config '%s': %s", o->config, strerror(errno));
 		return -RDX_EUSAGE;

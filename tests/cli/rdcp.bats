@@ -250,6 +250,13 @@ setup() {
 	run_t --secs 10 "$RDCP" "$D/dir" "h:x"
 	assert_status 2
 	assert_match "$stderr" "is a directory"
+	# A name libssh refuses is said to be one (it was "cannot parse SSH
+	# config ...: Invalid argument").
+	echo x >"$D/f"
+	run_t --secs 10 "$RDCP" -F /dev/null "$D/f" "db_1:x"
+	assert_status 2
+	[ "$stderr" = "rdcp: invalid host name 'db_1': libssh takes letters, digits, '-' and '.' (an ssh_config Host alias too)" ] ||
+		fail "stderr: $stderr"
 }
 
 @test "rdcp: '-' is standard input or output on this side" {
