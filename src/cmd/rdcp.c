@@ -645,6 +645,7 @@ int main(int argc, char **argv)
 			}
 		}
 		r.cp.recursive = true;
+		r.cp.files_only = true;
 	}
 	if (r.c.o.resume && r.cp.recursive) {
 		rdx_error("--resume is for files: %s", r.preserve_only

@@ -184,6 +184,15 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	char buf[64];
 	int i;
 
+	/* -p alone sends files as one-file trees: a directory there needs
+	 * -r, as here (the far shell says so, exit 2, before rdsend). */
+	for (i = 0; o->files_only && i < n; i++) {
+		cp_cmd_raw(c, "if [ -d ");
+		cp_cmd_quoted(c, cp_far_path(far[i]));
+		cp_cmd_raw(c, " ]; then printf \"rdsend: '%s' is a directory (use -r)\\n\" ");
+		cp_cmd_quoted(c, far[i]);
+		cp_cmd_raw(c, " >&2; exit 2; fi; ");
+	}
 	add_tool(c, o, "rdsend");
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)

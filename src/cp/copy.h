@@ -18,6 +18,8 @@ struct cp_opts {
 	bool quiet; /* the far side's stderr only when something failed */
 	bool dst_dir; /* several sources: a remote DST must be a directory */
 	bool recursive; /* -r: sources go as trees (src/core/tree.h) */
+	bool files_only; /* -p without -r: trees of one file; a directory
+			  * source is refused, on the far side too */
 };
 
 /* Copies src[0..n) to dst, the sources on one side and dst on the other,

@@ -468,6 +468,11 @@ send_tree() {
 	run_t "$RDCP" -p "$SMALL" "$D/x"
 	assert_status 2
 	assert_match "$stderr" "is a directory"
+	# A far directory needs -r too (it used to arrive whole, as a tree).
+	rdcp_b -p "rdxhost:$SMALL" "$D/pulled"
+	assert_status 5
+	assert_match "$stderr" "rdsend: '$SMALL' is a directory \\(use -r\\)"
+	[ ! -e "$D/pulled" ] || fail "the directory was copied: $(ls "$D/pulled" | head -3)"
 	run_t "$RDCP" -p - "$D/x"
 	assert_status 2
 	rdcp_b -r "$SMALL" "rdxhost:$D/existing"
