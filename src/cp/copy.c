@@ -46,17 +46,22 @@ int cp_make_key(char hex[65])
 	return ret;
 }
 
-int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
-		 const struct cp_addr *far, const char *cmd, const char *key)
+int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_addr *far)
 {
 	struct cp_ssh_opts so = o->ssh;
-	int ret;
 
 	so.host = far->host;
 	so.interrupted = o->xo.interrupted;
 	if (far->user)
 		so.user = far->user;
-	ret = cp_remote_open(r, &so);
+	return cp_remote_open(r, &so);
+}
+
+int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
+		 const struct cp_addr *far, const char *cmd, const char *key)
+{
+	int ret = cp_far_login(r, o, far);
+
 	return ret ? ret : cp_remote_exec(*r, cmd, key);
 }
 

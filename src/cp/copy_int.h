@@ -22,6 +22,11 @@ struct cp_dial {
  * commands' stdin, one line.  Returns 0 or -EIO (printed). */
 int cp_make_key(char hex[65]);
 
+/* Logs in to far's host (o->ssh, far's user on top).  *r is the session,
+ * to be closed by the caller whatever the result.  Returns 0 or the error
+ * (printed). */
+int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_addr *far);
+
 /* Logs in to far's host (o->ssh, far's user on top) and runs cmd there,
  * key and a newline on its stdin.  *r is the session, to be closed by
  * the caller whatever the result.  Returns 0 or the error (printed). */

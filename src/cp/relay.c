@@ -170,8 +170,14 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	ret = cp_make_key(key);
 	if (ret)
 		goto out;
-	/* The source first: the destination needs its port. */
-	ret = cp_far_start(&s.r, o, src, cp_cmd_str(&scmd), key);
+	/* Both logins first (a password typed slowly for the destination
+	 * must not time out a source already waiting for its peer), then
+	 * the source's command: the destination needs its port. */
+	ret = cp_far_login(&s.r, o, src);
+	if (!ret)
+		ret = cp_far_login(&d.r, o, dst);
+	if (!ret)
+		ret = cp_remote_exec(s.r, cp_cmd_str(&scmd), key);
 	if (ret)
 		goto out;
 	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted,
@@ -191,7 +197,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	}
 	rdx_info(1, "rdsend on %s listens on port %u; rdrecv on %s dials %s",
 		 s.host, port, d.host, dial.host);
-	ret = cp_far_start(&d.r, o, dst, cp_cmd_str(&dcmd), key);
+	ret = cp_remote_exec(d.r, cp_cmd_str(&dcmd), key);
 	if (ret) {
 		cp_remote_terminate(s.r);
 		goto out;

@@ -138,6 +138,14 @@ b_bytes() {
 	assert_one_line_error "$stderr" rdcp
 	assert_match "$stderr" "^rdcp: cannot connect to '$IP_BC' over SSH"
 	assert_far_gone
+	# Both logins come before either command: the source's never ran
+	# (a slow password for C must not time out a waiting source).
+	mkdir "$D/fake"
+	printf '#!/bin/sh\ntouch %s\nexit 1\n' "$D/ran" >"$D/fake/rdsend"
+	chmod 755 "$D/fake/rdsend"
+	rdcp_b --remote-path "$D/fake" "rdxhost:$D/src" "root@$IP_BC:$D/dst"
+	assert_status 3
+	[ ! -e "$D/ran" ] || fail "the source's command ran before the destination's login"
 	# With -r the source listens first and fails once C has dialed.
 	rdcp_b -r "rdxhost:$D/nope" "rdxc:$D/tdst"
 	assert_status 5
