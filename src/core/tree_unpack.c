@@ -544,14 +544,14 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 	return 0;
 }
 
-/* Where copy_data() puts an entry's data: returns 0 or -errno (for
- * libarchive's writer, -1 with the error in it). */
+/* Where copy_data() puts an entry's data: returns 0 or -errno. */
 typedef int (*put_fn)(void *arg, const void *buf, size_t len, uint64_t off);
 
 /* Reads an entry's data block by block, hashing it into h (unless NULL)
  * and counting it, into put().  Blocks must follow each other unless
- * holes are allowed (a sparse file through libarchive).  Returns 0 or a fatal code; when put() fails
- * the rest of the data is skipped and *put_err is its error. */
+ * holes are allowed (a sparse file, unpack_sparse).  Returns 0 or a fatal
+ * code; when put() fails the rest of the data is skipped and *put_err is
+ * its error. */
 static int copy_data(struct rdx_tree_unpack *u, struct archive *rd, bool holes,
 		     XXH3_state_t *h, put_fn put, void *arg, int *put_err)
 {
@@ -1024,8 +1024,8 @@ static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		goto failed;
 	}
 	st.sink = u->pend_sink;
-	/* Stages are written out of order: a device or fifo raced in since
-	 * ours() looked cannot take them. */
+	/* Stages are written out of order, which only a file of our own
+	 * (the temporary) can take. */
 	if (!rdx_sink_parallel(st.sink)) {
 		err = -EINVAL;
 		archive_read_data_skip(rd);
