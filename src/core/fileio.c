@@ -491,7 +491,6 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 		     uint64_t size, const atomic_int *stop)
 {
 	struct rdx_sink *k = sink_new(name, stop, false);
-	char proc[40];
 	int ret;
 
 	if (!k)
@@ -512,9 +511,9 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 	if (ret < 0)
 		goto err;
 	k->fd = ret;
-	/* The same file again, not its name: nothing can be swapped in. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", k->fd);
-	k->dfd = open(proc, O_WRONLY | O_CLOEXEC | O_DIRECT);
+	k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
+	if (k->dfd < 0)
+		k->dfd = -1;
 	k->parallel = true;
 	atomic_init(&k->direct_ok, k->dfd >= 0);
 	ret = rdx_prealloc(k->fd, 0, size);

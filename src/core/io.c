@@ -146,6 +146,16 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 	return errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS ? 0 : -errno;
 }
 
+int rdx_reopen(int fd, int flags)
+{
+	char proc[40];
+	int nfd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	nfd = open(proc, flags | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
+}
+
 char *rdx_temp_name(const char *base)
 {
 	static atomic_uint calls;

@@ -49,6 +49,11 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len);
  * on the way, -ENOTDIR for anything else that is not a directory. */
 int rdx_dir_beneath(int root, const char *rel, bool make, int *fd);
 
+/* The file fd is open on, opened again with flags (O_DIRECT, say)
+ * through /proc/self/fd: the same inode, never a name someone could have
+ * swapped since.  Returns the new descriptor or -errno. */
+int rdx_reopen(int fd, int flags);
+
 /* A fresh name beside base in the same directory, ".BASE.rdx-XXXXXXXX"
  * (BASE cut at 200 bytes, so that it fits NAME_MAX), malloc'ed; NULL when
  * out of memory.  Creating it is the caller's (O_EXCL, symlinkat, ...). */

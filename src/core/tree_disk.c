@@ -93,6 +93,21 @@ static bool ours(int fd, mode_t type)
 	return !fstat(fd, &st) && (st.st_mode & S_IFMT) == type && st.st_nlink == 1;
 }
 
+/* The end of making tmp beside base: fd (the entry, or -1) closed, then
+ * tmp renamed over base unless err (then removed).  Takes tmp.  Returns
+ * err or tree_place's result. */
+static int place_made(int dir, char *tmp, const char *base, int fd, int err)
+{
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlinkat(dir, tmp, 0);
+	else
+		err = tree_place(dir, tmp, base);
+	free(tmp);
+	return err;
+}
+
 int tree_make_symlink(int dir, const char *base, const char *target,
 		      const struct tree_meta *m, bool own)
 {
@@ -113,14 +128,7 @@ int tree_make_symlink(int dir, const char *base, const char *target,
 	else if (utimensat(fd, "", m->times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) &&
 		 errno != EINVAL && errno != ENOENT)
 		err = -errno; /* before Linux 5.8 no AT_EMPTY_PATH: no times */
-	if (fd >= 0)
-		close(fd);
-	if (err)
-		unlinkat(dir, tmp, 0);
-	else
-		err = tree_place(dir, tmp, base);
-	free(tmp);
-	return err;
+	return place_made(dir, tmp, base, fd, err);
 }
 
 static int make_fifo(int dir, const char *name, const void *arg)
@@ -195,14 +203,7 @@ int tree_make_fifo(int dir, const char *base, const struct tree_meta *m, bool ow
 		err = -EEXIST;
 	else
 		err = tree_set_meta(fd, m, own);
-	if (fd >= 0)
-		close(fd);
-	if (err)
-		unlinkat(dir, tmp, 0);
-	else
-		err = tree_place(dir, tmp, base);
-	free(tmp);
-	return err;
+	return place_made(dir, tmp, base, fd, err);
 }
 
 struct link_from {

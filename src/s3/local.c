@@ -136,11 +136,9 @@ int s3_out_reserve(struct s3_out *o, uint64_t size)
  * refuses it (tmpfs, some FUSE). */
 static void open_direct(struct s3_out *o)
 {
-	char proc[40];
-
-	/* The same file again, not its name: nothing can be swapped in. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
-	o->dfd = open(proc, O_RDWR | O_CLOEXEC | O_DIRECT);
+	o->dfd = rdx_reopen(o->fd, O_RDWR | O_DIRECT);
+	if (o->dfd < 0)
+		o->dfd = -1;
 	atomic_store(&o->direct_ok, o->dfd >= 0);
 }
 
