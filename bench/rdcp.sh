@@ -23,6 +23,8 @@
 #                  taken from the same directory for the far side); all
 #                  three are copied into the scratch directory first, so a
 #                  rebuild during the run changes nothing
+#   RDCP_OPTS      extra options for every rdcp row, split on spaces
+#                  (e.g. RDCP_OPTS='--streams 4'); printed under the table
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #
 # Rows, every one a push from namespace B to rdxhost (namespace A):
@@ -60,6 +62,7 @@ bench_init rdcp
 BYTES=$(to_bytes "${SIZE:-4G}")
 COUNT=${COUNT:-20000}
 RDCP=${RDCP:-$BENCH_REPO/build/rdcp}
+read -r -a RDCP_EXTRA <<<"${RDCP_OPTS:-}"
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer"
 [ "$BYTES" -gt 0 ] || die "SIZE must be > 0"
 TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 50))}
@@ -176,9 +179,9 @@ cmd() {
 		# shellcheck disable=SC2016
 		CMD=(bash -c 'set -o pipefail; tar cf - -C "$1" . |
 			$SSH_LINE rdxhost "mkdir -p $2 && tar xf - -C $2"' bash "$src" "$dst") ;;
-	"rdcp file") CMD=("$RDCP" -q -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
-	"rdcp tree") CMD=("$RDCP" -q -r -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
-	"rdcp--encrypt file") CMD=("$RDCP" -q --encrypt -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp file") CMD=("$RDCP" -q "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp tree") CMD=("$RDCP" -q -r "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp--encrypt file") CMD=("$RDCP" -q --encrypt "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
 	esac
 }
 export SSH_LINE
@@ -261,6 +264,7 @@ echo
 echo "rdxfer rdcp bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
 echo "sshd $(ssh -V 2>&1 | cut -d, -f1) in a network namespace, clients in another, over a veth pair; SSH cipher $CIPHER"
 echo "rdcp: $("$RDCP" --version 2>&1 | head -n1); rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo not available in this build)"
+[ -z "${RDCP_OPTS:-}" ] || echo "every rdcp row with: $RDCP_OPTS"
 echo "file: $BYTES bytes; tree: $COUNT files of 4-64 KiB, $TREE_BYTES bytes; best of $RUNS run(s)"
 echo
 echo "| case | tool | s | rate | × scp | × rsync | × tar\\|ssh | CPU s | far CPU s | peak RSS MiB |"
