@@ -23,6 +23,7 @@
 #include "../s3/multipart.h"
 #include "../s3/pool.h"
 #include "../s3/s3.h"
+#include "../s3/serve.h"
 #include "../s3/sigv4.h"
 #include "../s3/sync.h"
 
@@ -65,6 +66,9 @@ enum s3_key {
 	OPT_INCLUDE,
 	OPT_EXCLUDE,
 	OPT_JOBS,
+	OPT_LISTEN,
+	OPT_SERVE_PORT,
+	OPT_MAX_CONNS,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -95,6 +99,12 @@ static const struct rdx_opt s3_opts[] = {
 	  "get: continue an interrupted download from its partial .NAME.rdx-part", NULL },
 	{ "expires", OPT_EXPIRES, RDX_ARG_REQUIRED, "SECS",
 	  "presign: the URL's lifetime, 1..604800 (default 3600)", NULL },
+	{ "listen", OPT_LISTEN, RDX_ARG_REQUIRED, "ADDR",
+	  "serve: the numeric address to listen on (default 127.0.0.1; :: for every one)", NULL },
+	{ "port", OPT_SERVE_PORT, RDX_ARG_REQUIRED, "N",
+	  "serve: the port (default 0: any free one; the URL goes to stdout)", NULL },
+	{ "max-connections", OPT_MAX_CONNS, RDX_ARG_REQUIRED, "N",
+	  "serve: connections served at once, 1..1024 (default 64)", NULL },
 	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
 	  "use this profile of ~/.aws/credentials and ~/.aws/config", NULL },
 	{ "endpoint", OPT_ENDPOINT, RDX_ARG_REQUIRED, "URL",
@@ -140,7 +150,10 @@ static const struct rdx_cli s3_cli = {
 		"                                 sending only what differs\n"
 		"  presign s3://BUCKET/KEY        print a presigned GET URL (--expires)\n"
 		"  stat|head s3://BUCKET/KEY      show an object's size, ETag and date\n"
-		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket",
+		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket\n"
+		"  serve DIR                      serve DIR as an S3 endpoint (buckets are its\n"
+		"                                 directories) to clients signing with this\n"
+		"                                 profile's keys, until SIGINT/SIGTERM",
 	.opts = s3_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 connection, timeout or access denied\n"
 		 "(credentials, signature), 4 local I/O, 5 error reported by S3 (no such\n"
@@ -166,6 +179,9 @@ struct s3_cmd {
 	size_t nrules;
 	bool sync_opt; /* a sync-only option was given */
 	bool quiet;
+	const char *listen;
+	unsigned port, max_conns;
+	bool serve_opt; /* a serve-only option was given */
 };
 
 /* --progress: bytes of finished requests' bodies (s3_client_opts.moved),
@@ -225,6 +241,26 @@ static int handle(int key, const char *arg, void *ctx)
 			return -1;
 		}
 		s->expires = (unsigned)v;
+		return 0;
+	case OPT_LISTEN:
+		s->listen = arg;
+		s->serve_opt = true;
+		return 0;
+	case OPT_SERVE_PORT:
+		if (rdx_parse_uint(arg, 0, 65535, &v)) {
+			rdx_error("invalid value '%s' for --port: expected a number from 0 to 65535", arg);
+			return -1;
+		}
+		s->port = (unsigned)v;
+		s->serve_opt = true;
+		return 0;
+	case OPT_MAX_CONNS:
+		if (rdx_parse_uint(arg, 1, 1024, &v)) {
+			rdx_error("invalid value '%s' for --max-connections: expected a number from 1 to 1024", arg);
+			return -1;
+		}
+		s->max_conns = (unsigned)v;
+		s->serve_opt = true;
 		return 0;
 	case OPT_PROFILE:
 		s->co.profile = arg;
@@ -969,6 +1005,31 @@ static int cmd_stat(struct s3_cmd *s, char **args, int n)
 	return fflush(stdout) ? RDX_EXIT_IO : 0;
 }
 
+static int cmd_serve(struct s3_cmd *s, char **args, int n)
+{
+	struct s3_serve_opts o = {
+		.listen = s->listen ? s->listen : "127.0.0.1",
+		.port = s->port,
+		.access_key = s->cfg.access_key,
+		.secret_key = s->cfg.secret_key,
+		.no_sign = s->cfg.no_sign,
+		.max_conns = s->max_conns ? s->max_conns : 64,
+		.timeout_secs = (unsigned)((s->c.o.timeout_ms + 999) / 1000),
+		.verbose = s->c.verbose,
+		.stop = &interrupted,
+		.announce = stdout,
+	};
+
+	if (n != 1) {
+		rdx_error("usage: rds3 serve DIR");
+		return RDX_EXIT_USAGE;
+	}
+	o.root = args[0];
+	if (!o.timeout_secs)
+		o.timeout_secs = 1;
+	return s3_serve(&o);
+}
+
 static int cmd_bucket(struct s3_cmd *s, char **args, int n, bool make)
 {
 	struct s3_url u;
@@ -997,7 +1058,7 @@ static int cmd_bucket(struct s3_cmd *s, char **args, int n, bool make)
 
 static const char *const commands[] = { "put", "get", "cat", "ls", "rm",
 					"stat", "head", "mb", "rb", "cp",
-					"presign", "sync", NULL };
+					"presign", "sync", "serve", NULL };
 
 /* The --progress line, redrawn by its own thread while a command runs. */
 struct progress_line {
@@ -1072,6 +1133,10 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 		rdx_error("--resume is for get (and cp s3://BUCKET/KEY FILE)");
 		return RDX_EXIT_USAGE;
 	}
+	if (s->serve_opt && strcmp(c, "serve")) {
+		rdx_error("--listen, --port and --max-connections are for serve");
+		return RDX_EXIT_USAGE;
+	}
 	if (!strcmp(c, "put"))
 		return cmd_put(s, args, n);
 	if (!strcmp(c, "get"))
@@ -1088,6 +1153,8 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 		return cmd_sync(s, args, n, false);
 	if (!strcmp(c, "presign"))
 		return cmd_presign(s, args, n);
+	if (!strcmp(c, "serve"))
+		return cmd_serve(s, args, n);
 	if (!strcmp(c, "stat") || !strcmp(c, "head"))
 		return cmd_stat(s, args, n);
 	return cmd_bucket(s, args, n, !strcmp(c, "mb"));

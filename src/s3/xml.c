@@ -8,7 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum doc { DOC_ERROR, DOC_OBJECTS, DOC_BUCKETS, DOC_FIELD, DOC_DELETE };
+enum doc {
+	DOC_ERROR,
+	DOC_OBJECTS,
+	DOC_BUCKETS,
+	DOC_FIELD,
+	DOC_DELETE,
+	DOC_COMPLETE, /* a CompleteMultipartUpload request */
+	DOC_DELETE_REQ, /* a Delete request */
+};
 
 struct walk {
 	XML_Parser p;
@@ -64,7 +72,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	const char *n = local(name);
 	static const char *const roots[] = { "Error", "ListBucketResult",
 					     "ListAllMyBucketsResult", NULL,
-					     "DeleteResult" };
+					     "DeleteResult", "CompleteMultipartUpload",
+					     "Delete" };
 
 	(void)attrs;
 	if (w->depth >= S3_XML_MAX_DEPTH || strlen(n) >= sizeof(w->names[0])) {
@@ -84,7 +93,9 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	if (at(w, "ListBucketResult", "Contents", NULL) ||
 	    at(w, "ListBucketResult", "CommonPrefixes", NULL) ||
 	    at(w, "ListAllMyBucketsResult", "Buckets", "Bucket") ||
-	    at(w, "DeleteResult", "Error", NULL)) {
+	    at(w, "DeleteResult", "Error", NULL) ||
+	    at(w, "CompleteMultipartUpload", "Part", NULL) ||
+	    at(w, "Delete", "Object", NULL)) {
 		free(w->cur.name);
 		free(w->cur.mtime);
 		free(w->cur.etag);
@@ -205,6 +216,20 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 			ret = push(w);
 		else if (at(w, "DeleteResult", "Deleted", NULL))
 			++*w->count;
+	} else if (w->doc == DOC_COMPLETE) {
+		if (at(w, "CompleteMultipartUpload", "Part", "ETag"))
+			ret = set_str(w, &w->cur.name);
+		else if (at(w, "CompleteMultipartUpload", "Part", "PartNumber"))
+			ret = parse_u64(w->text, w->tlen, &w->cur.size);
+		else if (at(w, "CompleteMultipartUpload", "Part", NULL))
+			ret = w->cur.size ? push(w) : -RDX_EPROTO;
+	} else if (w->doc == DOC_DELETE_REQ) {
+		if (at(w, "Delete", "Object", "Key"))
+			ret = set_str(w, &w->cur.name);
+		else if (at(w, "Delete", "Object", NULL))
+			ret = push(w);
+		else if (at(w, "Delete", "Quiet", NULL))
+			w->list->truncated = w->tlen == 4 && !memcmp(w->text, "true", 4);
 	} else if (w->doc == DOC_FIELD) {
 		if (at(w, w->root, w->field, NULL)) {
 			if (w->text_over || w->tlen >= w->outlen)
@@ -376,6 +401,21 @@ int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
 	}
 	if (ret)
 		*deleted = 0;
+	return ret;
+}
+
+int s3_xml_complete_request(const char *xml, size_t n, struct s3_list *out)
+{
+	return list_doc(DOC_COMPLETE, xml, n, out);
+}
+
+int s3_xml_delete_request(const char *xml, size_t n, struct s3_list *out,
+			  bool *quiet)
+{
+	int ret = list_doc(DOC_DELETE_REQ, xml, n, out);
+
+	*quiet = out->truncated;
+	out->truncated = false;
 	return ret;
 }
 

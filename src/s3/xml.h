@@ -58,6 +58,15 @@ int s3_xml_field(const char *xml, size_t n, const char *root,
 int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
 			 size_t *deleted);
 
+/* What rds3 serve reads.  A CompleteMultipartUpload request: each Part
+ * appended to out with name = its ETag (as sent, quotes and all) and size
+ * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO).
+ * A Delete request: each Object's Key as name; *quiet from Quiet.  Same
+ * returns as s3_xml_list_objects(), no partial result. */
+int s3_xml_complete_request(const char *xml, size_t n, struct s3_list *out);
+int s3_xml_delete_request(const char *xml, size_t n, struct s3_list *out,
+			  bool *quiet);
+
 void s3_list_release(struct s3_list *l);
 
 #endif

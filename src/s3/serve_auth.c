@@ -1,0 +1,288 @@
+/* rds3 serve's request verification: AWS Signature Version 4, in the
+ * Authorization header or a presigned URL's query, recomputed with the
+ * client's own signer (sigv4.c) from what arrived and compared in
+ * constant time.  The body's hash is what x-amz-content-sha256 says;
+ * the caller checks the body against it as it arrives. */
+#include "serve_int.h"
+
+#include <openssl/crypto.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define SKEW_SECS (15 * 60) /* as S3 */
+#define SIGNED_MAX 32
+
+static int fail(const char **code, char *msg, size_t msglen, int status,
+		const char *c, const char *m)
+{
+	*code = c;
+	snprintf(msg, msglen, "%s", m);
+	return status;
+}
+
+static bool is_hex64(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return !s[64];
+}
+
+/* "20150830T123600Z" as seconds since the epoch, or -1. */
+static time_t amz_time(const char *d)
+{
+	struct tm tm = { 0 };
+	size_t i;
+
+	if (!d || strlen(d) != 16 || d[8] != 'T' || d[15] != 'Z')
+		return -1;
+	for (i = 0; i < 15; i++)
+		if (i != 8 && (d[i] < '0' || d[i] > '9'))
+			return -1;
+	if (sscanf(d, "%4d%2d%2dT%2d%2d%2dZ", &tm.tm_year, &tm.tm_mon,
+		   &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return timegm(&tm);
+}
+
+/* The parts of "AKID/YYYYMMDD/REGION/s3/aws4_request", in place. */
+struct scope {
+	char buf[256];
+	char *key, *day, *region;
+};
+
+static bool parse_scope(const char *cred, struct scope *s)
+{
+	char *part[5];
+	char *p;
+	int i;
+
+	if (strlen(cred) >= sizeof(s->buf))
+		return false;
+	strcpy(s->buf, cred);
+	p = s->buf;
+	for (i = 0; i < 5; i++) {
+		part[i] = p;
+		p = strchr(p, '/');
+		if (i < 4 && !p)
+			return false;
+		if (p)
+			*p++ = '\0';
+	}
+	if (p || strcmp(part[3], "s3") || strcmp(part[4], "aws4_request") ||
+	    strlen(part[1]) != 8 || !*part[0] || !*part[2])
+		return false;
+	s->key = part[0];
+	s->day = part[1];
+	s->region = part[2];
+	return true;
+}
+
+/* Recomputes the signature of r over the given signed headers, query and
+ * payload hash; 0 when it is sig. */
+static int verify(const struct sv_auth *a, const struct sv_req *r,
+		  const struct scope *sc, const char *amz_date,
+		  const char *signed_list, const struct s3_kv *query,
+		  size_t nquery, const char *payload, const char *sig,
+		  const char **code, char *msg, size_t msglen)
+{
+	struct s3_creds creds = { a->access_key, a->secret_key, NULL };
+	struct s3_kv hdrs[SV_HDRS_MAX];
+	char names[SV_HEAD_MAX];
+	size_t nh = 0, i;
+	char *name, *save = NULL;
+	struct s3_sigv4 out;
+	bool host = false;
+	int ret;
+
+	if (strlen(signed_list) >= sizeof(names))
+		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			    "the signed header list is too long");
+	strcpy(names, signed_list);
+	for (name = strtok_r(names, ";", &save); name; name = strtok_r(NULL, ";", &save)) {
+		bool found = false;
+
+		host |= !strcmp(name, "host");
+		for (i = 0; i < r->nhdr; i++) {
+			if (strcasecmp(r->hdr[i].name, name))
+				continue;
+			if (nh == SV_HDRS_MAX || found)
+				return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+					    "a signed header is named twice or sent twice");
+			hdrs[nh++] = (struct s3_kv){ r->hdr[i].name, r->hdr[i].value };
+			found = true;
+		}
+		if (!found)
+			return fail(code, msg, msglen, 403, "SignatureDoesNotMatch",
+				    "a signed header is not in the request");
+	}
+	if (!host)
+		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			    "the Host header must be signed");
+	s3_sigv4_init(&out);
+	ret = s3_sigv4_sign(&creds,
+			    &(struct s3_sign){ .method = r->method,
+					       .path = r->path,
+					       .query = query,
+					       .nquery = nquery,
+					       .headers = hdrs,
+					       .nheaders = nh,
+					       .payload_hash = payload,
+					       .region = sc->region,
+					       .service = "s3",
+					       .amz_date = amz_date },
+			    &out);
+	if (ret) {
+		s3_sigv4_release(&out);
+		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			    "the request cannot be signed as it came (header names, dates, region)");
+	}
+	if (strcmp(s3_buf_str(&out.signed_hdrs), signed_list))
+		ret = fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			   "SignedHeaders must be lower case, sorted, each once");
+	else if (strlen(sig) != S3_SHA256_HEX_LEN ||
+		 CRYPTO_memcmp(sig, out.signature, S3_SHA256_HEX_LEN))
+		ret = fail(code, msg, msglen, 403, "SignatureDoesNotMatch",
+			   "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
+	s3_sigv4_release(&out);
+	return ret;
+}
+
+static int check_scope(const struct sv_auth *a, const struct scope *sc,
+		       const char *amz_date, const char **code, char *msg,
+		       size_t msglen)
+{
+	if (strcmp(sc->key, a->access_key))
+		return fail(code, msg, msglen, 403, "InvalidAccessKeyId",
+			    "The AWS Access Key Id you provided does not exist in our records.");
+	if (!amz_date || amz_time(amz_date) < 0)
+		return fail(code, msg, msglen, 403, "AccessDenied",
+			    "the request has no valid X-Amz-Date");
+	if (strncmp(amz_date, sc->day, 8))
+		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			    "the credential's date is not the request's");
+	return 0;
+}
+
+static int by_header(const struct sv_auth *a, const struct sv_req *r,
+		     const char *authz, const char *payload, const char **code,
+		     char *msg, size_t msglen)
+{
+	static const char alg[] = "AWS4-HMAC-SHA256 ";
+	char buf[SV_HEAD_MAX];
+	char *cred = NULL, *signed_list = NULL, *sig = NULL, *p, *save = NULL;
+	const char *amz_date = sv_hdr(r, "x-amz-date");
+	struct scope sc;
+	time_t t;
+	int ret;
+
+	if (strncmp(authz, alg, sizeof(alg) - 1) ||
+	    strlen(authz) >= sizeof(buf))
+		return fail(code, msg, msglen, 400, "InvalidArgument",
+			    "Unsupported Authorization Type (only AWS4-HMAC-SHA256)");
+	strcpy(buf, authz + sizeof(alg) - 1);
+	for (p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "Credential=", 11))
+			cred = p + 11;
+		else if (!strncmp(p, "SignedHeaders=", 14))
+			signed_list = p + 14;
+		else if (!strncmp(p, "Signature=", 10))
+			sig = p + 10;
+		else
+			return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+				    "unknown part of the Authorization header");
+	}
+	if (!cred || !signed_list || !sig || !parse_scope(cred, &sc))
+		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
+			    "the Authorization header is malformed");
+	if ((ret = check_scope(a, &sc, amz_date, code, msg, msglen)))
+		return ret;
+	t = amz_time(amz_date);
+	if (t < time(NULL) - SKEW_SECS || t > time(NULL) + SKEW_SECS)
+		return fail(code, msg, msglen, 403, "RequestTimeTooSkewed",
+			    "The difference between the request time and the current time is too large.");
+	if (!payload)
+		return fail(code, msg, msglen, 400, "InvalidRequest",
+			    "Missing required header for this request: x-amz-content-sha256");
+	return verify(a, r, &sc, amz_date, signed_list, r->query, r->nquery,
+		      payload, sig, code, msg, msglen);
+}
+
+static int by_query(const struct sv_auth *a, const struct sv_req *r,
+		    const char **code, char *msg, size_t msglen)
+{
+	const char *alg = NULL, *cred = NULL, *date = NULL, *expires = NULL,
+		   *signed_list = NULL, *sig = NULL;
+	struct s3_kv q[SV_QUERY_MAX];
+	size_t nq = 0, i;
+	struct scope sc;
+	char *end;
+	long exp;
+	time_t t;
+	int ret;
+
+	sv_query(r, "X-Amz-Algorithm", &alg);
+	sv_query(r, "X-Amz-Credential", &cred);
+	sv_query(r, "X-Amz-Date", &date);
+	sv_query(r, "X-Amz-Expires", &expires);
+	sv_query(r, "X-Amz-SignedHeaders", &signed_list);
+	sv_query(r, "X-Amz-Signature", &sig);
+	if (!alg || strcmp(alg, "AWS4-HMAC-SHA256") || !cred || !date ||
+	    !expires || !signed_list || !sig || !parse_scope(cred, &sc))
+		return fail(code, msg, msglen, 400, "AuthorizationQueryParametersError",
+			    "a presigned URL needs X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders and -Signature");
+	if ((ret = check_scope(a, &sc, date, code, msg, msglen)))
+		return ret;
+	exp = strtol(expires, &end, 10);
+	if (*end || end == expires || exp < 1 || exp > 604800)
+		return fail(code, msg, msglen, 400, "AuthorizationQueryParametersError",
+			    "X-Amz-Expires must be 1..604800");
+	t = amz_time(date);
+	if (t > time(NULL) + SKEW_SECS)
+		return fail(code, msg, msglen, 403, "AccessDenied",
+			    "Request is not valid yet");
+	if (t + exp < time(NULL))
+		return fail(code, msg, msglen, 403, "AccessDenied",
+			    "Request has expired");
+	for (i = 0; i < r->nquery; i++)
+		if (strcmp(r->query[i].name, "X-Amz-Signature"))
+			q[nq++] = r->query[i];
+	return verify(a, r, &sc, date, signed_list, q, nq, S3_UNSIGNED_PAYLOAD,
+		      sig, code, msg, msglen);
+}
+
+int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
+		  const char **payload, const char **code, char *msg,
+		  size_t msglen)
+{
+	const char *sha = sv_hdr(r, "x-amz-content-sha256");
+	const char *authz = sv_hdr(r, "Authorization");
+
+	*payload = NULL;
+	if (sha && !strncmp(sha, "STREAMING-", 10))
+		return fail(code, msg, msglen, 501, "NotImplemented",
+			    "rds3 serve does not read aws-chunked (streaming signed) bodies; send the payload's SHA-256 or UNSIGNED-PAYLOAD");
+	if (sha && strcmp(sha, S3_UNSIGNED_PAYLOAD) && !is_hex64(sha))
+		return fail(code, msg, msglen, 400, "InvalidArgument",
+			    "x-amz-content-sha256 must be a hex SHA-256 or UNSIGNED-PAYLOAD");
+	if (sha && is_hex64(sha))
+		*payload = sha;
+	if (!a->access_key)
+		return 0;
+	if (authz)
+		return by_header(a, r, authz, sha, code, msg, msglen);
+	if (sv_query(r, "X-Amz-Signature", NULL) || sv_query(r, "X-Amz-Credential", NULL))
+		return by_query(a, r, code, msg, msglen);
+	return fail(code, msg, msglen, 403, "AccessDenied",
+		    "Access Denied (this server answers signed requests only)");
+}

@@ -1,0 +1,222 @@
+/* rds3 serve's parts: HTTP/1.1 connections (serve_http.c), request
+ * verification (serve_auth.c), objects on disk (serve_store.c), listings
+ * (serve_list.c) and the S3 operations (serve.c). */
+#ifndef RDS3_SERVE_INT_H
+#define RDS3_SERVE_INT_H
+
+#include "buf.h"
+#include "serve.h"
+#include "sigv4.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define SV_HEAD_MAX (16u << 10) /* request line and headers */
+#define SV_HDRS_MAX 100
+#define SV_QUERY_MAX 64
+#define SV_INBUF (64u << 10)
+#define SV_KEY_MAX 1024
+#define SV_PUT_MAX ((uint64_t)5 << 30)	 /* one PutObject or part, as S3 */
+#define SV_PART_MIN ((uint64_t)5 << 20)	 /* every part but the last */
+#define SV_PARTS_MAX 10000
+#define SV_XML_MAX ((size_t)4 << 20)	 /* a request's XML body */
+#define SV_META_MAX 2048		 /* user metadata, as S3 */
+
+/* ---------------------------------------------------------------- HTTP */
+
+struct sv_conn {
+	int fd;
+	char peer[64];		/* "ADDR:PORT", for the log */
+	unsigned timeout_secs;	/* the longest wait for one read or write */
+	const atomic_int *stop;
+	char in[SV_INBUF];	/* bytes read and not yet used */
+	size_t in_off, in_len;
+	bool broken;		/* cannot carry another request */
+};
+
+struct sv_hdr {
+	const char *name, *value;
+};
+
+struct sv_req {
+	char head[SV_HEAD_MAX + 1]; /* the header section, NUL-split */
+	const char *method;
+	const char *raw_path;	    /* as sent, NUL-terminated copy */
+	char *path;		    /* decoded, malloc'ed */
+	struct s3_kv query[SV_QUERY_MAX]; /* decoded, malloc'ed */
+	size_t nquery;
+	struct sv_hdr hdr[SV_HDRS_MAX];
+	size_t nhdr;
+	uint64_t length;	/* Content-Length, when has_length */
+	bool has_length, chunked, expect_continue, keep_alive, http10;
+	/* the body as it is read */
+	uint64_t left;		/* of the body, or of the current chunk */
+	bool body_end;		/* all of it was read */
+	bool continued;		/* 100 Continue sent, or not asked for */
+	bool chunk_open;	/* inside a chunk's data */
+	uint64_t body_read;
+};
+
+/* Reads the next request's header section.  Returns 0; 1 when the peer
+ * closed the connection between requests; -E2BIG (431: over
+ * SV_HEAD_MAX or SV_HDRS_MAX), -RDX_EPROTO (400: not HTTP/1.x as this
+ * server reads it), -ETIMEDOUT, -ECANCELED (stop) or -errno. */
+int sv_read_request(struct sv_conn *c, struct sv_req *r);
+
+/* Frees what sv_read_request() allocated. */
+void sv_req_release(struct sv_req *r);
+
+/* The first header of that name (any case), NULL when none. */
+const char *sv_hdr(const struct sv_req *r, const char *name);
+
+/* Whether the query has name; *value its value (NULL for "?name"). */
+bool sv_query(const struct sv_req *r, const char *name, const char **value);
+
+/* Reads up to n bytes of the body (sending 100 Continue first when it was
+ * asked for).  Returns the count, 0 at the body's end, -RDX_EPROTO for a
+ * malformed chunk, -ECONNRESET when the peer closed early, -ETIMEDOUT,
+ * -ECANCELED or -errno; after an error the connection is broken. */
+ssize_t sv_body_read(struct sv_conn *c, struct sv_req *r, void *p, size_t n);
+
+/* Reads and drops what is left of the body, if it is at most max bytes
+ * (and no 100 Continue is still owed: then the client never sent it);
+ * else marks the connection broken, to be closed after the answer. */
+void sv_body_skip(struct sv_conn *c, struct sv_req *r, uint64_t max);
+
+/* Sends a status line and headers: hdrs (each "Name: value\r\n") plus
+ * Date, Server, x-amz-request-id, Content-Length (when has_length) and
+ * Connection.  Returns 0 or -errno. */
+int sv_send_head(struct sv_conn *c, const struct sv_req *r, int status,
+		 const char *hdrs, bool has_length, uint64_t length);
+
+/* Sends n bytes / len bytes of fd from off.  Return 0 or -errno. */
+int sv_send(struct sv_conn *c, const void *p, size_t n);
+int sv_sendfile(struct sv_conn *c, int fd, uint64_t off, uint64_t len);
+
+/* "Tue, 15 Nov 1994 08:12:31 GMT" and "2009-10-12T17:50:30.000Z". */
+void sv_http_date(time_t t, char out[40]);
+void sv_iso_date(time_t t, char out[40]);
+
+/* Appends s with &, <, >, ", ' and characters XML 1.0 cannot carry
+ * escaped (the last as &#xN; where XML allows them, else refused:
+ * -EINVAL). */
+int sv_xml_esc(struct s3_buf *b, const char *s);
+
+/* ---------------------------------------------------------------- auth */
+
+struct sv_auth {
+	const char *access_key, *secret_key; /* NULL: no_sign */
+};
+
+/* Checks r's signature.  Returns 0 with *payload the body's SHA-256 the
+ * signature covers (hex; NULL: unsigned payload), or an HTTP status with
+ * code and msg set (403 SignatureDoesNotMatch, 400
+ * AuthorizationHeaderMalformed, ...). */
+int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
+		  const char **payload, const char **code, char *msg,
+		  size_t msglen);
+
+/* --------------------------------------------------------------- store */
+
+/* What rds3 serve keeps with an object (in the extended attribute
+ * "user.rds3"), checked against the file's size and mtime: a file
+ * changed or put there by another hand gets its MD5 computed again. */
+struct sv_meta {
+	char etag[48];	    /* "hex" or "hex-N", no quotes */
+	uint64_t size;
+	int64_t mtime_ns;
+	unsigned parts;	    /* 0: not multipart */
+	uint64_t part_size; /* parts of this size but the last; 0: unequal */
+	char *headers;	    /* "name: value\n" lines (Content-Type, x-amz-meta-*), malloc'ed */
+};
+
+void sv_meta_release(struct sv_meta *m);
+
+/* Whether name is a valid bucket name (3..63 of a-z 0-9 . -, starting
+ * and ending with a letter or digit). */
+bool sv_bucket_ok(const char *name);
+
+/* Whether key is one this server can store: 1..1024 bytes, components
+ * non-empty, not "." or "..", at most 255 bytes, no temporary's name.
+ * Returns 0 or -ENAMETOOLONG / -EINVAL. */
+int sv_key_ok(const char *key);
+
+/* Whether a directory entry's name is one of this server's temporaries. */
+bool sv_is_temp(const char *name);
+
+/* Reads (or computes and records) m for the regular file fd. */
+int sv_meta_get(int fd, struct sv_meta *m);
+
+/* Records m on fd.  Returns 0, -ENOTSUP (the file system keeps no user
+ * extended attributes) or -errno. */
+int sv_meta_set(int fd, const struct sv_meta *m);
+
+/* Opens the bucket directory (O_PATH | O_DIRECTORY, never through a
+ * symlink).  Returns the fd or -ENOENT / -errno. */
+int sv_bucket_open(int root, const char *bucket);
+
+/* Opens the object key in bucket directory bfd for reading: a regular
+ * file reached without following a symlink.  Returns the fd, -ENOENT
+ * (no such key: also a directory or a symlink there), or -errno. */
+int sv_object_open(int bfd, const char *key);
+
+/* Writing an object: a temporary in the key's directory (made as
+ * needed), renamed over the key by sv_put_commit(). */
+struct sv_put {
+	int dir;	/* the key's directory */
+	int fd;
+	char *tmp;	/* the temporary's name in dir */
+	const char *name; /* the key's last component */
+};
+
+/* Starts writing key in bucket bfd.  Returns 0, -ENOTDIR / -EEXIST (a
+ * component of the key is an object, or the key a prefix of others),
+ * -ELOOP (a symlink on the way) or -errno. */
+int sv_put_begin(int bfd, const char *key, struct sv_put *p);
+
+/* Gives the temporary mode and renames it to the key (replacing an
+ * object, or an empty directory of that name).  Returns 0, -EEXIST (a
+ * directory with keys under it is there) or -errno; the temporary is
+ * removed and the descriptors closed either way. */
+int sv_put_commit(struct sv_put *p, mode_t mode);
+
+/* Removes the temporary; harmless after a commit. */
+void sv_put_abort(struct sv_put *p);
+
+/* Removes the object key, then its directories left empty up to the
+ * bucket.  Returns 0 (also when there was no such key) or -errno. */
+int sv_object_delete(int bfd, const char *key);
+
+/* ---------------------------------------------------------------- list */
+
+struct sv_list_item {
+	char *key;
+	bool is_prefix;
+	uint64_t size;
+	time_t mtime;
+	char etag[48];
+};
+
+struct sv_list_args {
+	const char *prefix, *delimiter, *start_after;
+	unsigned max_keys; /* 0..1000 */
+};
+
+struct sv_list_result {
+	struct sv_list_item *v;
+	size_t n;
+	bool truncated;
+};
+
+/* Lists bucket bfd as ListObjects does: keys and common prefixes in
+ * byte order after start_after, at most max_keys, truncated when more
+ * follow.  Memory is bounded by the largest directory, not the bucket.
+ * Returns 0 or -errno. */
+int sv_list(int bfd, const struct sv_list_args *a, struct sv_list_result *out);
+void sv_list_release(struct sv_list_result *r);
+
+#endif
