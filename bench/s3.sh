@@ -21,6 +21,9 @@
 #                  10 MB + 1 s per 5 objects)
 #   RDS3           path of rds3 (default build/rds3; copied into the scratch
 #                  directory first, so a rebuild during the run changes nothing)
+#   SERVER=s3rver  the server: s3rver, or rds3 (`rds3 serve` of this build
+#                  on the scratch directory's store: a server fast enough
+#                  not to hide the clients' differences)
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #
 # Each tool runs with its own defaults (part size, concurrency, transfers):
@@ -58,6 +61,8 @@ COUNT=${COUNT:-2000}
 PAR=${PAR:-8}
 OBJ=$((256 * 1024))
 RDS3=${RDS3:-$BENCH_REPO/build/rds3}
+SERVER=${SERVER:-s3rver}
+case $SERVER in s3rver | rds3) ;; *) die "SERVER: s3rver or rds3, not '$SERVER'" ;; esac
 AWS=/usr/bin/aws
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer"
 [ "$BYTES" -gt 0 ] || die "SIZE must be > 0"
@@ -109,19 +114,31 @@ stop_s3rver() {
 BENCH_CLEANUPS+=(stop_s3rver)
 
 PORT=$(free_port)
-# s3rver's ListObjectsV2 continuation token is DES, which OpenSSL 3 keeps
-# in its legacy provider: without it a listing past 1000 keys is a 500.
-legacy=()
-node --openssl-legacy-provider -e '' 2>/dev/null && legacy=(--openssl-legacy-provider)
-node "${legacy[@]}" "$S3RVER_JS" -d "$TMPD/store" -a 127.0.0.1 -p "$PORT" --silent \
-	>"$TMPD/s3rver.log" 2>&1 &
-S3_PID=$!
+if [ "$SERVER" = rds3 ]; then
+	cp "$RDS3" "$TMPD/rds3-serve"
+	mkdir -p "$TMPD/store"
+	AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER \
+		"$TMPD/rds3-serve" --port "$PORT" serve "$TMPD/store" \
+		>"$TMPD/s3rver.log" 2>&1 &
+	S3_PID=$!
+	SERVER_DESC="rds3 serve ($("$RDS3" --version 2>&1 | head -n1))"
+else
+	# s3rver's ListObjectsV2 continuation token is DES, which OpenSSL 3
+	# keeps in its legacy provider: without it a listing past 1000 keys
+	# is a 500.
+	legacy=()
+	node --openssl-legacy-provider -e '' 2>/dev/null && legacy=(--openssl-legacy-provider)
+	node "${legacy[@]}" "$S3RVER_JS" -d "$TMPD/store" -a 127.0.0.1 -p "$PORT" --silent \
+		>"$TMPD/s3rver.log" 2>&1 &
+	S3_PID=$!
+	SERVER_DESC="s3rver $S3RVER_VER on node $(node --version)"
+fi
 for _ in $(seq 1 200); do
 	[ -n "$(ss -Hltn "sport = :$PORT")" ] && break
-	kill -0 "$S3_PID" 2>/dev/null || { cat "$TMPD/s3rver.log" >&2; die "s3rver exited"; }
+	kill -0 "$S3_PID" 2>/dev/null || { cat "$TMPD/s3rver.log" >&2; die "the S3 server exited"; }
 	sleep 0.05
 done
-[ -n "$(ss -Hltn "sport = :$PORT")" ] || die "s3rver does not listen on $PORT"
+[ -n "$(ss -Hltn "sport = :$PORT")" ] || die "the S3 server does not listen on $PORT"
 EP=http://127.0.0.1:$PORT
 BUCKET=rdxbench
 
@@ -271,7 +288,7 @@ row() {
 	record "$name" "$T_WALL" "$T_CPU" "$T_RSS" "$far"
 }
 
-log "server: s3rver $S3RVER_VER, node $(node --version), $EP, store $TMPD/store"
+log "server: $SERVER_DESC, $EP, store $TMPD/store"
 log "rds3 many objects: $RDS3_MANY_DESC"
 log "size $BYTES bytes, $COUNT x $OBJ bytes, runs $RUNS, timeout ${TIMEOUT}s"
 
@@ -304,7 +321,7 @@ done
 # ---------------------------------------------------------------- report
 echo
 echo "rdxfer S3 bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
-echo "server: s3rver $S3RVER_VER on node $(node --version), $EP (loopback, no proxy)"
+echo "server: $SERVER_DESC, $EP (loopback, no proxy)"
 echo "clients: rds3 ($("$RDS3" --version 2>&1 | head -n1)), $("$AWS" --version 2>&1 | head -n1 | cut -d' ' -f1), $(rclone version 2>/dev/null | head -n1), $(s3cmd --version)"
 echo "rds3 many objects: $RDS3_MANY_DESC"
 echo "one object: $BYTES bytes; many: $COUNT x $OBJ bytes; best of $RUNS run(s)"
