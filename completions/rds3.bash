@@ -14,6 +14,12 @@ _rds3()
 		return 0 ;;
 	--expires)
 		return 0 ;;
+	--listen)
+		return 0 ;;
+	--port)
+		return 0 ;;
+	--max-connections)
+		return 0 ;;
 	--profile)
 		return 0 ;;
 	--endpoint)
@@ -32,7 +38,7 @@ _rds3()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose -q --quiet --progress --json -r --recursive --delete --dry-run --checksum --include --exclude --jobs --resume --expires --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --part-size --concurrency --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose -q --quiet --progress --json -r --recursive --delete --dry-run --checksum --include --exclude --jobs --resume --expires --listen --port --max-connections --profile --endpoint --region --no-sign-request --path-style --virtual-host --retries --part-size --concurrency --insecure --connect-timeout --timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))
