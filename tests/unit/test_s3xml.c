@@ -208,8 +208,51 @@ static void test_delete(void)
 	s3_list_release(&l);
 }
 
+/* What rds3 serve reads from clients. */
+static void test_requests(void)
+{
+	struct s3_list l = { 0 };
+	bool quiet = true;
+	const char *doc;
+
+	doc = "<CompleteMultipartUpload " NS "><Part><ETag>\"aa\"</ETag><PartNumber>1</PartNumber></Part>"
+	      "<Part><PartNumber>2</PartNumber><ETag>bb</ETag></Part></CompleteMultipartUpload>";
+	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == 0 && l.n == 2 &&
+		      !strcmp(l.v[0].name, "\"aa\"") && l.v[0].size == 1 &&
+		      !strcmp(l.v[1].name, "bb") && l.v[1].size == 2,
+	      "Complete: each Part's ETag and PartNumber, in either order");
+	s3_list_release(&l);
+	doc = "<CompleteMultipartUpload><Part><ETag>aa</ETag></Part></CompleteMultipartUpload>";
+	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == -RDX_EPROTO && l.n == 0,
+	      "Complete: a Part without a PartNumber is refused");
+	doc = "<CompleteMultipartUpload><Part><ETag>aa</ETag><PartNumber>-1</PartNumber></Part></CompleteMultipartUpload>";
+	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == -RDX_EPROTO && l.n == 0,
+	      "Complete: a PartNumber that is not a number is refused");
+	doc = "<Delete " NS "><Quiet>true</Quiet><Object><Key>a &amp; b</Key></Object>"
+	      "<Object><Key>c/d</Key><VersionId>x</VersionId></Object></Delete>";
+	CHECK(s3_xml_delete_request(doc, strlen(doc), &l, &quiet) == 0 && quiet && l.n == 2 &&
+		      !strcmp(l.v[0].name, "a & b") && !strcmp(l.v[1].name, "c/d"),
+	      "Delete: the keys and Quiet");
+	s3_list_release(&l);
+	doc = "<Delete><Object><Key>a</Key></Object></Delete>";
+	CHECK(s3_xml_delete_request(doc, strlen(doc), &l, &quiet) == 0 && !quiet && l.n == 1,
+	      "Delete: not quiet unless it says so");
+	s3_list_release(&l);
+	doc = "<Delete><Object><VersionId>x</VersionId></Object></Delete>";
+	CHECK(s3_xml_delete_request(doc, strlen(doc), &l, &quiet) == -RDX_EPROTO && l.n == 0,
+	      "Delete: an Object without a Key is refused");
+	doc = "<!DOCTYPE d [<!ENTITY a \"aaaa\">]><Delete><Object><Key>&a;</Key></Object></Delete>";
+	CHECK(s3_xml_delete_request(doc, strlen(doc), &l, &quiet) == -RDX_EPROTO && l.n == 0,
+	      "Delete: a DTD is refused");
+	doc = "<DeleteResult/>";
+	CHECK(s3_xml_delete_request(doc, strlen(doc), &l, &quiet) == -RDX_EPROTO,
+	      "Delete: another document is refused");
+	s3_list_release(&l);
+}
+
 int main(void)
 {
+	test_requests();
 	test_delete();
 	test_error();
 	test_list();
