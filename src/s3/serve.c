@@ -1074,6 +1074,63 @@ static int create_upload(struct call *k)
 	return ret;
 }
 
+/* UploadPartCopy: the part is x-amz-copy-source's bytes, all of them or
+ * x-amz-copy-source-range's.  0, or an answer was sent (1). */
+static int copy_part(struct call *k, int out, unsigned char md5[16])
+{
+	const char *range = sv_hdr(k->r, "x-amz-copy-source-range");
+	const char *im = sv_hdr(k->r, "x-amz-copy-source-if-match");
+	char sbucket[64];
+	char *skey = NULL;
+	struct sv_meta sm;
+	uint64_t from = 0, to = 0;
+	int sb, sfd, ret;
+
+	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
+		free(skey);
+		return fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey") ? -EIO : 1;
+	}
+	sb = sv_bucket_open(k->s->root, sbucket);
+	sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
+	if (sb >= 0)
+		close(sb);
+	free(skey);
+	if (sfd < 0)
+		return fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.") ? -EIO : 1;
+	if ((ret = sv_meta_get(sfd, &sm))) {
+		close(sfd);
+		return fail_errno(k, ret) ? -EIO : 1;
+	}
+	sv_meta_release(&sm);
+	if (im && !etag_match(im, sm.etag)) {
+		close(sfd);
+		return fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
+	}
+	if (range) {
+		unsigned long long a, b;
+		char tail;
+
+		if (sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a || b >= sm.size) {
+			close(sfd);
+			return fail(k, 400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy") ? -EIO : 1;
+		}
+		from = a;
+		to = b + 1;
+	} else {
+		to = sm.size;
+	}
+	if (to - from > SV_PUT_MAX) {
+		close(sfd);
+		return fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
+	}
+	sv_body_skip(k->c, k->r, 1 << 20);
+	ret = copy_range(sfd, from, to - from, out, md5);
+	close(sfd);
+	if (ret)
+		return fail_errno(k, ret) ? -EIO : 1;
+	return 0;
+}
+
 static int upload_part(struct call *k, const char *id, const char *pn)
 {
 	char name[16], *end;
@@ -1087,8 +1144,6 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 
 	if (!pn || *end || !n || n > SV_PARTS_MAX)
 		return fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
-	if (sv_hdr(k->r, "x-amz-copy-source"))
-		return fail(k, 501, "NotImplemented", "rds3 serve does not implement UploadPartCopy");
 	up = upload_open(k, id);
 	if (up < 0)
 		return no_upload(k);
@@ -1102,7 +1157,10 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 		sv_put_abort(&p);
 		return fail_errno(k, ret);
 	}
-	ret = take_body(k, p.fd, SV_PUT_MAX, md5, &size);
+	if (sv_hdr(k->r, "x-amz-copy-source"))
+		ret = copy_part(k, p.fd, md5);
+	else
+		ret = take_body(k, p.fd, SV_PUT_MAX, md5, &size);
 	if (ret) {
 		sv_put_abort(&p);
 		return ret < 0 ? ret : 0;
@@ -1118,8 +1176,17 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 	if (ret)
 		return fail_errno(k, ret);
 	s3_buf_init(&h, 0);
-	add_etag(&h, m.etag);
-	ret = s3_buf_err(&h) ? -ENOMEM : answer(k, 200, h.p, NULL, 0);
+	if (sv_hdr(k->r, "x-amz-copy-source")) {
+		char date[40];
+
+		sv_iso_date(time(NULL), date);
+		s3_buf_printf(&h, XML_HEAD "<CopyPartResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
+				  "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", date, m.etag);
+		ret = xml_answer(k, 200, &h);
+	} else {
+		add_etag(&h, m.etag);
+		ret = s3_buf_err(&h) ? -ENOMEM : answer(k, 200, h.p, NULL, 0);
+	}
 	s3_buf_release(&h);
 	return ret;
 }
