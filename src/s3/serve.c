@@ -157,7 +157,7 @@ static int object_headers(const struct sv_req *r, char **out)
 	struct s3_buf b;
 	size_t i, user = 0;
 
-	s3_buf_init(&b, 8192);
+	s3_buf_init(&b, SV_HEADERS_MAX);
 	for (i = 0; i < r->nhdr; i++) {
 		const char *n = r->hdr[i].name;
 		bool ok = !strncasecmp(n, "x-amz-meta-", 11);
@@ -233,6 +233,10 @@ static int take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16]
 	for (;;) {
 		ssize_t n = sv_body_read(k->c, r, buf, IO_BUF);
 
+		if (n == -RDX_EPROTO) { /* the peer is there: tell it */
+			ret = fail(k, 400, "IncompleteBody", "the chunked body is malformed") ? -EIO : 1;
+			goto out;
+		}
 		if (n < 0) {
 			ret = (int)n;
 			goto out;
@@ -965,10 +969,35 @@ static int copy_object(struct call *k, int bfd, const char *src)
 
 /* ---------------------------------------------------------- multipart */
 
+/* DIR/.rds3-uploads, made when asked; never through a symlink put
+ * there.  Returns an O_PATH descriptor or -errno. */
+static int uploads_fd(int root, bool make)
+{
+	int fd;
+
+	if (make && mkdirat(root, UPLOADS, 0700) && errno != EEXIST)
+		return -errno;
+	fd = openat(root, UPLOADS, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Opens upload id's directory in DIR/.rds3-uploads. */
+static int upload_dir(int root, const char *id)
+{
+	int u = uploads_fd(root, false), up;
+
+	if (u < 0)
+		return u;
+	up = openat(u, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	up = up < 0 ? -errno : up;
+	close(u);
+	return up;
+}
+
 /* The upload's directory, when id is one of this bucket and key's. */
 static int upload_open(struct call *k, const char *id)
 {
-	char path[128], info[SV_KEY_MAX + 128], want[SV_KEY_MAX + 128];
+	char info[SV_KEY_MAX + 128], want[SV_KEY_MAX + 128];
 	int up, fd;
 	ssize_t n;
 	size_t i;
@@ -978,8 +1007,7 @@ static int upload_open(struct call *k, const char *id)
 	for (i = 0; i < 32; i++)
 		if (!strchr(hexd, id[i]) || !id[i])
 			return -ENOENT;
-	snprintf(path, sizeof(path), UPLOADS "/%s", id);
-	up = openat(k->s->root, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	up = upload_dir(k->s->root, id);
 	if (up < 0)
 		return -ENOENT;
 	fd = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -1002,15 +1030,13 @@ static int no_upload(struct call *k)
 
 static int remove_upload(int root, const char *id)
 {
-	char path[128];
-	int up = -1;
+	int up, u, ret;
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(path, sizeof(path), UPLOADS "/%s", id);
-	up = openat(root, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	up = upload_dir(root, id);
 	if (up < 0)
-		return -errno;
+		return up;
 	d = fdopendir(up);
 	if (!d) {
 		close(up);
@@ -1020,16 +1046,21 @@ static int remove_upload(int root, const char *id)
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
-	return unlinkat(root, path, AT_REMOVEDIR) ? -errno : 0;
+	u = uploads_fd(root, false);
+	if (u < 0)
+		return u;
+	ret = unlinkat(u, id, AT_REMOVEDIR) ? -errno : 0;
+	close(u);
+	return ret;
 }
 
 static int create_upload(struct call *k)
 {
 	unsigned char rnd[16];
-	char id[33], path[128];
+	char id[33];
 	char *hdrs = NULL;
 	struct s3_buf b;
-	int up, fd, ret;
+	int u, up, fd, ret;
 
 	if (object_headers(k->r, &hdrs))
 		return fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
@@ -1039,12 +1070,13 @@ static int create_upload(struct call *k)
 		return fail_errno(k, -EIO);
 	}
 	md5_hex(rnd, id);
-	mkdirat(k->s->root, UPLOADS, 0700);
-	snprintf(path, sizeof(path), UPLOADS "/%s", id);
-	if (mkdirat(k->s->root, path, 0700) ||
-	    (up = openat(k->s->root, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	u = uploads_fd(k->s->root, true);
+	up = u < 0 ? u : mkdirat(u, id, 0700) ? -errno : upload_dir(k->s->root, id);
+	if (u >= 0)
+		close(u);
+	if (up < 0) {
 		free(hdrs);
-		return fail_errno(k, -errno);
+		return fail_errno(k, up == -ENOTDIR || up == -ELOOP ? -EIO : up);
 	}
 	s3_buf_init(&b, 0);
 	s3_buf_printf(&b, "%s\n%s\n", k->bucket, k->key);
@@ -1226,7 +1258,7 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 		}
 	hfd = openat(up, "headers", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (hfd >= 0) {
-		char hb[SV_META_MAX * 2 + 1024];
+		char hb[SV_HEADERS_MAX + 1];
 		ssize_t hn = rdx_pread_full(hfd, hb, sizeof(hb) - 1, 0);
 
 		close(hfd);
@@ -1342,7 +1374,8 @@ out:
 
 static int list_uploads(struct call *k)
 {
-	int fd = openat(k->s->root, UPLOADS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int u = uploads_fd(k->s->root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	struct s3_buf b;
@@ -1395,6 +1428,8 @@ static int list_uploads(struct call *k)
 		closedir(d);
 	else if (fd >= 0)
 		close(fd);
+	if (u >= 0)
+		close(u);
 	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListMultipartUploadsResult>", more ? "true" : "false");
 	ret = xml_answer(k, 200, &b);
 	s3_buf_release(&b);

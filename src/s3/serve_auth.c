@@ -127,6 +127,25 @@ static int verify(const struct sv_auth *a, const struct sv_req *r,
 	if (!host)
 		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
 			    "the Host header must be signed");
+	/* As S3: every x-amz-* header is signed, so that a request seen on
+	 * the way cannot be replayed with metadata or a copy source added. */
+	for (i = 0; i < r->nhdr; i++) {
+		const char *n = r->hdr[i].name;
+		size_t len = strlen(n);
+		const char *at = signed_list;
+		bool listed = false;
+
+		if (strncasecmp(n, "x-amz-", 6))
+			continue;
+		while (at && *at && !listed) {
+			listed = !strncasecmp(at, n, len) && (at[len] == ';' || !at[len]);
+			at = strchr(at, ';');
+			at = at ? at + 1 : NULL;
+		}
+		if (!listed)
+			return fail(code, msg, msglen, 403, "AccessDenied",
+				    "There were headers present in the request which were not signed");
+	}
 	s3_sigv4_init(&out);
 	ret = s3_sigv4_sign(&creds,
 			    &(struct s3_sign){ .method = r->method,

@@ -324,6 +324,11 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 	r->head[0] = '\0';
 	memset((char *)r + offsetof(struct sv_req, method), 0,
 	       sizeof(*r) - offsetof(struct sv_req, method));
+	/* Empty lines before a request are allowed (RFC 9112 2.2), also
+	 * after a body, in what is already buffered. */
+	while (c->in_off < c->in_len &&
+	       (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
+		c->in_off++;
 	/* The head is copied out of the input buffer as it is found. */
 	for (;;) {
 		size_t take = c->in_len - c->in_off;

@@ -25,6 +25,7 @@
 #define SV_PARTS_MAX 10000
 #define SV_XML_MAX ((size_t)4 << 20)	 /* a request's XML body */
 #define SV_META_MAX 2048		 /* user metadata, as S3 */
+#define SV_HEADERS_MAX 3072		 /* all headers kept with an object */
 
 /* ---------------------------------------------------------------- HTTP */
 
