@@ -86,9 +86,11 @@ static int xml_answer(struct call *k, int status, struct s3_buf *b)
 	return ret;
 }
 
-static int fail(struct call *k, int status, const char *code, const char *msg)
+/* An S3 Error document, with extra headers (each ending in CRLF). */
+static int fail_h(struct call *k, int status, const char *code, const char *msg,
+		  const char *extra)
 {
-	struct s3_buf b;
+	struct s3_buf b, h;
 	int ret;
 
 	/* A body not read is dropped if small, else the connection closes. */
@@ -97,15 +99,23 @@ static int fail(struct call *k, int status, const char *code, const char *msg)
 	s3_buf_printf(&b, XML_HEAD "<Error><Code>%s</Code><Message>", code);
 	sv_xml_esc(&b, msg);
 	s3_buf_adds(&b, "</Message><Resource>");
-	sv_xml_esc(&b, k->r->path ? k->r->path : "");
+	sv_xml_esc(&b, k->r->path ? k->r->path : k->r->raw_path ? k->r->raw_path : "");
 	s3_buf_adds(&b, "</Resource></Error>");
+	s3_buf_init(&h, 0);
+	s3_buf_printf(&h, "Content-Type: application/xml\r\n%s", extra ? extra : "");
 	k->status = status;
-	ret = s3_buf_err(&b) ? -ENOMEM
-			     : answer(k, status, "Content-Type: application/xml\r\n",
-				      strcmp(k->r->method, "HEAD") ? b.p : NULL,
-				      strcmp(k->r->method, "HEAD") ? b.len : 0);
+	ret = s3_buf_err(&b) || s3_buf_err(&h)
+		      ? -ENOMEM
+		      : answer(k, status, h.p, strcmp(k->r->method, "HEAD") ? b.p : NULL,
+			       strcmp(k->r->method, "HEAD") ? b.len : 0);
 	s3_buf_release(&b);
+	s3_buf_release(&h);
 	return ret;
+}
+
+static int fail(struct call *k, int status, const char *code, const char *msg)
+{
+	return fail_h(k, status, code, msg, NULL);
 }
 
 /* The answer for an errno from the store. */
@@ -739,8 +749,7 @@ static int get_object(struct call *k, int bfd)
 		char cr[64];
 
 		snprintf(cr, sizeof(cr), "Content-Range: bytes */%" PRIu64 "\r\n", m.size);
-		sv_body_skip(k->c, k->r, 1 << 20);
-		ret = answer(k, 416, cr, NULL, 0);
+		ret = fail_h(k, 416, "InvalidRange", "The requested range is not satisfiable", cr);
 		goto out;
 	}
 	if (rr > 0) {
@@ -1436,6 +1445,53 @@ static int list_uploads(struct call *k)
 	return ret;
 }
 
+/* Whether every query parameter is one this server acts on for the
+ * method: a sub-resource it does not keep (?acl, ?tagging, ?retention,
+ * ...) must not read or replace the object as if it were absent.
+ * Returns 0 to go on; else an answer was sent (1) or -errno.  GET
+ * ?tagging answers an empty tag set, which is what this server keeps. */
+static int object_query_ok(struct call *k)
+{
+	const char *m = k->r->method;
+	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+	size_t i;
+
+	for (i = 0; i < k->r->nquery; i++) {
+		const char *n = k->r->query[i].name;
+
+		if (!strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id") ||
+		    (get && (!strcmp(n, "partNumber") || !strncmp(n, "response-", 9))) ||
+		    (!strcmp(m, "PUT") && (!strcmp(n, "partNumber") || !strcmp(n, "uploadId"))) ||
+		    (!strcmp(m, "DELETE") && !strcmp(n, "uploadId")) ||
+		    (!strcmp(m, "POST") && (!strcmp(n, "uploads") || !strcmp(n, "uploadId"))) ||
+		    (get && !strcmp(n, "uploadId")))
+			continue;
+		if (!strcmp(n, "versionId") && k->r->query[i].value &&
+		    !strcmp(k->r->query[i].value, "null"))
+			continue; /* the one version an unversioned bucket has */
+		if (!strcmp(m, "GET") && !strcmp(n, "tagging") && k->r->nquery == 1) {
+			struct s3_buf b;
+			int ret, fd = -1, bfd;
+
+			if ((ret = bucket_fd(k, &bfd)) || bfd < 0)
+				return ret < 0 ? ret : 1;
+			fd = sv_object_open(bfd, k->key);
+			close(bfd);
+			if (fd < 0)
+				return fail_errno(k, fd) ? -EIO : 1;
+			close(fd);
+			s3_buf_init(&b, 0);
+			s3_buf_adds(&b, XML_HEAD "<Tagging xmlns=\"" XMLNS "\"><TagSet></TagSet></Tagging>");
+			ret = xml_answer(k, 200, &b);
+			s3_buf_release(&b);
+			return ret ? ret : 1;
+		}
+		return fail(k, 501, "NotImplemented",
+			    "rds3 serve does not implement this sub-resource or parameter") ? -EIO : 1;
+	}
+	return 0;
+}
+
 static int object_op(struct call *k)
 {
 	const char *m = k->r->method, *id = NULL, *pn = NULL, *src;
@@ -1446,6 +1502,8 @@ static int object_op(struct call *k)
 			       ? fail(k, 400, "KeyTooLongError", "Your key is too long")
 			       : fail(k, 400, "InvalidArgument",
 				      "rds3 serve keeps keys as file paths: no empty, '.' or '..' component, none over 255 bytes, no control characters");
+	if ((ret = object_query_ok(k)))
+		return ret > 0 ? 0 : ret;
 	if ((ret = bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
 	sv_query(k->r, "uploadId", &id);
@@ -1535,7 +1593,15 @@ static void *conn_main(void *arg)
 			int ret = sv_read_request(c, r);
 
 			if (ret == 1 || ret == -ECONNRESET || ret == -ETIMEDOUT ||
-			    ret == -ECANCELED || (ret < 0 && ret != -E2BIG && ret != -RDX_EPROTO)) {
+			    ret == -ECANCELED ||
+			    (ret < 0 && ret != -E2BIG && ret != -RDX_EPROTO && ret != -EILSEQ)) {
+				sv_req_release(r);
+				break;
+			}
+			if (ret == -EILSEQ) { /* a NUL in the path or query */
+				c->broken = true;
+				r->keep_alive = false;
+				fail(&k, 400, "InvalidArgument", "a key or parameter cannot hold a NUL byte");
 				sv_req_release(r);
 				break;
 			}
@@ -1551,8 +1617,9 @@ static void *conn_main(void *arg)
 			}
 			ret = handle(&k);
 			if (s->o->verbose)
-				rdx_info(0, "%s %s %s %d %" PRIu64, c->peer, r->method,
-					 r->raw_path, k.status, k.sent);
+				rdx_info(0, "%s %s %s%s%s %d %" PRIu64, c->peer, r->method,
+					 r->raw_path, r->raw_query ? "?" : "",
+					 r->raw_query ? r->raw_query : "", k.status, k.sent);
 			if (ret < 0 || !r->keep_alive || !r->body_end)
 				c->broken = true;
 			sv_req_release(r);

@@ -187,11 +187,11 @@ static int parse_query(struct sv_req *r, char *q)
 			ret = s3_uri_decode(&value, eq + 1, strlen(eq + 1));
 		if (!ret && (strlen(s3_buf_str(&name)) != name.len ||
 			     strlen(s3_buf_str(&value)) != value.len))
-			ret = -RDX_EPROTO; /* %00 */
+			ret = -EILSEQ; /* %00 */
 		if (ret) {
 			s3_buf_release(&name);
 			s3_buf_release(&value);
-			return ret == -ENOMEM ? ret : -RDX_EPROTO;
+			return ret == -ENOMEM || ret == -EILSEQ ? ret : -RDX_EPROTO;
 		}
 		r->query[r->nquery].name = name.p ? name.p : strdup("");
 		r->query[r->nquery].value = eq ? (value.p ? value.p : strdup("")) : NULL;
@@ -216,16 +216,19 @@ static int parse_target(struct sv_req *r, char *target)
 
 	if (target[0] != '/')
 		return -RDX_EPROTO; /* only origin-form */
-	if (q)
+	if (q) {
 		*q++ = '\0';
+		if (!(r->raw_query = strdup(q)))
+			return -ENOMEM;
+	}
 	r->raw_path = target;
 	s3_buf_init(&path, SV_HEAD_MAX);
 	ret = s3_uri_decode(&path, target, strlen(target));
 	if (!ret && strlen(s3_buf_str(&path)) != path.len)
-		ret = -RDX_EPROTO; /* %00 */
+		ret = -EILSEQ; /* %00 */
 	if (ret) {
 		s3_buf_release(&path);
-		return ret == -ENOMEM ? ret : -RDX_EPROTO;
+		return ret == -ENOMEM || ret == -EILSEQ ? ret : -RDX_EPROTO;
 	}
 	r->path = path.p;
 	return parse_query(r, q);
@@ -377,6 +380,8 @@ void sv_req_release(struct sv_req *r)
 
 	free(r->path);
 	r->path = NULL;
+	free(r->raw_query);
+	r->raw_query = NULL;
 	for (i = 0; i < r->nquery; i++) {
 		free((char *)r->query[i].name);
 		free((char *)r->query[i].value);

@@ -47,6 +47,7 @@ struct sv_req {
 	char head[SV_HEAD_MAX + 1]; /* the header section, NUL-split */
 	const char *method;
 	const char *raw_path;	    /* as sent, NUL-terminated copy */
+	char *raw_query;	    /* as sent, malloc'ed; NULL: none */
 	char *path;		    /* decoded, malloc'ed */
 	struct s3_kv query[SV_QUERY_MAX]; /* decoded, malloc'ed */
 	size_t nquery;
@@ -65,7 +66,8 @@ struct sv_req {
 /* Reads the next request's header section.  Returns 0; 1 when the peer
  * closed the connection between requests; -E2BIG (431: over
  * SV_HEAD_MAX or SV_HDRS_MAX), -RDX_EPROTO (400: not HTTP/1.x as this
- * server reads it), -ETIMEDOUT, -ECANCELED (stop) or -errno. */
+ * server reads it), -EILSEQ (400: %00 in the path or query),
+ * -ETIMEDOUT, -ECANCELED (stop) or -errno. */
 int sv_read_request(struct sv_conn *c, struct sv_req *r);
 
 /* Frees what sv_read_request() allocated. */
