@@ -506,6 +506,7 @@ static int list_objects(struct call *k, int bfd)
 }
 
 static int list_uploads(struct call *k);
+static void drop_uploads(int root, const char *bucket);
 
 static int bucket_op(struct call *k)
 {
@@ -530,8 +531,12 @@ static int bucket_op(struct call *k)
 		return ret;
 	if (!strcmp(m, "DELETE") && !k->r->nquery) {
 		close(bfd);
-		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR))
+		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR)) {
+			/* Its open uploads go with it: a bucket made again
+			 * under the name starts without them. */
+			drop_uploads(k->s->root, k->bucket);
 			return answer(k, 204, NULL, NULL, 0);
+		}
 		if (errno == ENOTEMPTY || errno == EEXIST)
 			return fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
 		return fail_errno(k, -errno);
@@ -1061,6 +1066,41 @@ static int remove_upload(int root, const char *id)
 	ret = unlinkat(u, id, AT_REMOVEDIR) ? -errno : 0;
 	close(u);
 	return ret;
+}
+
+/* Removes the open uploads of bucket. */
+static void drop_uploads(int root, const char *bucket)
+{
+	int u = uploads_fd(root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	size_t bl = strlen(bucket);
+	struct dirent *de;
+
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		char info[80];
+		ssize_t n;
+		int up, f;
+
+		if (strlen(de->d_name) != 32)
+			continue;
+		up = openat(u, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (up < 0)
+			continue;
+		f = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		n = f >= 0 ? rdx_pread_full(f, info, sizeof(info), 0) : -1;
+		if (f >= 0)
+			close(f);
+		close(up);
+		if (n > (ssize_t)bl && !memcmp(info, bucket, bl) && info[bl] == '\n')
+			remove_upload(root, de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (u >= 0)
+		close(u);
 }
 
 static int create_upload(struct call *k)
