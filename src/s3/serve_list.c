@@ -185,7 +185,7 @@ static int read_dir(int fd, struct ent **out, size_t *n)
 		++*n;
 	}
 	closedir(d);
-	if (!ret)
+	if (!ret && *n) /* an empty directory has no array at all */
 		qsort(v, *n, sizeof(*v), ent_cmp);
 	*out = v;
 	return ret;
