@@ -51,7 +51,8 @@ CLANG ?= clang
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c src/s3/xml.c \
-	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/tree_disk.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c
+	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/tree_disk.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c \
+	src/s3/serve_http.c src/s3/buf.c src/s3/sigv4.c
 
 .PHONY: all check demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
@@ -110,7 +111,7 @@ $(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/core/*.h)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/core/*.h src/s3/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
 	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR) \
