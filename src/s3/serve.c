@@ -133,7 +133,7 @@ static int fail_errno(struct call *k, int err)
 		return fail(k, 400, "KeyTooLongError", "Your key is too long");
 	case -ENOSPC:
 	case -EDQUOT:
-		return fail(k, 507 == 0 ? 500 : 500, "InternalError", "the server's disk is full");
+		return fail(k, 500, "InternalError", "the server's disk is full");
 	default:
 		rdx_warn("%s %s: %s", k->r->method, k->r->raw_path, strerror(-err));
 		return fail(k, 500, "InternalError", "We encountered an internal error. Please try again.");
@@ -1182,7 +1182,7 @@ static int copy_part(struct call *k, int out, unsigned char md5[16])
 		close(sfd);
 		return fail_errno(k, ret) ? -EIO : 1;
 	}
-	sv_meta_release(&sm);
+	sv_meta_release(&sm); /* its headers; etag and size stay */
 	if (im && !etag_match(im, sm.etag)) {
 		close(sfd);
 		return fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
