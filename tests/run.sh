@@ -156,7 +156,7 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
 		export RDX_SANITIZED=1 # tests whose behaviour ASan's runtime changes
 		run_unit "$asan" asan
-		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats tests/cli/resume.bats)
+		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/s3serve.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats tests/cli/resume.bats)
 		run_cli "$asan" asan "${files[@]}"
 		unset RDX_BIG_SIZE RDX_SANITIZED
 	fi
