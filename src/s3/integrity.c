@@ -26,7 +26,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-static void hex16(const unsigned char *d, char out[33])
+void s3_hex16(const unsigned char *d, char out[33])
 {
 	static const char hx[] = "0123456789abcdef";
 	int i;
@@ -77,7 +77,7 @@ int s3_check_put_etag(struct s3_client *c, const struct s3_body_sum *sum)
 			 c->resp.etag);
 		return 0;
 	}
-	hex16(sum->md5, want);
+	s3_hex16(sum->md5, want);
 	if (s3_etag_md5(c->resp.etag, got) && !strcasecmp(got, want))
 		return 0;
 	return s3_bad_response(c, -RDX_EINTEGRITY, "",
@@ -346,7 +346,7 @@ int s3_parts_etag_match(const char *etag, const unsigned char (*md5)[16], unsign
 	char hex[33], want[33];
 
 	EVP_Digest(md5, (size_t)n * 16, d, &dl, EVP_md5(), NULL);
-	hex16(d, hex);
+	s3_hex16(d, hex);
 	snprintf(made, len, "\"%s-%u\"", hex, n);
 	/* The ETag's MD5 part: its first 32 hex digits after any quote. */
 	snprintf(want, sizeof(want), "%.32s", etag + (etag[0] == '"'));
@@ -384,7 +384,7 @@ int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
 		return check_parts(c, info->etag, info->size);
 	if (!md5)
 		return 0;
-	hex16(md5, got);
+	s3_hex16(md5, got);
 	if (!strcasecmp(got, want))
 		return 0;
 	return s3_bad_response(c, -RDX_EINTEGRITY, "",

@@ -4,6 +4,7 @@
  * is read from or written to ROOT. */
 #include "serve_int.h"
 
+#include "s3.h"
 #include "xml.h"
 
 #include "../core/err.h"
@@ -146,15 +147,6 @@ static void add_etag(struct s3_buf *b, const char *etag)
 }
 
 /* ------------------------------------------------------------- helpers */
-
-static void md5_hex(const unsigned char md[16], char out[33])
-{
-	for (int i = 0; i < 16; i++) {
-		out[2 * i] = hexd[md[i] >> 4];
-		out[2 * i + 1] = hexd[md[i] & 15];
-	}
-	out[32] = '\0';
-}
 
 /* The request's headers that go with an object: Content-Type and the
  * like, and x-amz-meta-* (names in lower case).  -E2BIG past S3's 2 KB
@@ -808,7 +800,7 @@ static int put_object(struct call *k, int bfd)
 		sv_meta_release(&m);
 		return ret < 0 ? ret : 0;
 	}
-	md5_hex(md5, m.etag);
+	s3_hex16(md5, m.etag);
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0; /* the ETag is computed again when asked */
@@ -952,7 +944,7 @@ static int copy_object(struct call *k, int bfd, const char *src)
 	close(sfd);
 	sv_meta_release(&sm);
 	if (!ret) {
-		md5_hex(md5, m.etag);
+		s3_hex16(md5, m.etag);
 		ret = sv_meta_set(p.fd, &m);
 		if (ret == -ENOTSUP && !m.headers)
 			ret = 0;
@@ -1118,7 +1110,7 @@ static int create_upload(struct call *k)
 		free(hdrs);
 		return fail_errno(k, -EIO);
 	}
-	md5_hex(rnd, id);
+	s3_hex16(rnd, id);
 	u = uploads_fd(k->s->root, true);
 	up = u < 0 ? u : mkdirat(u, id, 0700) ? -errno : upload_dir(k->s->root, id);
 	if (u >= 0)
@@ -1246,7 +1238,7 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 		sv_put_abort(&p);
 		return ret < 0 ? ret : 0;
 	}
-	md5_hex(md5, m.etag);
+	s3_hex16(md5, m.etag);
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP)
 		ret = 0;
@@ -1387,7 +1379,7 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 		off += pm.size;
 	}
 	EVP_DigestFinal_ex(all, md, NULL);
-	md5_hex(md, m.etag);
+	s3_hex16(md, m.etag);
 	snprintf(m.etag + 32, sizeof(m.etag) - 32, "-%zu", parts.n);
 	m.parts = (unsigned)parts.n;
 	m.part_size = equal ? first : 0;

@@ -9,8 +9,7 @@
 #include "serve_int.h"
 
 #include "../core/io.h"
-
-#include <openssl/evp.h>
+#include "s3.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -147,48 +146,10 @@ static bool meta_parse(char *v, struct sv_meta *m)
 	return true;
 }
 
-static int md5_fd(int fd, char out[33])
-{
-	unsigned char md[16];
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	size_t cap = 1 << 20, i;
-	char *buf = malloc(cap);
-	off_t off = 0;
-	int ret = 0;
-
-	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = pread(fd, buf, cap, off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (!n)
-			break;
-		EVP_DigestUpdate(ctx, buf, (size_t)n);
-		off += n;
-	}
-	EVP_DigestFinal_ex(ctx, md, NULL);
-	for (i = 0; i < 16; i++) {
-		out[2 * i] = hexd[md[i] >> 4];
-		out[2 * i + 1] = hexd[md[i] & 15];
-	}
-	out[32] = '\0';
-out:
-	EVP_MD_CTX_free(ctx);
-	free(buf);
-	return ret;
-}
-
 int sv_meta_get(int fd, struct sv_meta *m)
 {
 	char v[XATTR_MAX + 1];
+	unsigned char md5[16];
 	struct stat st;
 	ssize_t n;
 	int ret;
@@ -207,8 +168,9 @@ int sv_meta_get(int fd, struct sv_meta *m)
 	}
 	/* Put there or changed by another hand: hashed now, recorded when
 	 * the file system can keep it. */
-	if ((ret = md5_fd(fd, m->etag)))
-		return ret;
+	if ((ret = s3_fd_md5(fd, -1, (uint64_t)st.st_size, NULL, md5)))
+		return ret == -ENODATA ? -EAGAIN : ret; /* shrank meanwhile */
+	s3_hex16(md5, m->etag);
 	m->size = (uint64_t)st.st_size;
 	m->mtime_ns = mtime_ns(&st);
 	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == m->size &&
