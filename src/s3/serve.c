@@ -883,44 +883,60 @@ out:
 	return ret;
 }
 
-static int copy_object(struct call *k, int bfd, const char *src)
+/* Opens x-amz-copy-source for a copy: its descriptor into *sfd and its
+ * meta into *sm, checked against x-amz-copy-source-if-match; *self when
+ * it is the request's own object.  Returns 0, or an answer was sent (1)
+ * or could not be (-EIO). */
+static int copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self)
 {
-	char sbucket[64], date[40];
+	const char *im = sv_hdr(k->r, "x-amz-copy-source-if-match");
+	char sbucket[64];
 	char *skey = NULL;
+	int sb, ret;
+
+	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
+		free(skey);
+		return fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey") ? -EIO : 1;
+	}
+	*self = !strcmp(sbucket, k->bucket) && !strcmp(skey, k->key);
+	sb = sv_bucket_open(k->s->root, sbucket);
+	*sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
+	if (sb >= 0)
+		close(sb);
+	free(skey);
+	if (*sfd < 0)
+		return fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.") ? -EIO : 1;
+	if ((ret = sv_meta_get(*sfd, sm))) {
+		close(*sfd);
+		return fail_errno(k, ret) ? -EIO : 1;
+	}
+	if (im && !etag_match(im, sm->etag)) {
+		close(*sfd);
+		sv_meta_release(sm);
+		return fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
+	}
+	return 0;
+}
+
+static int copy_object(struct call *k, int bfd)
+{
+	char date[40];
 	const char *dir = sv_hdr(k->r, "x-amz-metadata-directive");
-	bool replace = dir && !strcmp(dir, "REPLACE");
+	bool replace = dir && !strcmp(dir, "REPLACE"), self;
 	struct sv_meta sm, m = { 0 };
 	unsigned char md5[16];
 	struct sv_put p;
 	struct s3_buf b;
 	struct stat st;
-	int sfd, sb, ret;
+	int sfd, ret;
 
-	if (copy_source(src, sbucket, sizeof(sbucket), &skey)) {
-		free(skey);
-		return fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
-	}
-	if (!replace && !strcmp(sbucket, k->bucket) && !strcmp(skey, k->key)) {
-		free(skey);
-		return fail(k, 400, "InvalidRequest",
-			    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
-	}
-	sb = sv_bucket_open(k->s->root, sbucket);
-	sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
-	if (sb >= 0)
-		close(sb);
-	free(skey);
-	if (sfd < 0)
-		return fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.");
-	if ((ret = sv_meta_get(sfd, &sm))) {
-		close(sfd);
-		return fail_errno(k, ret);
-	}
-	if (sv_hdr(k->r, "x-amz-copy-source-if-match") &&
-	    !etag_match(sv_hdr(k->r, "x-amz-copy-source-if-match"), sm.etag)) {
+	if ((ret = copy_source_open(k, &sfd, &sm, &self)))
+		return ret < 0 ? ret : 0;
+	if (self && !replace) {
 		close(sfd);
 		sv_meta_release(&sm);
-		return fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+		return fail(k, 400, "InvalidRequest",
+			    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
 	}
 	if (replace) {
 		if (object_headers(k->r, &m.headers)) {
@@ -1152,33 +1168,14 @@ static int create_upload(struct call *k)
 static int copy_part(struct call *k, int out, unsigned char md5[16])
 {
 	const char *range = sv_hdr(k->r, "x-amz-copy-source-range");
-	const char *im = sv_hdr(k->r, "x-amz-copy-source-if-match");
-	char sbucket[64];
-	char *skey = NULL;
 	struct sv_meta sm;
 	uint64_t from = 0, to = 0;
-	int sb, sfd, ret;
+	int sfd, ret;
+	bool self;
 
-	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
-		free(skey);
-		return fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey") ? -EIO : 1;
-	}
-	sb = sv_bucket_open(k->s->root, sbucket);
-	sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
-	if (sb >= 0)
-		close(sb);
-	free(skey);
-	if (sfd < 0)
-		return fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.") ? -EIO : 1;
-	if ((ret = sv_meta_get(sfd, &sm))) {
-		close(sfd);
-		return fail_errno(k, ret) ? -EIO : 1;
-	}
+	if ((ret = copy_source_open(k, &sfd, &sm, &self)))
+		return ret;
 	sv_meta_release(&sm); /* its headers; etag and size stay */
-	if (im && !etag_match(im, sm.etag)) {
-		close(sfd);
-		return fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
-	}
 	if (range) {
 		unsigned long long a, b;
 		char tail;
@@ -1526,7 +1523,7 @@ static int object_query_ok(struct call *k)
 
 static int object_op(struct call *k)
 {
-	const char *m = k->r->method, *id = NULL, *pn = NULL, *src;
+	const char *m = k->r->method, *id = NULL, *pn = NULL;
 	int bfd, ret;
 
 	if ((ret = sv_key_ok(k->key)))
@@ -1546,8 +1543,8 @@ static int object_op(struct call *k)
 			      : get_object(k, bfd);
 	else if (!strcmp(m, "PUT") && sv_query(k->r, "uploadId", NULL))
 		ret = upload_part(k, id, pn);
-	else if (!strcmp(m, "PUT") && (src = sv_hdr(k->r, "x-amz-copy-source")))
-		ret = copy_object(k, bfd, src);
+	else if (!strcmp(m, "PUT") && sv_hdr(k->r, "x-amz-copy-source"))
+		ret = copy_object(k, bfd);
 	else if (!strcmp(m, "PUT"))
 		ret = put_object(k, bfd);
 	else if (!strcmp(m, "DELETE") && sv_query(k->r, "uploadId", NULL)) {

@@ -72,6 +72,23 @@ static ssize_t conn_recv(struct sv_conn *c, void *p, size_t n)
 	}
 }
 
+/* After a send that moved nothing, with errno err: 0 to try again
+ * (interrupted, or writable again within the timeout), else the error,
+ * the connection broken. */
+static int send_retry(struct sv_conn *c, int err)
+{
+	int ret;
+
+	if (err == EINTR)
+		return 0;
+	if (err != EAGAIN && err != EWOULDBLOCK)
+		ret = -err;
+	else if (!(ret = wait_io(c, POLLOUT)))
+		return 0;
+	c->broken = true;
+	return ret;
+}
+
 int sv_send(struct sv_conn *c, const void *p, size_t n)
 {
 	const char *s = p;
@@ -83,16 +100,7 @@ int sv_send(struct sv_conn *c, const void *p, size_t n)
 		if (w > 0) {
 			s += w;
 			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			c->broken = true;
-			return -errno;
-		}
-		if ((ret = wait_io(c, POLLOUT))) {
-			c->broken = true;
+		} else if ((ret = send_retry(c, w < 0 ? errno : EAGAIN))) {
 			return ret;
 		}
 	}
@@ -110,20 +118,10 @@ int sv_sendfile(struct sv_conn *c, int fd, uint64_t off, uint64_t len)
 
 		if (w > 0) {
 			len -= (uint64_t)w;
-			continue;
-		}
-		if (w == 0) { /* the file shrank under us */
+		} else if (w == 0) { /* the file shrank under us */
 			c->broken = true;
 			return -EIO;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			c->broken = true;
-			return -errno;
-		}
-		if ((ret = wait_io(c, POLLOUT))) {
-			c->broken = true;
+		} else if ((ret = send_retry(c, errno))) {
 			return ret;
 		}
 	}
