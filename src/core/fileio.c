@@ -133,6 +133,32 @@ err_free:
 	return -err;
 }
 
+int rdx_source_open_file(struct rdx_source **out, int fd, const atomic_int *stop)
+{
+	struct rdx_source *s;
+	struct stat st;
+	char self[32];
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if (!(s = calloc(1, sizeof(*s))))
+		return -ENOMEM;
+	s->fd = fd;
+	s->own = true;
+	s->seekable = true;
+	s->stop = stop;
+	s->size = (uint64_t)st.st_size;
+	/* A second open file description of the same inode (not of a name,
+	 * which may be another file by now), for O_DIRECT. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	s->dfd = mostly_cached(fd, s->size) ? -1 : open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	atomic_init(&s->direct_ok, s->dfd >= 0);
+	*out = s;
+	return 0;
+}
+
 int rdx_source_open_fd(struct rdx_source **out, int fd, const atomic_int *stop)
 {
 	struct rdx_source *s = calloc(1, sizeof(*s));

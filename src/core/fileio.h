@@ -27,6 +27,13 @@ int rdx_source_open(struct rdx_source **out, const char *path,
  * source owns and closes.  Returns 0 or -ENOMEM. */
 int rdx_source_open_fd(struct rdx_source **out, int fd, const atomic_int *stop);
 
+/* A seekable source reading the regular file fd from its start, through a
+ * second O_DIRECT open of the same inode where the file is not mostly in
+ * the page cache.  On success the source owns fd (rdx_source_close()
+ * closes it); on failure the caller still does.  Returns 0 or -errno
+ * (-EINVAL: not a regular file). */
+int rdx_source_open_file(struct rdx_source **out, int fd, const atomic_int *stop);
+
 /* A stream source taking its bytes from read(arg, buf, cap), which fills
  * buf (less only at the end) and returns the count, 0 at the end or
  * -errno; rdx_source_close() calls close(arg) once.  Returns 0 or

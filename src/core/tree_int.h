@@ -4,6 +4,7 @@
 #define RDX_TREE_INT_H
 
 #include "tree.h"
+#include "xxh.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -26,9 +26,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
-#define PACK_BLOCK (1u << 20) /* libarchive's output blocks: one pipe write */
+#define PACK_BLOCK (1u << 20)  /* headers and small files gathered: one pipe write */
+#define PACK_DIRECT (64u << 10) /* a write this large is not gathered */
 
 /* ---- --sync: the receiver's listing ----------------------------------- */
 
@@ -215,14 +215,21 @@ static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
  * stages.  A walker thread runs libarchive's walk and queues what it
  * finds (an item per entry, in the walk's order); reader threads read
  * small regular files whole ahead and hash them; the packing thread takes
- * the items in order and writes the stream.  A big or sparse file, or one
- * with hard links, is read by the packing thread itself when its turn
- * comes.  The queue holds at most AHEAD_ITEMS entries and READ_AHEAD
- * bytes of data read ahead. */
+ * the items in order and writes the stream.  The queue holds at most
+ * AHEAD_ITEMS entries and READ_AHEAD bytes of data read ahead.
+ *
+ * A big file is read by the readers too when its turn comes: in CHUNK
+ * pieces, O_DIRECT where it is not cached, at most WINDOW of them ahead
+ * of the packing thread, which hashes and sends them in order (before the
+ * small files queued after it: the packer waits for those chunks).  A
+ * small file with hard links, or a sparse one, is read by the packing
+ * thread itself. */
 #define READ_AHEAD (16u << 20)
 #define AHEAD_ITEMS 4096u
 #define MAX_READERS 64
 #define READ_BLOCK (1u << 20) /* the packing thread's own reads */
+#define CHUNK (1u << 20)
+#define WINDOW 8u
 
 enum item_kind {
 	ITEM_ENTRY,   /* a walked entry */
@@ -245,6 +252,24 @@ struct item {
 	XXH128_hash_t hash;
 };
 
+/* One piece of a big file, read by a reader for the packing thread. */
+struct chunk {
+	char *buf;   /* CHUNK bytes, 4 KiB-aligned */
+	ssize_t got; /* bytes, or -errno */
+	bool done;
+};
+
+/* The big file the packing thread sends now (pack_big), on its stack. */
+struct bigread {
+	struct rdx_source *src;
+	uint64_t size;	   /* as walked: what is sent */
+	uint64_t nchunks;
+	uint64_t claimed;  /* chunks handed to readers (the queue's lock) */
+	uint64_t consumed; /* chunks the packer is done with */
+	unsigned busy;	   /* readers reading one now */
+	struct chunk w[WINDOW]; /* chunk k in w[k % WINDOW] */
+};
+
 struct ahead {
 	pthread_mutex_t lock;
 	pthread_cond_t work;  /* readers: an item to read, or the end */
@@ -252,6 +277,7 @@ struct ahead {
 	pthread_cond_t room;  /* the walker: the packer took an item */
 	struct item *head, *tail;
 	struct item *unread;  /* the first item no reader took yet */
+	struct bigread *cur;  /* a big file being read, or NULL */
 	unsigned items;
 	size_t bytes;	      /* of the items read ahead, queued */
 	bool ended;	      /* ITEM_END queued */
@@ -274,6 +300,9 @@ struct rdx_tree_pack {
 	bool follow;
 	unsigned nreaders;
 	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
+	char *obuf;	     /* PACK_BLOCK: pack_write()'s gathering */
+	char *win[WINDOW];   /* pack_big()'s chunks, allocated at the first */
+	size_t ofill;
 	/* Written by the walker until it queues ITEM_END, then read by the
 	 * packing thread (the queue's lock orders the two). */
 	unsigned unwalkable; /* sources that could not be opened */
@@ -291,19 +320,13 @@ struct rdx_tree_pack {
 			      * end of the archive, so the receiver fails too */
 };
 
-static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
-			     size_t len)
+/* Hands len bytes of the stream on: to the core (waiting until it took
+ * all of them) or into the pipe.  Returns 0 or -errno. */
+static int pack_out(struct rdx_tree_pack *p, const void *buf, size_t len)
 {
-	struct rdx_tree_pack *p = arg;
 	ssize_t n;
 
-	if (p->cut) {
-		archive_set_error(a, ECANCELED, "the walk failed");
-		return -1;
-	}
-
 	if (p->fd < 0) {
-		/* Handed out: wait until the core took all of it. */
 		struct feed *f = &p->out;
 
 		pthread_mutex_lock(&f->lock);
@@ -315,17 +338,53 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 			while (f->buf && !f->gone)
 				pthread_cond_wait(&f->cond, &f->lock);
 		}
-		n = f->gone ? -EPIPE : (ssize_t)len;
+		n = f->gone ? -EPIPE : 0;
 		f->buf = NULL;
 		pthread_mutex_unlock(&f->lock);
 	} else {
 		n = rdx_write_full(p->fd, buf, len, NULL);
 	}
-	if (n < 0) {
-		archive_set_error(a, (int)-n, "%s", strerror((int)-n));
+	return n < 0 ? (int)n : 0;
+}
+
+/* Sends what pack_write() gathered.  Returns 0 or -errno. */
+static int pack_flush(struct rdx_tree_pack *p)
+{
+	int ret = p->ofill ? pack_out(p, p->obuf, p->ofill) : 0;
+
+	p->ofill = 0;
+	return ret;
+}
+
+/* libarchive's writer, which does no blocking of its own: headers and
+ * small files' data are gathered into PACK_BLOCK bytes; a write of
+ * PACK_DIRECT or more (a big file's data) goes on from libarchive's
+ * caller's buffer as it is, without a copy. */
+static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
+			     size_t len)
+{
+	struct rdx_tree_pack *p = arg;
+	int err = 0;
+
+	if (p->cut) {
+		archive_set_error(a, ECANCELED, "the walk failed");
 		return -1;
 	}
-	return n;
+	if (len >= PACK_DIRECT) {
+		err = pack_flush(p);
+		if (!err)
+			err = pack_out(p, buf, len);
+	} else {
+		if (p->ofill + len > PACK_BLOCK)
+			err = pack_flush(p);
+		memcpy(p->obuf + p->ofill, buf, len);
+		p->ofill += len;
+	}
+	if (err) {
+		archive_set_error(a, -err, "%s", strerror(-err));
+		return -1;
+	}
+	return (la_ssize_t)len;
 }
 
 /* The name a source is sent under: its last component ("dir/" and
@@ -487,6 +546,85 @@ broken:
 	return -EPIPE;
 }
 
+/* Sends a big regular file, read by the readers (read_chunk), chunk by
+ * chunk in order, and its hash.  Returns 0 (a read failure is only
+ * counted), -EPIPE, or the walk's failure when it stopped everything. */
+static int pack_big(struct rdx_tree_pack *p, struct archive *w,
+		    struct archive_entry *e, XXH3_state_t *h)
+{
+	struct ahead *q = &p->q;
+	struct bigread b = { .size = (uint64_t)archive_entry_size(e) };
+	int fd = open_walked(e), err = 0, ret = 0;
+	unsigned i;
+
+	XXH3_128bits_reset(h);
+	if (fd < 0)
+		err = fd;
+	else if ((err = rdx_source_open_file(&b.src, fd, NULL)))
+		close(fd);
+	b.nchunks = (b.size + CHUNK - 1) / CHUNK;
+	for (i = 0; i < WINDOW; i++)
+		b.w[i].buf = p->win[i];
+	pthread_mutex_lock(&q->lock);
+	if (!err) {
+		q->cur = &b;
+		pthread_cond_broadcast(&q->work);
+	}
+	for (uint64_t k = 0; !err && k < b.nchunks; k++) {
+		struct chunk *c = &b.w[k % WINDOW];
+
+		while (!c->done && !q->quit)
+			pthread_cond_wait(&q->ready, &q->lock);
+		if (!c->done) { /* the walk failed and stopped the readers */
+			ret = p->walk_err ? p->walk_err : -ECANCELED;
+			break;
+		}
+		pthread_mutex_unlock(&q->lock);
+		if (c->got < 0) {
+			err = (int)c->got;
+		} else {
+			XXH3_128bits_update(h, c->buf, (size_t)c->got);
+			if (archive_write_data(w, c->buf, (size_t)c->got) != c->got)
+				ret = -EPIPE;
+		}
+		pthread_mutex_lock(&q->lock);
+		c->done = false;
+		b.consumed++;
+		pthread_cond_broadcast(&q->work);
+		if (ret)
+			break;
+	}
+	/* No more claims, and what readers have in hand ends before b. */
+	b.claimed = b.nchunks;
+	while (b.busy)
+		pthread_cond_wait(&q->ready, &q->lock);
+	q->cur = NULL;
+	pthread_mutex_unlock(&q->lock);
+	rdx_source_close(b.src);
+	if (ret)
+		return ret;
+	if (err)
+		unread_warn(p, e, err);
+	return pack_close(w, XXH3_128bits_digest(h), !err);
+}
+
+/* Whether a file goes through pack_big(): big, not sparse (whose holes
+ * pack_read() skips), with readers to read it and the chunks' memory. */
+static bool use_big(struct rdx_tree_pack *p, struct archive_entry *e)
+{
+	unsigned i;
+
+	if (archive_entry_size(e) < (la_int64_t)BIG_FILE || archive_entry_sparse_count(e) ||
+	    !p->q.nreaders)
+		return false;
+	for (i = 0; i < WINDOW; i++)
+		if (!p->win[i] && posix_memalign((void **)&p->win[i], RDX_DIO_ALIGN, CHUNK)) {
+			p->win[i] = NULL;
+			return false;
+		}
+	return true;
+}
+
 /* Sends one walked entry.  Returns 0 or -EPIPE. */
 static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 		      struct archive_entry_linkresolver *lr, struct item *it,
@@ -511,7 +649,9 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 		rdx_warn("'%s': %s", archive_entry_sourcepath(e), archive_error_string(w));
 	if (r < ARCHIVE_WARN || type != AE_IFREG || archive_entry_hardlink(e))
 		return 0;
-	return it->ahead ? pack_ahead(p, w, it) : pack_read(p, w, e, h);
+	if (it->ahead)
+		return pack_ahead(p, w, it);
+	return use_big(p, e) ? pack_big(p, w, e, h) : pack_read(p, w, e, h);
 }
 
 /* ---- sender: the queue ----------------------------------------------- */
@@ -609,6 +749,31 @@ static void read_ahead(struct item *it)
 		it->hash = XXH3_128bits(it->buf, it->got);
 }
 
+/* Reads chunk k of the big file b (without its lock). */
+static void read_chunk(struct bigread *b, uint64_t k)
+{
+	uint64_t off = k * CHUNK;
+	size_t want = b->size - off < CHUNK ? (size_t)(b->size - off) : CHUNK;
+	ssize_t n = rdx_source_read(b->src, b->w[k % WINDOW].buf, CHUNK, k);
+
+	if (n >= 0 && (size_t)n < want)
+		n = -ENODATA; /* shrank */
+	b->w[k % WINDOW].got = n < 0 ? n : (ssize_t)want;
+}
+
+/* The next chunk of the big file being sent, when the window has room:
+ * true with *k set, counted as busy. */
+static bool claim_chunk(struct bigread *b, uint64_t *k)
+{
+	if (!b || b->claimed >= b->nchunks || b->claimed >= b->consumed + WINDOW)
+		return false;
+	*k = b->claimed++;
+	b->busy++;
+	return true;
+}
+
+/* A reader runs until the packer stops it: a big file may come at any
+ * time, even after the walk's end. */
 static void *reader_main(void *arg)
 {
 	struct ahead *q = arg;
@@ -616,9 +781,20 @@ static void *reader_main(void *arg)
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		struct item *it = q->unread, *next;
+		struct bigread *b = q->cur;
+		uint64_t k;
 
-		if (q->quit || (!it && q->ended))
+		if (q->quit)
 			break;
+		if (claim_chunk(b, &k)) { /* the packer waits for these */
+			pthread_mutex_unlock(&q->lock);
+			read_chunk(b, k);
+			pthread_mutex_lock(&q->lock);
+			b->w[k % WINDOW].done = true;
+			b->busy--;
+			pthread_cond_broadcast(&q->ready);
+			continue;
+		}
 		if (!it) {
 			pthread_cond_wait(&q->work, &q->lock);
 			continue;
@@ -911,7 +1087,8 @@ static void *pack_main(void *arg)
 	int ret = 0;
 
 	p->rbuf = malloc(READ_BLOCK);
-	if (!w || !lr || !h || !p->rbuf) {
+	p->obuf = malloc(PACK_BLOCK);
+	if (!w || !lr || !h || !p->rbuf || !p->obuf) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -919,8 +1096,7 @@ static void *pack_main(void *arg)
 	/* Names are bytes, as on disk: no translation through the locale
 	 * (which fails for non-ASCII under LANG=C). */
 	archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
-	archive_write_set_bytes_per_block(w, PACK_BLOCK);
-	archive_write_set_bytes_in_last_block(w, 1);
+	archive_write_set_bytes_per_block(w, 0); /* pack_write() gathers */
 	archive_entry_linkresolver_set_strategy(lr, archive_format(w));
 	if (archive_write_open2(w, p, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
 		ret = -EPIPE;
@@ -960,6 +1136,8 @@ static void *pack_main(void *arg)
 	p->cut = ret && ret != -EPIPE;
 	if (w && archive_write_close(w) != ARCHIVE_OK && !ret)
 		ret = -EPIPE;
+	if (!ret && pack_flush(p))
+		ret = -EPIPE;
 out:
 	item_free(it);
 	ahead_stop(p);
@@ -968,6 +1146,9 @@ out:
 	archive_entry_linkresolver_free(lr);
 	XXH3_freeState(h);
 	free(p->rbuf);
+	free(p->obuf);
+	for (unsigned i = 0; i < WINDOW; i++)
+		free(p->win[i]);
 	p->err = ret;
 	if (p->fd >= 0)
 		close(p->fd); /* the reader sees the end of the stream */

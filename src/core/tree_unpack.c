@@ -26,7 +26,6 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #define UNPACK_BUF (1u << 20) /* one read from the stream pipe */
 #define STAGE (1u << 20) /* aligned staging for O_DIRECT */

@@ -8,41 +8,11 @@
 #include "seal.h"
 #include "xfer.h"
 #include "xport.h"
+#include "xxh.h"
 
 #include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
-#include <xxhash.h>
-#if defined(__x86_64__)
-#include <xxh_x86dispatch.h>
-#endif
-
-/* The end-to-end hash runs over every byte on both ends: on x86-64 take
- * libxxhash's runtime dispatch (AVX2/AVX-512, 3-4x the SSE2 default). */
-static inline void rdx_hash_update(XXH3_state_t *st, const void *p, size_t n)
-{
-#if defined(__x86_64__)
-	XXH3_128bits_update_dispatch(st, p, n);
-#else
-	XXH3_128bits_update(st, p, n);
-#endif
-}
-
-/* --resume: the end-to-end hash starts with the bytes both ends have
- * (fileio's rdx_prefix_fn, the state as arg). */
-static inline void rdx_hash_prefix(void *st, const void *p, size_t n)
-{
-	rdx_hash_update(st, p, n);
-}
-
-/* The XXH3-128 of what the hash state has seen so far, canonical. */
-static inline void rdx_hash_digest(XXH3_state_t *st, uint8_t out[16])
-{
-	XXH128_canonical_t c;
-
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-	memcpy(out, c.digest, 16);
-}
 
 struct rdx_stream {
 	struct rdx_conn *conn;

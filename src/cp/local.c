@@ -6,6 +6,7 @@
 #include "../core/log.h"
 #include "../core/tree.h"
 #include "../core/units.h"
+#include "../core/xxh.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 /* Per copy_file_range call: small enough that Ctrl-C is noticed soon. */
 #define CFR_CHUNK (64u << 20)

@@ -625,6 +625,53 @@ NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	[ "$(cat "$D/out/t/b")" = keep ] || fail "the other file did not arrive"
 }
 
+@test "rdsend -r: big files are read in parallel chunks and arrive whole, in order, among small files" {
+	mkdir -p "$D/src/t" "$D/out1" "$D/out2"
+	echo first >"$D/src/t/a"
+	# Sizes around the readers' 1 MiB chunks and their window of 8:
+	# a short last chunk, exactly the window, more than two windows.
+	head -c $((9 * 1024 * 1024 + 7)) /dev/urandom >"$D/src/t/big1"
+	echo between >"$D/src/t/b"
+	head -c $((8 * 1024 * 1024)) /dev/urandom >"$D/src/t/big2"
+	head -c $((20 * 1024 * 1024 + 1)) /dev/urandom >"$D/src/t/big3"
+	head -c $((4 * 1024 * 1024)) /dev/urandom >"$D/src/t/big4"
+	echo last >"$D/src/t/z"
+	send_tree -r PORT key "$D/out1" -- -r --io-threads 4 --streams 3 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	diff -r "$D/src/t" "$D/out1/t"
+	# One reader: the chunks come one at a time, the same stream.
+	send_tree -r PORT key "$D/out2" -- -r --io-threads 1 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	diff -r "$D/src/t" "$D/out2/t"
+}
+
+@test "rdsend -r: a big file whose disk read fails midway is named and not sent; the rest arrives" {
+	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
+	mkdir -p "$D/src/t" "$D/out"
+	echo small >"$D/src/t/a"
+	head -c $((12 * 1024 * 1024)) /dev/urandom >"$D/src/t/big"
+	echo after >"$D/src/t/z"
+	# Reads past 5 MiB fail: a chunk in the middle of the big file.
+	port=$(free_port)
+	start_recv -r --wait 30 "$port" key "$D/out"
+	wait_listen "$port"
+	run_t env LD_PRELOAD="$RDX_BUILD/tests/shim.so" \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		RDX_SHIM_READ_EIO_FROM=$((5 * 1024 * 1024)) \
+		"$RDSEND" -r 127.0.0.1 "$port" key "$D/src/t"
+	assert_status 4
+	assert_match "$stderr" "cannot read '$D/src/t/big': Input/output error"
+	wait_recv
+	assert_rc recv "$RECV_RC" 4
+	assert_file_match "$D/recv.err" "'t/big' was not sent: the sender could not read it"
+	[ ! -e "$D/out/t/big" ] || fail "the big file was kept under its name"
+	[ "$(cat "$D/out/t/a")" = small ] && [ "$(cat "$D/out/t/z")" = after ] ||
+		fail "the other files did not arrive"
+	[ -z "$(find "$D/out" -name '.*rdx-*')" ] || fail "a temporary was left: $(find "$D/out")"
+}
+
 @test "rdrecv -r: a big file whose disk write fails midway is named and not kept; the rest arrives" {
 	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
 	mkdir -p "$D/src/t" "$D/out"

@@ -14,6 +14,8 @@
  *                           can tell the shim was in the way)
  *   RDX_SHIM_EIO_FROM=BYTES a pwrite() that reaches past BYTES fails with
  *                           EIO, as a failing disk would
+ *   RDX_SHIM_READ_EIO_FROM=BYTES a pread() that reaches past BYTES fails
+ *                           with EIO, as a failing disk would
  *   RDX_SHIM_SWAP=PATH      the first open() of PATH (absolute, as the tree
  *   RDX_SHIM_SWAP_FROM=FROM sender opens a walked file to read it) first
  *                           renames FROM over PATH: the file was replaced
@@ -45,6 +47,7 @@
 
 typedef int (*open_fn)(const char *, int, ...);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef int (*openat_fn)(int, const char *, int, ...);
 
 static bool takes_mode(int flags)
@@ -173,6 +176,28 @@ ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
 {
 	return shim_pwrite("pwrite64", fd, buf, len, off);
+}
+
+static ssize_t shim_pread(const char *name, int fd, void *buf, size_t len, off_t off)
+{
+	pread_fn real = (pread_fn)dlsym(RTLD_NEXT, name);
+	const char *from = getenv("RDX_SHIM_READ_EIO_FROM");
+
+	if (from && off + (off_t)len > (off_t)strtoll(from, NULL, 10)) {
+		errno = EIO;
+		return -1;
+	}
+	return real(fd, buf, len, off);
+}
+
+ssize_t pread(int fd, void *buf, size_t len, off_t off)
+{
+	return shim_pread("pread", fd, buf, len, off);
+}
+
+ssize_t pread64(int fd, void *buf, size_t len, off_t off)
+{
+	return shim_pread("pread64", fd, buf, len, off);
 }
 
 /* The calls that make entries, for RDX_SHIM_RACE. */
