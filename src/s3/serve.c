@@ -4,6 +4,7 @@
  * is read from or written to ROOT. */
 #include "serve_int.h"
 
+#include "checksum.h"
 #include "s3.h"
 #include "xml.h"
 
@@ -204,23 +205,88 @@ static void emit_headers(struct s3_buf *b, const char *h)
 		s3_buf_adds(b, "Content-Type: binary/octet-stream\r\n");
 }
 
-/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed.
- * Checks Content-MD5 and the signed hash.  Returns 0 with md5 set; or an
- * answer was sent (1) or the connection is gone (-errno). */
+/* The x-amz-checksum-* header a body comes with, if any: *hdr (NULL: none)
+ * and its algorithm.  S3 takes one; a name it does not know is refused
+ * rather than left unchecked.  Returns 0, or an answer was sent (1) or
+ * the connection is gone (-errno). */
+static int body_checksum(struct call *k, const struct sv_hdr **hdr, enum s3_ck *alg)
+{
+	static const char pre[] = "x-amz-checksum-";
+	const struct sv_req *r = k->r;
+
+	*hdr = NULL;
+	*alg = S3_CK_NONE;
+	for (size_t i = 0; i < r->nhdr; i++) {
+		const char *n = r->hdr[i].name;
+		enum s3_ck a = s3_cksum_named(n);
+
+		if (strncasecmp(n, pre, sizeof(pre) - 1) ||
+		    !strcasecmp(n + sizeof(pre) - 1, "algorithm") ||
+		    !strcasecmp(n + sizeof(pre) - 1, "type"))
+			continue;
+		if (a == S3_CK_NONE) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "rds3 serve does not know the checksum %.40s", n);
+			return fail(k, 400, "InvalidRequest", msg) ? -EIO : 1;
+		}
+		if (*hdr)
+			return fail(k, 400, "InvalidRequest",
+				    "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") ? -EIO : 1;
+		*hdr = &r->hdr[i];
+		*alg = a;
+	}
+	return 0;
+}
+
+/* Whether a header's base64 value is the digest d (n bytes). */
+static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
+{
+	unsigned char want[S3_CK_MAX + 3];
+	size_t len = strlen(b64);
+
+	if (len != (n + 2) / 3 * 4 ||
+	    EVP_DecodeBlock(want, (const unsigned char *)b64, (int)len) != (int)((n + 2) / 3 * 3))
+		return false;
+	return !CRYPTO_memcmp(want, d, n);
+}
+
+/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+static void add_checksum(struct s3_buf *b, const struct call *k)
+{
+	for (size_t i = 0; i < k->r->nhdr; i++) {
+		enum s3_ck alg = s3_cksum_named(k->r->hdr[i].name);
+
+		if (alg != S3_CK_NONE) {
+			s3_buf_printf(b, "%s: %s\r\n", s3_cksum_header(alg), k->r->hdr[i].value);
+			return;
+		}
+	}
+}
+
+/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
+ * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
+ * signed hash and that checksum.  Returns 0 with md5 set; or an answer
+ * was sent (1) or the connection is gone (-errno). */
 static int take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		     uint64_t *size)
 {
 	struct sv_req *r = k->r;
 	EVP_MD_CTX *m = EVP_MD_CTX_new(), *sh = EVP_MD_CTX_new();
 	const char *cmd5 = sv_hdr(r, "Content-MD5");
+	const struct sv_hdr *ckh;
+	struct s3_cksum ck = { 0 };
+	enum s3_ck alg;
 	unsigned char sha[32];
 	char *buf = malloc(IO_BUF);
 	uint64_t total = 0;
 	int ret = 0;
 
 	*size = 0;
+	if ((ret = body_checksum(k, &ckh, &alg)))
+		goto out;
 	if (!m || !sh || !buf || !EVP_DigestInit_ex(m, EVP_md5(), NULL) ||
-	    !EVP_DigestInit_ex(sh, EVP_sha256(), NULL)) {
+	    !EVP_DigestInit_ex(sh, EVP_sha256(), NULL) || (ckh && s3_cksum_init(&ck, alg))) {
 		ret = fail(k, 500, "InternalError", "out of memory") ? -ENOMEM : 1;
 		goto out;
 	}
@@ -253,6 +319,8 @@ static int take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16]
 		EVP_DigestUpdate(m, buf, (size_t)n);
 		if (k->payload)
 			EVP_DigestUpdate(sh, buf, (size_t)n);
+		if (ckh)
+			s3_cksum_update(&ck, buf, (size_t)n);
 		if (rdx_pwrite_full(fd, buf, (size_t)n, (off_t)(total - (uint64_t)n)) < 0) {
 			ret = fail_errno(k, -errno) ? -EIO : 1;
 			goto out;
@@ -288,7 +356,20 @@ static int take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16]
 			goto out;
 		}
 	}
+	if (ckh) {
+		unsigned char d[S3_CK_MAX];
+		size_t dn = s3_cksum_final(&ck, d);
+		char msg[96];
+
+		if (!checksum_matches(ckh->value, d, dn)) {
+			snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+				 s3_cksum_name(alg));
+			ret = fail(k, 400, "BadDigest", msg) ? -EIO : 1;
+			goto out;
+		}
+	}
 out:
+	s3_cksum_release(&ck);
 	EVP_MD_CTX_free(m);
 	EVP_MD_CTX_free(sh);
 	free(buf);
@@ -818,6 +899,7 @@ static int put_object(struct call *k, int bfd)
 	else {
 		s3_buf_init(&h, 0);
 		add_etag(&h, m.etag);
+		add_checksum(&h, k);
 		ret = s3_buf_err(&h) ? -ENOMEM : answer(k, 200, h.p, NULL, 0);
 		s3_buf_release(&h);
 	}
@@ -1255,6 +1337,7 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 		ret = xml_answer(k, 200, &h);
 	} else {
 		add_etag(&h, m.etag);
+		add_checksum(&h, k);
 		ret = s3_buf_err(&h) ? -ENOMEM : answer(k, 200, h.p, NULL, 0);
 	}
 	s3_buf_release(&h);

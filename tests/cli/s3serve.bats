@@ -1424,3 +1424,50 @@ keys_of_listing() {
 	want_code 204
 	[ ! -e "$OPEN_DIR/$B" ] || fail "DeleteBucket left the directory"
 }
+
+@test "x-amz-checksum-* (open server): CRC32, CRC32C, CRC64NVME, SHA1 and SHA256 checked and echoed; a wrong one BadDigest, two or an unknown one InvalidRequest; nothing lands" {
+	hcurl -X PUT "$OPEN_URL/$B"
+	want_code 200
+	printf 123456789 >"$D/o"
+	# The CRC catalogue's check values of "123456789", big-endian, base64.
+	for pair in crc32=y/Q5Jg== crc32c=4waSgw== crc64nvme=rosUhgp5mIg= \
+		sha1="$(openssl sha1 -binary <"$D/o" | base64)" \
+		sha256="$(openssl sha256 -binary <"$D/o" | base64)"; do
+		alg=${pair%%=*} v=${pair#*=}
+		hcurl -X PUT -H "x-amz-checksum-$alg: $v" --data-binary @"$D/o" "$OPEN_URL/$B/ok-$alg"
+		want_code 200 || fail "$alg"
+		[ "$(hdr "x-amz-checksum-$alg")" = "$v" ] || fail "$alg not echoed: $(cat "$D/hdr")"
+		assert_same "$D/o" "$OPEN_DIR/$B/ok-$alg"
+		# The same value for other bytes.
+		hcurl -X PUT -H "X-Amz-Checksum-${alg^^}: $v" --data-binary 12345678 "$OPEN_URL/$B/bad-$alg"
+		want_code 400
+		want_error BadDigest
+		grep -q "The ${alg^^} you specified did not match" "$D/body" || fail "$alg: $(cat "$D/body")"
+	done
+	# A part of a multipart upload is checked too.
+	hcurl -X POST "$OPEN_URL/$B/mp?uploads"
+	want_code 200
+	id=$(sed -n 's:.*<UploadId>\([^<]*\)</UploadId>.*:\1:p' "$D/body")
+	[ -n "$id" ] || fail "no UploadId: $(cat "$D/body")"
+	hcurl -X PUT -H 'x-amz-checksum-crc32: AAAAAA==' --data-binary @"$D/o" "$OPEN_URL/$B/mp?partNumber=1&uploadId=$id"
+	want_code 400
+	want_error BadDigest
+	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5Jg==' --data-binary @"$D/o" "$OPEN_URL/$B/mp?partNumber=1&uploadId=$id"
+	want_code 200
+	[ "$(hdr x-amz-checksum-crc32)" = y/Q5Jg== ] || fail "part: $(cat "$D/hdr")"
+	hcurl -X DELETE "$OPEN_URL/$B/mp?uploadId=$id"
+	want_code 204
+	# Two digests, one S3 does not know, and a value that is no digest.
+	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5Jg==' -H 'x-amz-checksum-crc32c: 4waSgw==' \
+		--data-binary @"$D/o" "$OPEN_URL/$B/two"
+	want_code 400
+	want_error InvalidRequest
+	hcurl -X PUT -H 'x-amz-checksum-md5: AAAAAA==' --data-binary @"$D/o" "$OPEN_URL/$B/md5"
+	want_code 400
+	want_error InvalidRequest
+	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5' --data-binary @"$D/o" "$OPEN_URL/$B/short"
+	want_code 400
+	want_error BadDigest
+	[ -z "$(find "$OPEN_DIR/$B" -name 'bad-*' -o -name two -o -name md5 -o -name short -o -name '*.rds3*' -o -name 'mp')" ] ||
+		fail "left: $(find "$OPEN_DIR/$B")"
+}

@@ -2,6 +2,7 @@
  * digests an upload sends, which ETags count as a plain MD5, a download's
  * MD5 against its ETag, and the part count a multipart ETag allows. */
 #include "../../src/core/err.h"
+#include "../../src/s3/checksum.h"
 #include "../../src/s3/multipart.h"
 #include "../../src/s3/s3.h"
 #include "../../src/s3/s3_int.h"
@@ -128,6 +129,74 @@ static void test_fd_md5(void)
 	unlink(path);
 }
 
+/* The digest of len bytes of p, split at every split-th byte, in hex. */
+static void cksum_hex(enum s3_ck alg, const char *p, size_t len, size_t split, char *hex)
+{
+	unsigned char out[S3_CK_MAX];
+	struct s3_cksum c;
+	size_t n, i;
+
+	if (s3_cksum_init(&c, alg)) {
+		strcpy(hex, "init failed");
+		return;
+	}
+	for (i = 0; i < len; i += split)
+		s3_cksum_update(&c, p + i, len - i < split ? len - i : split);
+	n = s3_cksum_final(&c, out);
+	for (i = 0; i < n; i++)
+		sprintf(hex + 2 * i, "%02x", out[i]);
+	hex[2 * n] = '\0';
+}
+
+/* x-amz-checksum-*: the CRC catalogue's check values ("123456789"), which
+ * a byte-at-a-time or split feed must both give, and the names. */
+static void test_checksums(void)
+{
+	static const struct {
+		enum s3_ck alg;
+		const char *hex;
+	} check[] = {
+		{ S3_CK_CRC32, "cbf43926" },
+		{ S3_CK_CRC32C, "e3069283" },
+		{ S3_CK_CRC64NVME, "ae8b14860a799888" },
+		{ S3_CK_SHA1, "f7c3bc1d808e04732adf679965ccc34ca7ae3441" },
+		{ S3_CK_SHA256, "15e2b0d3c33891ebb0f1ef609ec419420c20e320ce94c65fbc8c3312448eb225" },
+	};
+	char hex[2 * S3_CK_MAX + 1];
+	size_t i;
+
+	for (i = 0; i < sizeof(check) / sizeof(check[0]); i++) {
+		cksum_hex(check[i].alg, "123456789", 9, 9, hex);
+		CHECK(!strcmp(hex, check[i].hex), "%s of 123456789: %s", s3_cksum_name(check[i].alg), hex);
+		cksum_hex(check[i].alg, "123456789", 9, 2, hex);
+		CHECK(!strcmp(hex, check[i].hex), "%s fed in pieces: %s", s3_cksum_name(check[i].alg), hex);
+	}
+	{
+		/* Eight bytes a step agree with one at a time, at any offset. */
+		static char data[1001];
+		char whole[2 * S3_CK_MAX + 1], bytes[2 * S3_CK_MAX + 1];
+
+		for (i = 0; i < sizeof(data); i++)
+			data[i] = (char)(i * 2654435761u >> 13);
+		for (enum s3_ck a = S3_CK_CRC32; a <= S3_CK_CRC64NVME; a++) {
+			cksum_hex(a, data, sizeof(data), 1001, whole);
+			cksum_hex(a, data, sizeof(data), 1, bytes);
+			CHECK(!strcmp(whole, bytes), "%s of 1001 bytes, whole and a byte at a time: %s %s",
+			      s3_cksum_name(a), whole, bytes);
+			cksum_hex(a, data, sizeof(data), 13, bytes);
+			CHECK(!strcmp(whole, bytes), "%s in pieces of 13: %s", s3_cksum_name(a), bytes);
+		}
+	}
+	cksum_hex(S3_CK_CRC32, "", 0, 1, hex);
+	CHECK(!strcmp(hex, "00000000"), "CRC32 of nothing: %s (AAAAAA== in a header)", hex);
+	CHECK(s3_cksum_named("X-Amz-Checksum-CRC32C") == S3_CK_CRC32C, "header names in any case");
+	CHECK(s3_cksum_named("x-amz-checksum-crc64nvme") == S3_CK_CRC64NVME, "crc64nvme");
+	CHECK(s3_cksum_named("x-amz-checksum-algorithm") == S3_CK_NONE &&
+		      s3_cksum_named("x-amz-checksum-md5") == S3_CK_NONE &&
+		      s3_cksum_named("x-amz-checksum-") == S3_CK_NONE,
+	      "other x-amz-checksum- names are not digests");
+}
+
 int main(void)
 {
 	struct s3_config cfg = { 0 };
@@ -140,5 +209,6 @@ int main(void)
 	test_download(c);
 	s3_client_free(c);
 	test_fd_md5();
+	test_checksums();
 	return TAP_DONE();
 }
