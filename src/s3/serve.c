@@ -11,6 +11,7 @@
 #include "../core/err.h"
 #include "../core/io.h"
 #include "../core/log.h"
+#include "../core/units.h"
 
 #include <curl/curl.h>
 #include <openssl/crypto.h>
@@ -49,6 +50,7 @@ struct server {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	unsigned active;
+	atomic_int shed; /* idle connections to close for waiting ones */
 };
 
 /* One request's context. */
@@ -1699,6 +1701,7 @@ static void *conn_main(void *arg)
 		c->fd = a->fd;
 		c->timeout_secs = s->o->timeout_secs;
 		c->stop = s->o->stop;
+		c->shed = &s->shed;
 		snprintf(c->peer, sizeof(c->peer), "%s", a->peer);
 		while (!c->broken) {
 			struct call k = { .s = s, .c = c, .r = r };
@@ -1832,12 +1835,18 @@ int s3_serve(const struct s3_serve_opts *o)
 
 		pthread_mutex_lock(&s.lock);
 		while (s.active >= o->max_conns && !atomic_load(o->stop)) {
+			struct pollfd w = { .fd = lfd, .events = POLLIN };
 			struct timespec dl;
 
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_sec += 1;
+			/* Someone waits and there is no room: an idle
+			 * connection gives way (its client connects again, as
+			 * HTTP clients do when a kept-alive one is closed). */
+			if (poll(&w, 1, 0) > 0)
+				atomic_store(&s.shed, 1);
+			rdx_deadline_in(&dl, 200);
 			pthread_cond_timedwait(&s.cond, &s.lock, &dl);
 		}
+		atomic_store(&s.shed, 0);
 		pthread_mutex_unlock(&s.lock);
 		if (poll(&p, 1, 500) <= 0)
 			continue;

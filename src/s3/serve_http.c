@@ -32,7 +32,23 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits until fd is ready for ev, at most the timeout from now. */
+/* Whether this idle connection is one the server wants closed (it has
+ * a new one waiting and no room): takes one from the count if so. */
+static bool shed_me(struct sv_conn *c)
+{
+	int n;
+
+	if (!c->idle || !c->shed)
+		return false;
+	n = atomic_load(c->shed);
+	while (n > 0)
+		if (atomic_compare_exchange_weak(c->shed, &n, n - 1))
+			return true;
+	return false;
+}
+
+/* Waits until fd is ready for ev, at most the timeout from now; an idle
+ * connection gives way to a new one when the server asks. */
 static int wait_io(struct sv_conn *c, short ev)
 {
 	int64_t end = now_ms() + (int64_t)c->timeout_secs * 1000;
@@ -42,7 +58,7 @@ static int wait_io(struct sv_conn *c, short ev)
 		int64_t left = end - now_ms();
 		int n;
 
-		if (c->stop && atomic_load(c->stop))
+		if ((c->stop && atomic_load(c->stop)) || shed_me(c))
 			return -ECANCELED;
 		if (left <= 0)
 			return -ETIMEDOUT;
@@ -356,7 +372,9 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 		if (now_ms() > end)
 			return -ETIMEDOUT; /* a trickle is not a request */
 		c->in_off = c->in_len = 0;
+		c->idle = !have;
 		n = conn_recv(c, c->in, sizeof(c->in));
+		c->idle = false;
 		if (n < 0)
 			return (int)n;
 		if (!n)

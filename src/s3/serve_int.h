@@ -34,6 +34,8 @@ struct sv_conn {
 	char peer[64];		/* "ADDR:PORT", for the log */
 	unsigned timeout_secs;	/* the longest wait for one read or write */
 	const atomic_int *stop;
+	atomic_int *shed;	/* idle connections the server wants closed, or NULL */
+	bool idle;		/* between requests, nothing of the next one read */
 	char in[SV_INBUF];	/* bytes read and not yet used */
 	size_t in_off, in_len;
 	bool broken;		/* cannot carry another request */

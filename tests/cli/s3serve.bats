@@ -1233,6 +1233,32 @@ keys_of_listing() {
 	assert_rc one "$WAIT_RC" 0
 }
 
+@test "with no room left, an idle kept-alive connection gives way to a new one; one in the middle of a request does not" {
+	mkdir "$D/store"
+	serve_bg two "$D/store" --max-connections 2 --timeout 30
+	port=${SRV_URL##*:}
+	exec {idle}<>"/dev/tcp/127.0.0.1/$port"
+	exec {part}<>"/dev/tcp/127.0.0.1/$port"
+	printf 'GET / HTTP/1.1\r\nHost: x\r\n' >&"$part"
+	sleep 1
+	# Both places are taken: without giving way this waits 30 s.
+	t0=$SECONDS
+	run_t --secs 40 "$RDS3" --endpoint "$SRV_URL" --timeout 35 ls
+	assert_status 0
+	[ $((SECONDS - t0)) -lt 10 ] || fail "waited $((SECONDS - t0)) s for a place"
+	run_t --secs 5 bash -c "cat <&$idle >/dev/null"
+	[ "$status" -ne 124 ] || fail "the idle connection is still open"
+	# The one with half a request was kept: it gets its answer (403:
+	# unsigned, to a server that wants signatures).
+	printf '\r\n' >&"$part"
+	got=$(timeout 5 head -c 12 <&"$part")
+	[ "$got" = "HTTP/1.1 403" ] || fail "the connection in the middle of a request: '$got'"
+	exec {idle}>&- {part}>&-
+	kill -TERM "$SRV_PID"
+	wait_exit "$SRV_PID" 5
+	assert_rc two "$WAIT_RC" 0
+}
+
 @test "the URL line (--port, --listen ::1), -v: one line a request, SIGTERM and SIGINT exit 0, a PUT in flight at the stop leaves nothing" {
 	mkdir "$D/s"
 	p=$(free_port)
