@@ -137,7 +137,6 @@ int rdx_source_open_file(struct rdx_source **out, int fd, const atomic_int *stop
 {
 	struct rdx_source *s;
 	struct stat st;
-	char self[32];
 
 	if (fstat(fd, &st))
 		return -errno;
@@ -152,8 +151,10 @@ int rdx_source_open_file(struct rdx_source **out, int fd, const atomic_int *stop
 	s->size = (uint64_t)st.st_size;
 	/* A second open file description of the same inode (not of a name,
 	 * which may be another file by now), for O_DIRECT. */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	s->dfd = mostly_cached(fd, s->size) ? -1 : open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
+	s->dfd = mostly_cached(fd, s->size) ? -1 : rdx_reopen(fd, O_RDONLY | O_DIRECT);
+	if (s->dfd < 0)
+		s->dfd = -1;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	atomic_init(&s->direct_ok, s->dfd >= 0);
 	*out = s;
 	return 0;
@@ -382,10 +383,10 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool par
 
 /* Opens a pipe or fifo for writing without blocking, so that a writer can
  * always notice a stop request: a blocking write of a whole slot into a pipe
- * whose reader stalled would sit in the kernel for good.  path is the fifo,
- * or /proc/self/fd/N to get a private, non-blocking open file description
- * of an inherited pipe (O_NONBLOCK on the inherited one would change it for
- * every process sharing it).  A fifo without a reader yet is retried until
+ * whose reader stalled would sit in the kernel for good.  (An inherited
+ * pipe, standard output, gets a private non-blocking open file description
+ * through rdx_reopen(): O_NONBLOCK on the inherited one would change it for
+ * every process sharing it.)  A fifo without a reader yet is retried until
  * wait_ms pass.  Returns the fd or -errno. */
 static int open_pipe(const char *path, uint64_t wait_ms,
 		     const atomic_int *interrupted)
@@ -471,7 +472,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		k->fd = STDOUT_FILENO;
 		k->name = "standard output";
 		if (is_fifo(STDOUT_FILENO)) {
-			int fd = open_pipe("/proc/self/fd/1", 0, NULL);
+			int fd = rdx_reopen(STDOUT_FILENO, O_WRONLY | O_NONBLOCK);
 
 			if (fd >= 0)
 				k->fd = fd;

@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/random.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* Waits until fd is ready for events or *stop is set. */
@@ -146,14 +149,42 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 	return errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS ? 0 : -errno;
 }
 
+static bool proc_real;
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void proc_check(void)
+{
+	struct statfs f;
+
+	proc_real = !statfs("/proc/self/fd", &f) && f.f_type == PROC_SUPER_MAGIC;
+}
+
+bool rdx_proc_ok(void)
+{
+	pthread_once(&proc_once, proc_check);
+	return proc_real;
+}
+
 int rdx_reopen(int fd, int flags)
 {
 	char proc[40];
 	int nfd;
 
+	struct stat a, b;
+
+	if (!rdx_proc_ok())
+		return -ENOENT;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	nfd = open(proc, flags | O_CLOEXEC);
-	return nfd < 0 ? -errno : nfd;
+	if (nfd < 0)
+		return -errno;
+	/* Where /proc is not procfs (a chroot's own, a mount over it) the
+	 * name may lead elsewhere. */
+	if (fstat(fd, &a) || fstat(nfd, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		close(nfd);
+		return -ESTALE;
+	}
+	return nfd;
 }
 
 char *rdx_temp_name(const char *base)

@@ -49,9 +49,17 @@ int rdx_prealloc(int fd, uint64_t off, uint64_t len);
  * on the way, -ENOTDIR for anything else that is not a directory. */
 int rdx_dir_beneath(int root, const char *rel, bool make, int *fd);
 
+/* Whether /proc/self/fd is procfs's: not a chroot's directory or a mount
+ * over /proc, where /proc/self/fd/N could name another file.  Every use
+ * of those names asks first, and does without them where the answer is
+ * no, as where there is no /proc. */
+bool rdx_proc_ok(void);
+
 /* The file fd is open on, opened again with flags (O_DIRECT, say)
  * through /proc/self/fd: the same inode, never a name someone could have
- * swapped since.  Returns the new descriptor or -errno. */
+ * swapped since.  Returns the new descriptor or -errno: -ENOENT without
+ * /proc, -ESTALE when what /proc gave is another file (a /proc that is
+ * not procfs). */
 int rdx_reopen(int fd, int flags);
 
 /* A fresh name beside base in the same directory, ".BASE.rdx-XXXXXXXX"

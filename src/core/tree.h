@@ -71,7 +71,8 @@ struct rdx_tree_pack_opts {
 	const struct rdx_rule *rules; /* --include/--exclude on names below the tops; borrowed */
 	size_t nrules;
 	struct rdx_tree_plan *plan;   /* --sync: the receiver's listing, taken over; or NULL */
-	unsigned readers;	      /* threads reading small files ahead (--io-threads; at most the CPUs) */
+	unsigned readers;	      /* threads reading small files ahead and big ones in chunks
+				       * (--io-threads; at most the CPUs) */
 };
 
 /* Starts walking o->paths on a thread of its own; *fd is the read end of

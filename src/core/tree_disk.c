@@ -177,6 +177,8 @@ static int set_meta_path(int fd, const struct tree_meta *m, bool own)
 	mode_t mode;
 	int err;
 
+	if (!rdx_proc_ok())
+		return -ENOTSUP; /* no /proc name to reach it by */
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (own && fchownat(fd, "", m->uid, m->gid, AT_EMPTY_PATH))
 		return -errno;

@@ -13,9 +13,10 @@
 #include <sys/types.h>
 #include <time.h>
 
-/* Regular files this large (and not sparse) are read by the packing
- * thread and written with O_DIRECT through fileio's sink; smaller ones
- * are read and written whole by reader and writer threads. */
+/* Regular files this large (and not sparse) are read in chunks by the
+ * reader threads as their turn comes and written with O_DIRECT through
+ * fileio's sink by the writer threads; smaller ones are read and written
+ * whole by the same threads. */
 #define BIG_FILE (4u << 20)
 
 /* A pipe for the stream, as large as a slot where the system lets it.
@@ -35,8 +36,8 @@ bool tree_name_safe(const char *p);
  * without a pipe: one side offers a buffer and waits until the other is
  * done with it.  Receiving (rdx_tree_unpack_feed), the core offers a
  * slot and libarchive reads straight from it; sending
- * (rdx_tree_pack_read), the packer offers libarchive's block and the
- * core copies it into slots. */
+ * (rdx_tree_pack_read), the packer offers what libarchive wrote (gathered,
+ * or a big file's chunk as it is) and the core copies it into slots. */
 struct feed {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

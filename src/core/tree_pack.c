@@ -252,14 +252,19 @@ struct item {
 	XXH128_hash_t hash;
 };
 
-/* One piece of a big file, read by a reader for the packing thread. */
+/* One piece of a big file, read by a reader for the packing thread: the
+ * reader that claimed it writes buf and got without a lock, then sets
+ * done under the queue's lock; the packer reads them once it saw done,
+ * and clears done (the lock again) when it is through with them. */
 struct chunk {
-	char *buf;   /* CHUNK bytes, 4 KiB-aligned */
+	char *buf;   /* CHUNK bytes, 4 KiB-aligned; the packer's, fixed */
 	ssize_t got; /* bytes, or -errno */
 	bool done;
 };
 
-/* The big file the packing thread sends now (pack_big), on its stack. */
+/* The big file the packing thread sends now (pack_big), on its stack; the
+ * counters are under the queue's lock.  A reader touches it only while
+ * counted in busy, and pack_big() returns only once busy is 0. */
 struct bigread {
 	struct rdx_source *src;
 	uint64_t size;	   /* as walked: what is sent */
@@ -377,8 +382,10 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 	} else {
 		if (p->ofill + len > PACK_BLOCK)
 			err = pack_flush(p);
-		memcpy(p->obuf + p->ofill, buf, len);
-		p->ofill += len;
+		if (!err) {
+			memcpy(p->obuf + p->ofill, buf, len);
+			p->ofill += len;
+		}
 	}
 	if (err) {
 		archive_set_error(a, -err, "%s", strerror(-err));
@@ -416,20 +423,41 @@ char *rdx_tree_top_name(const char *path)
 	return strndup(base, (size_t)(end - base));
 }
 
-/* Opens the file the walk found, by its (absolute) path, and checks that
- * it is still that file: what is read is what was walked, even if a name
- * on the way was replaced since.  Returns the descriptor, or -errno
- * (-ESTALE: another file is there now). */
-static int open_walked(struct archive_entry *e)
+/* Whether fd is the walked file e, a regular file. */
+static bool is_walked(int fd, struct archive_entry *e)
 {
 	struct stat st;
-	/* O_NONBLOCK: a fifo put there must not block the open. */
-	int fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) &&
+	       st.st_ino == (ino_t)archive_entry_ino64(e) && st.st_dev == archive_entry_dev(e);
+}
+
+/* Opens the file the walk found, by its (absolute) path, and checks that
+ * it is still that file: what is read is what was walked, even if a name
+ * on the way was replaced since.  The name is opened O_PATH and checked
+ * before the file is opened for reading (through /proc/self/fd), so that
+ * a device swapped in is never opened and a fifo never waited for;
+ * without a /proc that is procfs, by name again, checked again.  Returns the descriptor,
+ * or -errno (-ESTALE: another file is there now). */
+static int open_walked(struct archive_entry *e)
+{
+	int pfd = open(archive_entry_sourcepath(e), O_PATH | O_CLOEXEC), fd;
+
+	if (pfd < 0)
+		return -errno;
+	if (!is_walked(pfd, e)) {
+		close(pfd);
+		return -ESTALE;
+	}
+	fd = rdx_reopen(pfd, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+	close(pfd);
+	if (fd != -ENOENT && fd != -ESTALE) /* no /proc, or not procfs */
+		return fd;
+	/* O_NONBLOCK: a fifo put there must not block the open. */
+	fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_ino != (ino_t)archive_entry_ino64(e) || st.st_dev != archive_entry_dev(e)) {
+	if (!is_walked(fd, e)) {
 		close(fd);
 		return -ESTALE;
 	}
@@ -625,7 +653,8 @@ static bool use_big(struct rdx_tree_pack *p, struct archive_entry *e)
 	return true;
 }
 
-/* Sends one walked entry.  Returns 0 or -EPIPE. */
+/* Sends one walked entry.  Returns 0, -EPIPE, or (pack_big) the walk's
+ * failure. */
 static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 		      struct archive_entry_linkresolver *lr, struct item *it,
 		      XXH3_state_t *h)

@@ -635,10 +635,12 @@ static int link_anon(int fd, int dir, const char *name)
 	char proc[40];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (!linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
-		return 0;
-	if (errno != ENOENT) /* no /proc: try without */
-		return -errno;
+	if (rdx_proc_ok()) {
+		if (!linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno != ENOENT) /* no /proc: try without */
+			return -errno;
+	}
 	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
 }
 

@@ -672,6 +672,44 @@ NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	[ -z "$(find "$D/out" -name '.*rdx-*')" ] || fail "a temporary was left: $(find "$D/out")"
 }
 
+@test "a /proc that is not procfs (its fd links lead to another file) is not believed: rdsend -r and rdrecv move the right bytes" {
+	command -v unshare >/dev/null || skip "no unshare"
+	mkdir -p "$D/src/t" "$D/out1" "$D/out2"
+	echo small >"$D/src/t/a"
+	# Written around the page cache, so that O_DIRECT is chosen for it.
+	head -c $((6 * 1024 * 1024)) /dev/urandom | dd of="$D/src/t/big" bs=1M iflag=fullblock oflag=direct status=none
+	head -c $((6 * 1024 * 1024)) /dev/zero | tr '\0' X >"$D/decoy"
+	# fakeproc CMD...: CMD with a tmpfs over /proc whose self/fd/N are
+	# symlinks to the decoy (a chroot's /proc, a mount over it).
+	cat >"$D/fakeproc" <<EOS
+#!/bin/sh
+mount -t tmpfs none /proc || exit 99
+mkdir -p /proc/self/fd
+for i in \$(seq 3 60); do ln -s "$D/decoy" /proc/self/fd/\$i; done
+exec "\$@"
+EOS
+	chmod +x "$D/fakeproc"
+	unshare -m "$D/fakeproc" true || skip "cannot mount a tmpfs over /proc here"
+	port=$(free_port)
+	start_recv -r --wait 30 "$port" key "$D/out1"
+	wait_listen "$port"
+	run_t unshare -m "$D/fakeproc" "$RDSEND" -r 127.0.0.1 "$port" key "$D/src/t"
+	assert_status 0
+	wait_recv
+	assert_rc recv "$RECV_RC" 0
+	diff -r "$D/src/t" "$D/out1/t"
+	# The receiving end, likewise (its temporaries are reopened for O_DIRECT).
+	port=$(free_port)
+	NETNS_EXEC="unshare -m $D/fakeproc" start_recv -r --wait 30 "$port" key "$D/out2"
+	wait_listen "$port"
+	run_t "$RDSEND" -r 127.0.0.1 "$port" key "$D/src/t"
+	assert_status 0
+	wait_recv
+	assert_rc recv "$RECV_RC" 0
+	diff -r "$D/src/t" "$D/out2/t"
+	[ "$(find "$D/decoy" -newer "$D/fakeproc")" = "" ] || fail "the decoy was written"
+}
+
 @test "rdrecv -r: a big file whose disk write fails midway is named and not kept; the rest arrives" {
 	[ -x "$RDX_BUILD/tests/shim.so" ] || fail "shim not built: $RDX_BUILD/tests/shim.so"
 	mkdir -p "$D/src/t" "$D/out"
