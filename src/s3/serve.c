@@ -378,9 +378,15 @@ out:
 	return ret;
 }
 
-/* A small XML body (a Delete or Complete request), NUL-terminated. */
-static int take_xml(struct call *k, char **out, size_t *len)
+/* A small XML body (a Delete or Complete request), NUL-terminated.
+ * body_sum: an x-amz-checksum-* header is the body's (DeleteObjects) and
+ * is checked; else it would be the whole object's (Complete), which is
+ * not computed here: refused rather than left unchecked. */
+static int take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 {
+	const struct sv_hdr *ckh;
+	enum s3_ck alg;
+	int ret;
 	struct s3_buf b;
 	char tmp[16384];
 	ssize_t n;
@@ -394,6 +400,31 @@ static int take_xml(struct call *k, char **out, size_t *len)
 		if (n < 0)
 			return (int)n;
 		return fail(k, 400, "MalformedXML", "the XML body is too large") ? -EIO : 1;
+	}
+	if ((ret = body_checksum(k, &ckh, &alg))) {
+		s3_buf_release(&b);
+		return ret;
+	}
+	if (ckh && !body_sum) {
+		s3_buf_release(&b);
+		return fail(k, 501, "NotImplemented",
+			    "rds3 serve does not compute a multipart upload's whole-object checksum") ? -EIO : 1;
+	}
+	if (ckh) {
+		unsigned char d[S3_CK_MAX];
+		struct s3_cksum ck;
+		size_t dn;
+
+		if (s3_cksum_init(&ck, alg)) {
+			s3_buf_release(&b);
+			return -ENOMEM;
+		}
+		s3_cksum_update(&ck, b.p ? b.p : "", b.len);
+		dn = s3_cksum_final(&ck, d);
+		if (!checksum_matches(ckh->value, d, dn)) {
+			s3_buf_release(&b);
+			return fail(k, 400, "BadDigest", "The checksum you specified did not match the calculated checksum.") ? -EIO : 1;
+		}
 	}
 	*out = b.p ? b.p : strdup("");
 	*len = b.len;
@@ -639,7 +670,7 @@ static int bucket_op(struct call *k)
 		bool quiet = false;
 		struct s3_buf b;
 
-		if ((ret = take_xml(k, &xml, &n))) {
+		if ((ret = take_xml(k, true, &xml, &n))) {
 			close(bfd);
 			return ret < 0 ? ret : 0;
 		}
@@ -1363,7 +1394,7 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 	up = upload_open(k, id);
 	if (up < 0)
 		return no_upload(k);
-	if ((ret = take_xml(k, &xml, &n))) {
+	if ((ret = take_xml(k, false, &xml, &n))) {
 		close(up);
 		return ret < 0 ? ret : 0;
 	}

@@ -58,13 +58,17 @@ static int wait_io(struct sv_conn *c, short ev)
 		int64_t left = end - now_ms();
 		int n;
 
-		if ((c->stop && atomic_load(c->stop)) || shed_me(c))
+		if (c->stop && atomic_load(c->stop))
 			return -ECANCELED;
 		if (left <= 0)
 			return -ETIMEDOUT;
 		n = poll(&p, 1, left < SLICE_MS ? (int)left : SLICE_MS);
 		if (n > 0)
 			return 0;
+		/* Silent for a whole slice: not a new connection whose
+		 * request is on its way, nor one that just got its answer. */
+		if (!n && shed_me(c))
+			return -ECANCELED;
 		if (n < 0 && errno != EINTR)
 			return -errno;
 	}

@@ -1481,8 +1481,21 @@ keys_of_listing() {
 	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5Jg==' --data-binary @"$D/o" "$OPEN_URL/$B/mp?partNumber=1&uploadId=$id"
 	want_code 200
 	[ "$(hdr x-amz-checksum-crc32)" = y/Q5Jg== ] || fail "part: $(cat "$D/hdr")"
+	# Complete with a whole-object checksum, which is not computed: refused.
+	etag=$(hdr ETag)
+	printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>' "$etag" >"$D/c.xml"
+	hcurl -X POST -H 'x-amz-checksum-crc32: y/Q5Jg==' --data-binary @"$D/c.xml" "$OPEN_URL/$B/mp?uploadId=$id"
+	want_code 501
+	want_error NotImplemented
 	hcurl -X DELETE "$OPEN_URL/$B/mp?uploadId=$id"
 	want_code 204
+	# DeleteObjects: the checksum is the body's.
+	printf '<Delete><Object><Key>ok-crc32</Key></Object></Delete>' >"$D/d.xml"
+	hcurl -X POST -H "Content-MD5: $(openssl md5 -binary <"$D/d.xml" | base64)" -H 'x-amz-checksum-crc32: AAAAAA==' \
+		--data-binary @"$D/d.xml" "$OPEN_URL/$B?delete"
+	want_code 400
+	want_error BadDigest
+	[ -e "$OPEN_DIR/$B/ok-crc32" ] || fail "a delete with a wrong checksum deleted"
 	# Two digests, one S3 does not know, and a value that is no digest.
 	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5Jg==' -H 'x-amz-checksum-crc32c: 4waSgw==' \
 		--data-binary @"$D/o" "$OPEN_URL/$B/two"
