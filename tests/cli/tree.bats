@@ -686,8 +686,11 @@ NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 mount -t tmpfs none /proc || exit 99
 mkdir -p /proc/self/fd
 for i in \$(seq 3 60); do ln -s "$D/decoy" /proc/self/fd/\$i; done
-# LeakSanitizer reads /proc to find its threads (an ASan build): it cannot here.
-ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0" exec "\$@"
+# An ASan build reads its options from /proc/self/environ, and its
+# LeakSanitizer needs the real /proc: no leak check here.
+export ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"
+env -0 >/proc/self/environ
+exec "\$@"
 EOS
 	chmod +x "$D/fakeproc"
 	unshare -m "$D/fakeproc" true || skip "cannot mount a tmpfs over /proc here"
