@@ -1,5 +1,6 @@
 #include "log.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,4 +87,15 @@ char *rdx_printable(char *dst, size_t cap, const char *src, size_t n)
 	if (cap)
 		dst[o] = '\0';
 	return dst;
+}
+
+void rdx_thread_name(const char *fmt, ...)
+{
+	char name[16];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	pthread_setname_np(pthread_self(), name);
 }

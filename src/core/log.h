@@ -33,4 +33,8 @@ char *rdx_printable(char *dst, size_t cap, const char *src, size_t n);
 void rdx_info(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Names the calling thread ("rdx-recv0") for top -H, perf and gdb; the
+ * name is cut to the kernel's 15 bytes. */
+void rdx_thread_name(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

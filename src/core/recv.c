@@ -287,6 +287,7 @@ static void *stream_main(void *arg)
 	uint32_t pending = 0;
 	int ret = c ? 0 : -ENOMEM;
 
+	rdx_thread_name("rdx-recv%u", st->index);
 	if (!ret && s->opts.compress)
 		ret = rdx_zpack_new(&c->z, 0);
 	if (!ret && s->encrypt)
@@ -380,6 +381,7 @@ static void *writer_main(void *arg)
 	struct rdx_slot *slot;
 	int ret;
 
+	rdx_thread_name("rdx-write");
 	while ((ret = rdx_ring_take(s->ring, order_hook, s, &slot)) == 1) {
 		ret = rdx_sink_write(x->sink, slot->data, slot->len, slot->offset);
 		if (ret) {

@@ -63,6 +63,7 @@ static void *reader_file(void *arg)
 	struct sender *x = arg;
 	size_t cap = rdx_ring_slot_size(x->s.ring);
 
+	rdx_thread_name("rdx-read");
 	for (;;) {
 		uint64_t seq = atomic_fetch_add(&x->next_seq, 1);
 		struct rdx_slot *slot;
@@ -91,6 +92,7 @@ static void *reader_stream(void *arg)
 	size_t cap = rdx_ring_slot_size(x->s.ring);
 	uint64_t seq;
 
+	rdx_thread_name("rdx-read");
 	for (seq = 0;; seq++) {
 		struct rdx_slot *slot;
 		ssize_t n;
@@ -194,6 +196,7 @@ static void *stream_main(void *arg)
 	struct rdx_slot *slot;
 	int ret = 0;
 
+	rdx_thread_name("rdx-send%u", st->index);
 	if (s->opts.compress)
 		ret = rdx_zpack_new(&c.z, s->opts.compress);
 	if (!ret && s->encrypt)

@@ -807,6 +807,7 @@ static void *reader_main(void *arg)
 {
 	struct ahead *q = arg;
 
+	rdx_thread_name("rdx-tread");
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
 		struct item *it = q->unread, *next;
@@ -1019,6 +1020,7 @@ static void *walk_main(void *arg)
 	unsigned i;
 	int ret = 0;
 
+	rdx_thread_name("rdx-walk");
 	/* libarchive's walk starts from a descriptor of the working
 	 * directory: one we may not read (a user in someone else's home)
 	 * failed every source ("statfs failed").  The paths walked are
@@ -1115,6 +1117,7 @@ static void *pack_main(void *arg)
 	struct item *it = NULL;
 	int ret = 0;
 
+	rdx_thread_name("rdx-pack");
 	p->rbuf = malloc(READ_BLOCK);
 	p->obuf = malloc(PACK_BLOCK);
 	if (!w || !lr || !h || !p->rbuf || !p->obuf) {

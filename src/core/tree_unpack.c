@@ -730,6 +730,7 @@ static void *writer_main(void *arg)
 	struct writers *w = &u->w;
 	struct job *j;
 
+	rdx_thread_name("rdx-twrite");
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!me->head && !w->quit)
@@ -1335,6 +1336,7 @@ static void *unpack_main(void *arg)
 	struct archive_entry *e;
 	int r;
 
+	rdx_thread_name("rdx-unpack");
 	if (!rd || !wd) {
 		unpack_fail(u, -ENOMEM, "out of memory");
 		goto out;

@@ -3,6 +3,7 @@
 #include "wpool.h"
 
 #include "io.h"
+#include "log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +45,7 @@ static void *writer_main(void *arg)
 {
 	struct rdx_wpool *p = arg;
 
+	rdx_thread_name("rdx-wpool");
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		struct wbuf *b = p->head;
