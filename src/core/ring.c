@@ -23,6 +23,8 @@ struct rdx_ring {
 	pthread_cond_t space; /* a slot became free (claimers wait), or abort */
 	pthread_cond_t ready; /* a chunk was published or the end is known
 			       * (takers wait), or abort */
+	pthread_cond_t turn;  /* the in-order work moved on (ordered
+			       * publishers and hooked takers wait), or abort */
 	struct ring_entry *e;
 	unsigned n;
 	size_t slot_size;
@@ -32,6 +34,8 @@ struct rdx_ring {
 	bool locked;
 	uint64_t stall_ms;
 	uint64_t tail;	  /* next seq to take; lock */
+	uint64_t pub_turn;  /* next seq rdx_ring_publish_ordered() lets by; lock */
+	uint64_t hook_turn; /* next seq whose take hook runs; lock */
 	uint64_t low;	  /* lowest seq not yet released; lock */
 	uint64_t end;	  /* total chunks, UINT64_MAX while unknown; lock */
 	bool closed;	  /* no more publishes will come; lock */
@@ -83,6 +87,7 @@ int rdx_ring_new(struct rdx_ring **out, unsigned nslots, size_t slot_size,
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->space, NULL);
 	pthread_cond_init(&r->ready, NULL);
+	pthread_cond_init(&r->turn, NULL);
 	*out = r;
 	return 0;
 
@@ -102,6 +107,7 @@ void rdx_ring_free(struct rdx_ring *r)
 	munmap(r->mem, r->mem_len);
 	pthread_cond_destroy(&r->space);
 	pthread_cond_destroy(&r->ready);
+	pthread_cond_destroy(&r->turn);
 	pthread_mutex_destroy(&r->lock);
 	free(r->e);
 	free(r);
@@ -162,6 +168,7 @@ static void wake_all(struct rdx_ring *r)
 {
 	pthread_cond_broadcast(&r->space);
 	pthread_cond_broadcast(&r->ready);
+	pthread_cond_broadcast(&r->turn);
 }
 
 int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out)
@@ -208,6 +215,52 @@ void rdx_ring_publish(struct rdx_ring *r, struct rdx_slot *slot)
 	entry_of(slot)->state = SLOT_READY;
 	pthread_cond_broadcast(&r->ready);
 	pthread_mutex_unlock(&r->lock);
+}
+
+/* Waits, under the lock, until *turn reaches seq; 0 or the abort error. */
+static int wait_turn(struct rdx_ring *r, const uint64_t *turn, uint64_t seq)
+{
+	while (*turn != seq && !r->err)
+		pthread_cond_wait(&r->turn, &r->lock);
+	return r->err;
+}
+
+/* Runs hook on slot outside the lock (the caller holds it, and has the
+ * turn), then passes the turn on; a hook's error aborts the ring. */
+static int run_hook(struct rdx_ring *r, uint64_t *turn, rdx_ring_hook hook,
+		    void *arg, struct rdx_slot *slot)
+{
+	int ret;
+
+	pthread_mutex_unlock(&r->lock);
+	ret = hook(arg, slot);
+	pthread_mutex_lock(&r->lock);
+	if (ret) {
+		if (!r->err)
+			r->err = ret;
+		wake_all(r);
+		return ret;
+	}
+	(*turn)++;
+	pthread_cond_broadcast(&r->turn);
+	return 0;
+}
+
+int rdx_ring_publish_ordered(struct rdx_ring *r, struct rdx_slot *slot,
+			     rdx_ring_hook hook, void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	ret = wait_turn(r, &r->pub_turn, slot->seq);
+	if (!ret)
+		ret = run_hook(r, &r->pub_turn, hook, arg, slot);
+	if (!ret) {
+		entry_of(slot)->state = SLOT_READY;
+		pthread_cond_broadcast(&r->ready);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
 }
 
 void rdx_ring_unclaim(struct rdx_ring *r, struct rdx_slot *slot)
@@ -266,20 +319,22 @@ int rdx_ring_take(struct rdx_ring *r, rdx_ring_hook hook, void *arg,
 		}
 		pthread_cond_wait(&r->ready, &r->lock);
 	}
-	if (hook) {
-		ret = hook(arg, &e->slot);
-		if (ret) {
-			if (!r->err)
-				r->err = ret;
-			wake_all(r);
-			goto out;
-		}
-	}
 	e->state = SLOT_BUSY;
 	r->tail++;
+	pthread_cond_broadcast(&r->ready); /* the next taker's turn */
+	/* The hook runs outside the lock, so that producers go on claiming
+	 * and publishing while it hashes, and in order: after the hook of
+	 * every chunk below this one.  After a failure the chunk stays BUSY:
+	 * the ring is aborted and nothing more is taken or released. */
+	if (hook) {
+		ret = wait_turn(r, &r->hook_turn, e->slot.seq);
+		if (!ret)
+			ret = run_hook(r, &r->hook_turn, hook, arg, &e->slot);
+		if (ret)
+			goto out;
+	}
 	*out = &e->slot;
 	ret = 1;
-	pthread_cond_broadcast(&r->ready); /* the next taker's turn */
 out:
 	pthread_mutex_unlock(&r->lock);
 	return ret;

@@ -7,8 +7,11 @@
  *   - producers may fill chunks out of order (reader threads, receiving
  *     streams), yet can never deadlock the consumer: the chunk it waits for
  *     always has its slot free;
- *   - consumers take chunks strictly in order (rdx_ring_take), under the
- *     ring lock, which is where the in-order work (hashing, offsets) runs;
+ *   - consumers take chunks strictly in order (rdx_ring_take), and the
+ *     in-order work (hashing, offsets) runs in a hook, one chunk after the
+ *     other in sequence order, outside the ring lock: either as a chunk is
+ *     taken, or as its producer publishes it (rdx_ring_publish_ordered:
+ *     the hash then costs the consumer, a sending stream, nothing);
  *   - duplicates and replays are detected (claiming a seq twice).
  *
  * Slot life: FREE -claim-> FILLING -publish-> READY -take-> BUSY -release-> FREE
@@ -25,15 +28,17 @@ struct rdx_slot {
 	void *wire;	 /* wire_size bytes for transformed frames, or NULL */
 	size_t len;	 /* plain bytes in data */
 	uint64_t seq;	 /* chunk sequence number */
-	uint64_t offset; /* plain offset of data[0] in the stream; set by take hooks */
+	uint64_t offset; /* plain offset of data[0] in the stream; set by the hook */
 	unsigned index;	 /* position in the ring, for transports that register */
 };
 
 struct rdx_ring;
 
-/* Called by rdx_ring_take() under the ring lock, in sequence order.  A hook
- * must not call back into the ring (its lock is held): it reports trouble
- * by returning a negative error, which rdx_ring_take() returns. */
+/* Called by rdx_ring_take() or rdx_ring_publish_ordered() in sequence
+ * order, one at a time, outside the ring lock: what one hook call writes,
+ * the next one reads (the turn passes through the lock).  It reports
+ * trouble by returning a negative error, which aborts the ring and is
+ * returned. */
 typedef int (*rdx_ring_hook)(void *arg, struct rdx_slot *slot);
 
 /* Allocates nslots slots of slot_size bytes (a multiple of 4096), plus a
@@ -64,6 +69,13 @@ int rdx_ring_claim(struct rdx_ring *r, uint64_t seq, struct rdx_slot **out);
 /* Makes a filled slot available to rdx_ring_take(). */
 void rdx_ring_publish(struct rdx_ring *r, struct rdx_slot *slot);
 
+/* Publishes a filled slot once every chunk below it was published this
+ * way, after running hook on it (in sequence order, outside the lock).
+ * Returns 0, or the abort error (or the hook's) and the slot stays the
+ * caller's.  A ring's producers use either this or rdx_ring_publish(). */
+int rdx_ring_publish_ordered(struct rdx_ring *r, struct rdx_slot *slot,
+			     rdx_ring_hook hook, void *arg);
+
 /* Gives a claimed slot back unfilled (the producer found end of input). */
 void rdx_ring_unclaim(struct rdx_ring *r, struct rdx_slot *slot);
 
@@ -75,10 +87,10 @@ int rdx_ring_set_end(struct rdx_ring *r, uint64_t nchunks);
  * then fails with -ENODATA instead of waiting for a chunk that cannot come. */
 void rdx_ring_close_producers(struct rdx_ring *r);
 
-/* Takes the next chunk in sequence order, running hook (if any) on it under
- * the lock.  Returns 1 with *out set, 0 at the end of the stream, or a
- * negative error (the abort error, the hook's, which aborts the ring, or
- * -ENODATA after rdx_ring_close_producers()). */
+/* Takes the next chunk in sequence order and runs hook (if any) on it,
+ * after the hook of every chunk below it.  Returns 1 with *out set, 0 at
+ * the end of the stream, or a negative error (the abort error, the hook's,
+ * which aborts the ring, or -ENODATA after rdx_ring_close_producers()). */
 int rdx_ring_take(struct rdx_ring *r, rdx_ring_hook hook, void *arg,
 		  struct rdx_slot **out);
 

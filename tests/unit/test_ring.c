@@ -1,12 +1,16 @@
-/* Slot ring accounting: ownership by seq, order, duplicates, end, abort. */
+/* Slot ring accounting: ownership by seq, order, duplicates, end, abort;
+ * the in-order hooks, on publish and on take. */
 #include "../../src/core/err.h"
 #include "../../src/core/ring.h"
 #include "tap.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 static int hook_seen;
 
@@ -176,6 +180,222 @@ static void test_writable_below(void)
 	rdx_ring_free(r);
 }
 
+/* An in-order hook that also checks that no two of its calls overlap. */
+struct seq_hook {
+	uint64_t want;
+	atomic_int inside;
+	bool overlap;
+};
+
+static int seq_hook(void *arg, struct rdx_slot *slot)
+{
+	struct seq_hook *h = arg;
+	uint64_t got;
+
+	if (atomic_fetch_add(&h->inside, 1))
+		h->overlap = true;
+	memcpy(&got, slot->data, sizeof(got));
+	if (got % 97 == 0)
+		usleep(200); /* let another thread try its turn */
+	slot->offset = got;
+	atomic_fetch_sub(&h->inside, 1);
+	return got == h->want++ ? 0 : -EPROTO;
+}
+
+struct oprod {
+	struct rdx_ring *r;
+	struct seq_hook *h;
+	_Atomic uint64_t *next;
+	uint64_t n;
+};
+
+/* A reader thread of rdsend's: the next seq from a shared counter, then
+ * publish in order through the hook. */
+static void *ordered_producer(void *arg)
+{
+	struct oprod *p = arg;
+
+	for (;;) {
+		uint64_t s = atomic_fetch_add(p->next, 1);
+		struct rdx_slot *slot;
+
+		if (s >= p->n || rdx_ring_claim(p->r, s, &slot))
+			break;
+		memcpy(slot->data, &s, sizeof(s));
+		slot->len = sizeof(s);
+		if (s % 89 == 0)
+			usleep(100); /* publish out of order now and then */
+		if (rdx_ring_publish_ordered(p->r, slot, seq_hook, p->h)) {
+			rdx_ring_unclaim(p->r, slot);
+			break;
+		}
+	}
+	return NULL;
+}
+
+struct taker {
+	struct rdx_ring *r;
+	struct seq_hook *h; /* NULL: take without a hook */
+	uint64_t taken;
+	int ret;
+};
+
+static void *taker(void *arg)
+{
+	struct taker *t = arg;
+	struct rdx_slot *slot;
+
+	while ((t->ret = rdx_ring_take(t->r, t->h ? seq_hook : NULL, t->h, &slot)) == 1) {
+		if (slot->offset != slot->seq)
+			t->ret = -EPROTO;
+		t->taken++;
+		rdx_ring_release(t->r, slot);
+	}
+	return NULL;
+}
+
+/* Readers publishing in order through a hook (rdsend's hash), and takers
+ * running a hook of their own (rdrecv's writers): both hooks see every
+ * chunk once, in order, never two at a time. */
+static void test_ordered(void)
+{
+	struct rdx_ring *r;
+	struct seq_hook ph = { 0 }, th = { 0 };
+	_Atomic uint64_t next = 0;
+	struct oprod p[4];
+	struct taker t[3];
+	pthread_t pt[4], tt[3];
+	uint64_t n = 20000, taken = 0;
+	bool ok = true;
+	int i;
+
+	rdx_ring_new(&r, 5, 4096, 0, false, NULL);
+	rdx_ring_set_end(r, n);
+	for (i = 0; i < 3; i++) {
+		t[i] = (struct taker){ .r = r, .h = &th };
+		pthread_create(&tt[i], NULL, taker, &t[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		p[i] = (struct oprod){ .r = r, .h = &ph, .next = &next, .n = n };
+		pthread_create(&pt[i], NULL, ordered_producer, &p[i]);
+	}
+	for (i = 0; i < 4; i++)
+		pthread_join(pt[i], NULL);
+	for (i = 0; i < 3; i++) {
+		pthread_join(tt[i], NULL);
+		ok = ok && t[i].ret == 0;
+		taken += t[i].taken;
+	}
+	CHECK(ph.want == n && !ph.overlap,
+	      "4 ordered publishers: the hook saw 20000 chunks in order, one at a time");
+	CHECK(ok && taken == n && th.want == n && !th.overlap,
+	      "3 takers: their hook saw every chunk in order, one at a time");
+	rdx_ring_free(r);
+
+	/* Takers without a hook after ordered publishers: the publish hook's
+	 * offsets arrive with the chunks. */
+	rdx_ring_new(&r, 5, 4096, 0, false, NULL);
+	rdx_ring_set_end(r, n);
+	ph = (struct seq_hook){ 0 };
+	next = 0;
+	for (i = 0; i < 2; i++) {
+		t[i] = (struct taker){ .r = r };
+		pthread_create(&tt[i], NULL, taker, &t[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		p[i] = (struct oprod){ .r = r, .h = &ph, .next = &next, .n = n };
+		pthread_create(&pt[i], NULL, ordered_producer, &p[i]);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(pt[i], NULL);
+	for (i = 0; i < 2; i++)
+		pthread_join(tt[i], NULL);
+	CHECK(t[0].ret == 0 && t[1].ret == 0 && t[0].taken + t[1].taken == n &&
+		      ph.want == n,
+	      "takers without a hook get the publish hook's offsets");
+	rdx_ring_free(r);
+}
+
+static int fail_hook(void *arg, struct rdx_slot *slot)
+{
+	(void)arg;
+	return slot->seq == 1 ? -EIO : 0;
+}
+
+/* A publish hook's error aborts the ring: its publisher, a publisher
+ * waiting for its turn and the taker all get it. */
+static void test_ordered_error(void)
+{
+	struct rdx_ring *r;
+	struct rdx_slot *a, *b, *c, *t;
+
+	rdx_ring_new(&r, 4, 4096, 0, false, NULL);
+	rdx_ring_claim(r, 0, &a);
+	rdx_ring_claim(r, 1, &b);
+	rdx_ring_claim(r, 2, &c);
+	CHECK(rdx_ring_publish_ordered(r, a, fail_hook, NULL) == 0, "chunk 0 passes");
+	CHECK(rdx_ring_take(r, NULL, NULL, &t) == 1 && t->seq == 0, "and is taken");
+	CHECK(rdx_ring_publish_ordered(r, b, fail_hook, NULL) == -EIO &&
+		      rdx_ring_error(r) == -EIO,
+	      "a failing hook's error is returned and aborts the ring");
+	CHECK(rdx_ring_publish_ordered(r, c, fail_hook, NULL) == -EIO,
+	      "the next publisher gets the abort error, not its turn");
+	CHECK(rdx_ring_take(r, NULL, NULL, &t) == -EIO, "so does the taker");
+	rdx_ring_free(r);
+}
+
+struct sidekick {
+	struct rdx_ring *r;
+	atomic_bool done;
+};
+
+static void *sidekick(void *arg)
+{
+	struct sidekick *k = arg;
+	struct rdx_slot *slot;
+
+	if (rdx_ring_claim(k->r, 1, &slot) == 0) {
+		slot->len = 1;
+		rdx_ring_publish(k->r, slot);
+		atomic_store(&k->done, true);
+	}
+	return NULL;
+}
+
+static bool published_by_sidekick;
+
+/* Waits up to 2 s for the sidekick to claim and publish chunk 1: it can
+ * only while the hook runs outside the ring's lock. */
+static int waiting_hook(void *arg, struct rdx_slot *slot)
+{
+	struct sidekick *k = arg;
+	int i;
+
+	(void)slot;
+	for (i = 0; i < 2000 && !atomic_load(&k->done); i++)
+		usleep(1000);
+	published_by_sidekick = atomic_load(&k->done);
+	return 0;
+}
+
+static void test_hook_unlocked(void)
+{
+	struct sidekick k = { 0 };
+	struct rdx_slot *s, *t;
+	pthread_t th;
+
+	rdx_ring_new(&k.r, 4, 4096, 0, false, NULL);
+	rdx_ring_claim(k.r, 0, &s);
+	s->len = 1;
+	rdx_ring_publish(k.r, s);
+	pthread_create(&th, NULL, sidekick, &k);
+	CHECK(rdx_ring_take(k.r, waiting_hook, &k, &t) == 1 && published_by_sidekick,
+	      "a producer claims and publishes while a take hook runs");
+	pthread_join(th, NULL);
+	rdx_ring_release(k.r, t);
+	rdx_ring_free(k.r);
+}
+
 int main(void)
 {
 	test_basic();
@@ -183,5 +403,8 @@ int main(void)
 	test_stall();
 	test_threads();
 	test_writable_below();
+	test_ordered();
+	test_ordered_error();
+	test_hook_unlocked();
 	return TAP_DONE();
 }
