@@ -151,7 +151,7 @@ find "$TREE" -type f -exec cat {} + >/dev/null
 
 # rdcp's tree mode: listed in --help, or a local trial copy works
 RDCP_R=0
-if "$RDCP" --help 2>&1 | grep -q -- --recursive; then
+if grep -q -- --recursive <<<"$("$RDCP" --help 2>&1 || true)"; then
 	RDCP_R=1
 else
 	mkdir -p "$TMPD/try/a/b" && echo x >"$TMPD/try/a/b/c"

@@ -23,7 +23,9 @@
 #                  directory first, so a rebuild during the run changes nothing)
 #   SERVER=s3rver  the server: s3rver, or rds3 (`rds3 serve` of this build
 #                  on the scratch directory's store: a server fast enough
-#                  not to hide the clients' differences)
+#                  not to hide the clients' differences; no node or npm)
+#   AWS            the AWS CLI (default /usr/bin/aws, Debian's awscli; on
+#                  a host without it, bench/pack-tools.sh --s3 carries it)
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
 #
 # Each tool runs with its own defaults (part size, concurrency, transfers):
@@ -32,7 +34,7 @@
 #            `xargs -P $PAR` of one `rds3 put`/`get` per object (the
 #            download side lists with `rds3 ls -r` first); the output says
 #            which
-#   aws      aws s3 cp [--recursive]       (/usr/bin/aws, Debian's awscli)
+#   aws      aws s3 cp [--recursive]       ($AWS: /usr/bin/aws, Debian's awscli)
 #   rclone   rclone copyto / rclone copy   (config from RCLONE_CONFIG_* env)
 #   s3cmd    s3cmd put/get [--recursive]
 #
@@ -63,14 +65,15 @@ OBJ=$((256 * 1024))
 RDS3=${RDS3:-$BENCH_REPO/build/rds3}
 SERVER=${SERVER:-s3rver}
 case $SERVER in s3rver | rds3) ;; *) die "SERVER: s3rver or rds3, not '$SERVER'" ;; esac
-AWS=/usr/bin/aws
+AWS=${AWS:-/usr/bin/aws}
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer"
 [ "$BYTES" -gt 0 ] || die "SIZE must be > 0"
 TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 5))}
 TOOLS=(rds3 aws rclone s3cmd)
 CASES=(one-up one-down many-up many-down)
 
-need_cmds node npm rclone s3cmd openssl ss timeout cmp diff
+need_cmds rclone s3cmd openssl ss timeout cmp diff
+[ "$SERVER" = rds3 ] || need_cmds node npm
 [ -x "$AWS" ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
 [ -x "$AWS" ] || die "$AWS missing (Debian's awscli)"
 [ -x "$RDS3" ] || die "$RDS3 not built (make)"
@@ -89,10 +92,12 @@ export HOME=$TMPD/home
 mkdir -p "$HOME"
 
 # ---------------------------------------------------------------- server
-bash "$BENCH_REPO/tests/s3/setup.sh" >"$TMPD/setup.log" 2>&1 ||
-	{ cat "$TMPD/setup.log" >&2; die "tests/s3/setup.sh failed"; }
-S3RVER_JS=$BENCH_REPO/tests/s3/node_modules/s3rver/bin/s3rver.js
-S3RVER_VER=$(sed -n 's/^ *"version": "\(.*\)",/\1/p' "$BENCH_REPO/tests/s3/node_modules/s3rver/package.json" | head -n1)
+if [ "$SERVER" = s3rver ]; then
+	bash "$BENCH_REPO/tests/s3/setup.sh" >"$TMPD/setup.log" 2>&1 ||
+		{ cat "$TMPD/setup.log" >&2; die "tests/s3/setup.sh failed"; }
+	S3RVER_JS=$BENCH_REPO/tests/s3/node_modules/s3rver/bin/s3rver.js
+	S3RVER_VER=$(sed -n 's/^ *"version": "\(.*\)",/\1/p' "$BENCH_REPO/tests/s3/node_modules/s3rver/package.json" | head -n1)
+fi
 
 free_port() {
 	local p used
@@ -164,11 +169,14 @@ SC=(s3cmd -c "$TMPD/s3cfg" --no-progress -q)
 
 "${R3[@]}" mb "s3://$BUCKET" 2>"$TMPD/mb.err" || { cat "$TMPD/mb.err" >&2; die "rds3 mb failed"; }
 
-# How rds3 moves many objects: a tree command if this build has one.
-if "$RDS3" --help 2>&1 | grep -qE '^ +sync '; then
+# How rds3 moves many objects: a tree command if this build has one.  (The
+# help is read whole first: `rds3 --help | grep -q` under pipefail fails
+# whenever grep exits before rds3 has written it all.)
+R3_HELP=$("$RDS3" --help 2>&1 || true)
+if grep -qE '^ +sync ' <<<"$R3_HELP"; then
 	RDS3_MANY=sync
 	RDS3_MANY_DESC="rds3 sync DIR s3://... / rds3 sync s3://... DIR"
-elif "$RDS3" --help 2>&1 | grep -qE -- '--recursive.*cp'; then
+elif grep -qE -- '--recursive.*cp' <<<"$R3_HELP"; then
 	RDS3_MANY=cpr
 	RDS3_MANY_DESC="rds3 cp -r DIR s3://... / rds3 cp -r s3://... DIR"
 else

@@ -102,7 +102,7 @@ need_tools() {
 		}
 	done
 	[ -x /usr/bin/time ] || die "/usr/bin/time missing (apt-get install time)"
-	nc -h 2>&1 | grep -q OpenBSD || die "nc is not netcat-openbsd"
+	grep -q OpenBSD <<<"$(nc -h 2>&1 || true)" || die "nc is not netcat-openbsd"
 }
 need_tools
 
