@@ -1647,10 +1647,10 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 		snprintf(why, len, "%u entr%s could not be written (named above)",
 			 failed - u->missing, failed - u->missing == 1 ? "y" : "ies");
 	}
+	forget_checked(u); /* waits on the writers' lock: before it goes */
 	writers_destroy(u);
 	tree_feed_destroy(&u->feed);
 	free(u->top_seen);
-	forget_checked(u);
 	close(u->root_fd);
 	free(u->root);
 	free(u->rename_top);
