@@ -124,14 +124,16 @@ deps:
 
 # The one test command: installs what is missing, builds, runs every test
 # (unit + CLI on the normal build, unit + CLI transfers under ASan/UBSan,
+# unit + transfers and trees under ThreadSanitizer,
 # the verbs transport on Soft-RoCE in QEMU guests: docs/RXE-VM.md), and
 # ends with "N passed, N failed".
 check: deps
 	$(Q)$(MAKE) --no-print-directory all fuzz
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
 		SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined' all
-	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_FUZZ_BUILD=$(BUILD)/fuzz RDX_RXE=1 \
-		bash tests/run.sh
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan OPT='-O1 -g' SAN='-fsanitize=thread' all
+	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_TSAN_BUILD=build-tsan \
+		RDX_FUZZ_BUILD=$(BUILD)/fuzz RDX_RXE=1 bash tests/run.sh
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
@@ -173,7 +175,7 @@ format:
 	clang-format -i --style=file src/*/*.[ch] tests/unit/*.[ch] tests/peer/*.c
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

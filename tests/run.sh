@@ -16,6 +16,8 @@
 #               CLI transfer/fault/server/s3/s3check/rdcp/rdcp3 tests run too (make
 #               check sets it)
 #   RDX_ASAN_BIG_SIZE size of the big-file test in that pass (default 128M)
+#   RDX_TSAN_BUILD    a third build (ThreadSanitizer) whose unit tests and
+#               CLI transfer and tree tests run too (make check sets it)
 #   RDX_SANITIZED     set when RDX_BUILD itself is a sanitizer build (make
 #               asan): tests whose behaviour ASan's runtime changes adapt
 #   RDX_FUZZ_BUILD    directory of libFuzzer targets (make fuzz) to run for
@@ -159,6 +161,27 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/s3serve.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats tests/cli/resume.bats)
 		run_cli "$asan" asan "${files[@]}"
 		unset RDX_BIG_SIZE RDX_SANITIZED
+	fi
+fi
+
+# ----------------------------------------- thread sanitizer (optional)
+# RDX_TSAN_BUILD=DIR: DIR's unit tests and the CLI transfers and trees,
+# where the threads are (rings, readers, writers, streams), under
+# ThreadSanitizer: a data race, a lock-order inversion or a destroyed
+# mutex locked is reported and makes the tool exit 66, which fails the test.
+if [ -n "${RDX_TSAN_BUILD:-}" ]; then
+	tsan=$(abs_dir "$RDX_TSAN_BUILD")
+	if [ ! -x "$tsan/rdsend" ] || [ ! -x "$tsan/rdrecv" ]; then
+		echo "not ok - RDX_TSAN_BUILD=$tsan holds no rdsend/rdrecv"
+		failed=$((failed + 1))
+	else
+		export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
+		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
+		export RDX_SANITIZED=1
+		run_unit "$tsan" tsan
+		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/tree.bats)
+		run_cli "$tsan" tsan "${files[@]}"
+		unset RDX_BIG_SIZE RDX_SANITIZED TSAN_OPTIONS
 	fi
 fi
 
