@@ -254,66 +254,62 @@ static void *taker(void *arg)
 	return NULL;
 }
 
+/* n chunks through a ring of 5 slots: nprod ordered publishers with
+ * hook ph, ntake takers with hook th (NULL: none).  True when every taker
+ * ended well and n chunks were taken. */
+static bool run_ordered(unsigned nprod, unsigned ntake, struct seq_hook *ph,
+			struct seq_hook *th, uint64_t n)
+{
+	struct rdx_ring *r;
+	_Atomic uint64_t next = 0;
+	struct oprod p[4];
+	struct taker t[4];
+	pthread_t pt[4], tt[4];
+	uint64_t taken = 0;
+	bool ok = true;
+	unsigned i;
+
+	rdx_ring_new(&r, 5, 4096, 0, false, NULL);
+	rdx_ring_set_end(r, n);
+	for (i = 0; i < ntake; i++) {
+		t[i] = (struct taker){ .r = r, .h = th };
+		pthread_create(&tt[i], NULL, taker, &t[i]);
+	}
+	for (i = 0; i < nprod; i++) {
+		p[i] = (struct oprod){ .r = r, .h = ph, .next = &next, .n = n };
+		pthread_create(&pt[i], NULL, ordered_producer, &p[i]);
+	}
+	for (i = 0; i < nprod; i++)
+		pthread_join(pt[i], NULL);
+	for (i = 0; i < ntake; i++) {
+		pthread_join(tt[i], NULL);
+		ok = ok && t[i].ret == 0;
+		taken += t[i].taken;
+	}
+	rdx_ring_free(r);
+	return ok && taken == n;
+}
+
 /* Readers publishing in order through a hook (rdsend's hash), and takers
  * running a hook of their own (rdrecv's writers): both hooks see every
  * chunk once, in order, never two at a time. */
 static void test_ordered(void)
 {
-	struct rdx_ring *r;
 	struct seq_hook ph = { 0 }, th = { 0 };
-	_Atomic uint64_t next = 0;
-	struct oprod p[4];
-	struct taker t[3];
-	pthread_t pt[4], tt[3];
-	uint64_t n = 20000, taken = 0;
-	bool ok = true;
-	int i;
+	uint64_t n = 20000;
+	bool ok;
 
-	rdx_ring_new(&r, 5, 4096, 0, false, NULL);
-	rdx_ring_set_end(r, n);
-	for (i = 0; i < 3; i++) {
-		t[i] = (struct taker){ .r = r, .h = &th };
-		pthread_create(&tt[i], NULL, taker, &t[i]);
-	}
-	for (i = 0; i < 4; i++) {
-		p[i] = (struct oprod){ .r = r, .h = &ph, .next = &next, .n = n };
-		pthread_create(&pt[i], NULL, ordered_producer, &p[i]);
-	}
-	for (i = 0; i < 4; i++)
-		pthread_join(pt[i], NULL);
-	for (i = 0; i < 3; i++) {
-		pthread_join(tt[i], NULL);
-		ok = ok && t[i].ret == 0;
-		taken += t[i].taken;
-	}
+	ok = run_ordered(4, 3, &ph, &th, n);
 	CHECK(ph.want == n && !ph.overlap,
 	      "4 ordered publishers: the hook saw 20000 chunks in order, one at a time");
-	CHECK(ok && taken == n && th.want == n && !th.overlap,
+	CHECK(ok && th.want == n && !th.overlap,
 	      "3 takers: their hook saw every chunk in order, one at a time");
-	rdx_ring_free(r);
 
-	/* Takers without a hook after ordered publishers: the publish hook's
-	 * offsets arrive with the chunks. */
-	rdx_ring_new(&r, 5, 4096, 0, false, NULL);
-	rdx_ring_set_end(r, n);
+	/* Takers without a hook: the publish hook's offsets arrive with the
+	 * chunks (each taker checks them). */
 	ph = (struct seq_hook){ 0 };
-	next = 0;
-	for (i = 0; i < 2; i++) {
-		t[i] = (struct taker){ .r = r };
-		pthread_create(&tt[i], NULL, taker, &t[i]);
-	}
-	for (i = 0; i < 2; i++) {
-		p[i] = (struct oprod){ .r = r, .h = &ph, .next = &next, .n = n };
-		pthread_create(&pt[i], NULL, ordered_producer, &p[i]);
-	}
-	for (i = 0; i < 2; i++)
-		pthread_join(pt[i], NULL);
-	for (i = 0; i < 2; i++)
-		pthread_join(tt[i], NULL);
-	CHECK(t[0].ret == 0 && t[1].ret == 0 && t[0].taken + t[1].taken == n &&
-		      ph.want == n,
+	CHECK(run_ordered(2, 2, &ph, NULL, n) && ph.want == n,
 	      "takers without a hook get the publish hook's offsets");
-	rdx_ring_free(r);
 }
 
 static int fail_hook(void *arg, struct rdx_slot *slot)
