@@ -142,47 +142,47 @@ run_unit "$build" build
 mapfile -t files < <(cli_files tests/cli/*.bats)
 run_cli "$build" build "${files[@]}"
 
-# -------------------------------------------- sanitizer build (optional)
-# RDX_ASAN_BUILD=DIR: also run DIR's unit tests and the CLI transfers and
-# faults with DIR's binaries (ASan/UBSan).  Any sanitizer report makes the
-# tool exit non-zero, which fails the test.  The big-file test shrinks to
+# ------------------------------------------- sanitizer builds (optional)
+# sanitized VAR LABEL CLI-FILE...: the unit tests and the CLI-FILEs with the
+# build in $VAR (a directory).  Any sanitizer report makes the tool exit
+# non-zero, which fails the test.  The big-file test shrinks to
 # RDX_ASAN_BIG_SIZE (default 128M) there.
-if [ -n "${RDX_ASAN_BUILD:-}" ]; then
-	asan=$(abs_dir "$RDX_ASAN_BUILD")
-	if [ ! -x "$asan/rdsend" ] || [ ! -x "$asan/rdrecv" ]; then
-		echo "not ok - RDX_ASAN_BUILD=$asan holds no rdsend/rdrecv"
+sanitized() {
+	local var=$1 label=$2 dir
+	shift 2
+	dir=$(abs_dir "${!var}")
+	if [ ! -x "$dir/rdsend" ] || [ ! -x "$dir/rdrecv" ]; then
+		echo "not ok - $var=$dir holds no rdsend/rdrecv"
 		failed=$((failed + 1))
-	else
-		export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
-		export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
-		export RDX_SANITIZED=1 # tests whose behaviour ASan's runtime changes
-		run_unit "$asan" asan
-		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/faults.bats tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats tests/cli/s3serve.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats tests/cli/resume.bats)
-		run_cli "$asan" asan "${files[@]}"
-		unset RDX_BIG_SIZE RDX_SANITIZED
+		return 0
 	fi
+	export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
+	export RDX_SANITIZED=1 # tests whose behaviour a sanitizer's runtime changes
+	run_unit "$dir" "$label"
+	mapfile -t files < <(cli_files "$@")
+	run_cli "$dir" "$label" "${files[@]}"
+	unset RDX_BIG_SIZE RDX_SANITIZED
+}
+
+# RDX_ASAN_BUILD=DIR (ASan/UBSan): the transfers, faults, servers, S3, rdcp,
+# trees and resumes.
+if [ -n "${RDX_ASAN_BUILD:-}" ]; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	sanitized RDX_ASAN_BUILD asan tests/cli/transfer.bats tests/cli/faults.bats \
+		tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats \
+		tests/cli/s3serve.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats \
+		tests/cli/resume.bats
 fi
 
-# ----------------------------------------- thread sanitizer (optional)
-# RDX_TSAN_BUILD=DIR: DIR's unit tests and the CLI transfers and trees,
-# where the threads are (rings, readers, writers, streams), under
-# ThreadSanitizer: a data race, a lock-order inversion or a destroyed
-# mutex locked is reported and makes the tool exit 66, which fails the test.
+# RDX_TSAN_BUILD=DIR (ThreadSanitizer): the transfers and trees, where the
+# threads are (rings, readers, writers, streams).  A data race, a
+# lock-order inversion or a destroyed mutex locked is reported and the
+# tool exits 66.
 if [ -n "${RDX_TSAN_BUILD:-}" ]; then
-	tsan=$(abs_dir "$RDX_TSAN_BUILD")
-	if [ ! -x "$tsan/rdsend" ] || [ ! -x "$tsan/rdrecv" ]; then
-		echo "not ok - RDX_TSAN_BUILD=$tsan holds no rdsend/rdrecv"
-		failed=$((failed + 1))
-	else
-		export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
-		export RDX_BIG_SIZE=${RDX_ASAN_BIG_SIZE:-128M}
-		export RDX_SANITIZED=1
-		run_unit "$tsan" tsan
-		mapfile -t files < <(cli_files tests/cli/transfer.bats tests/cli/tree.bats)
-		run_cli "$tsan" tsan "${files[@]}"
-		unset RDX_BIG_SIZE RDX_SANITIZED TSAN_OPTIONS
-	fi
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
+	sanitized RDX_TSAN_BUILD tsan tests/cli/transfer.bats tests/cli/tree.bats
+	unset TSAN_OPTIONS
 fi
 
 # ------------------------------------------------ fuzz targets (optional)
