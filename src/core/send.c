@@ -71,6 +71,17 @@ static int hash_hook(void *arg, struct rdx_slot *slot)
 	return 0;
 }
 
+/* Hashes a filled slot in turn and publishes it; after a failure elsewhere
+ * (the ring aborted) gives it back and returns non-zero. */
+static int publish(struct sender *x, struct rdx_slot *slot)
+{
+	int ret = rdx_ring_publish_ordered(x->s.ring, slot, hash_hook, &x->s);
+
+	if (ret)
+		rdx_ring_unclaim(x->s.ring, slot);
+	return ret;
+}
+
 /* Reader for seekable sources: chunks in any order, several threads. */
 static void *reader_file(void *arg)
 {
@@ -94,10 +105,8 @@ static void *reader_file(void *arg)
 			break;
 		}
 		slot->len = (size_t)n;
-		if (rdx_ring_publish_ordered(x->s.ring, slot, hash_hook, &x->s)) {
-			rdx_ring_unclaim(x->s.ring, slot);
+		if (publish(x, slot))
 			break;
-		}
 	}
 	return NULL;
 }
@@ -126,10 +135,8 @@ static void *reader_stream(void *arg)
 			break;
 		}
 		slot->len = (size_t)n;
-		if (rdx_ring_publish_ordered(x->s.ring, slot, hash_hook, &x->s)) {
-			rdx_ring_unclaim(x->s.ring, slot);
+		if (publish(x, slot))
 			break;
-		}
 	}
 	return NULL;
 }
