@@ -423,13 +423,11 @@ char *rdx_tree_top_name(const char *path)
 	return strndup(base, (size_t)(end - base));
 }
 
-/* Whether fd is the walked file e, a regular file. */
-static bool is_walked(int fd, struct archive_entry *e)
+/* Whether fd is the walked file e, a regular file; *st is its stat. */
+static bool is_walked(int fd, struct archive_entry *e, struct stat *st)
 {
-	struct stat st;
-
-	return !fstat(fd, &st) && S_ISREG(st.st_mode) &&
-	       st.st_ino == (ino_t)archive_entry_ino64(e) && st.st_dev == archive_entry_dev(e);
+	return !fstat(fd, st) && S_ISREG(st->st_mode) &&
+	       st->st_ino == (ino_t)archive_entry_ino64(e) && st->st_dev == archive_entry_dev(e);
 }
 
 /* Opens the file the walk found, by its (absolute) path, and checks that
@@ -437,15 +435,16 @@ static bool is_walked(int fd, struct archive_entry *e)
  * on the way was replaced since.  The name is opened O_PATH and checked
  * before the file is opened for reading (through /proc/self/fd), so that
  * a device swapped in is never opened and a fifo never waited for;
- * without a /proc that is procfs, by name again, checked again.  Returns the descriptor,
- * or -errno (-ESTALE: another file is there now). */
-static int open_walked(struct archive_entry *e)
+ * without a /proc that is procfs, by name again, checked again.  *st is
+ * the file's stat.  Returns the descriptor, or -errno (-ESTALE: another
+ * file is there now). */
+static int open_walked(struct archive_entry *e, struct stat *st)
 {
 	int pfd = open(archive_entry_sourcepath(e), O_PATH | O_CLOEXEC), fd;
 
 	if (pfd < 0)
 		return -errno;
-	if (!is_walked(pfd, e)) {
+	if (!is_walked(pfd, e, st)) {
 		close(pfd);
 		return -ESTALE;
 	}
@@ -457,11 +456,48 @@ static int open_walked(struct archive_entry *e)
 	fd = open(archive_entry_sourcepath(e), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (!is_walked(fd, e)) {
+	if (!is_walked(fd, e, st)) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
+}
+
+/* Whether a file may have holes: fewer blocks than its size needs (GNU
+ * tar's test).  Only such a file is asked for its holes: the walk does
+ * not (ARCHIVE_READDISK_NO_SPARSE), which saved libarchive's open, seeks
+ * and close of every file. */
+static bool maybe_sparse(const struct stat *st)
+{
+	return st->st_size > 0 && (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size;
+}
+
+/* Gives e the data regions of fd (st its stat), when it has holes: the
+ * pax writer then sends them as a sparse file.  A file system that cannot
+ * say where its holes are has none to keep. */
+static void sparse_map(int fd, const struct stat *st, struct archive_entry *e)
+{
+	off_t size = st->st_size, data = 0, hole;
+
+	if (!maybe_sparse(st))
+		return;
+	while (data < size) {
+		data = lseek(fd, data, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break; /* a hole to the end */
+		hole = data < 0 ? -1 : lseek(fd, data, SEEK_HOLE);
+		if (hole < 0 || hole > size)
+			goto dense; /* EINVAL: no holes here; or it grew */
+		if (data == 0 && hole == size)
+			return; /* no hole after all (compressed, inline) */
+		archive_entry_sparse_add_entry(e, data, hole - data);
+		data = hole;
+	}
+	if (!archive_entry_sparse_count(e))
+		archive_entry_sparse_add_entry(e, size, 0); /* all hole */
+	return;
+dense:
+	archive_entry_sparse_clear(e);
 }
 
 /* Why a file's data was not sent whole. */
@@ -517,20 +553,20 @@ static int pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *i
 	return pack_close(w, it->hash, !it->err);
 }
 
-/* Sends a regular file's data, read here, and its hash: the whole file,
- * or a sparse one's data regions (the pax writer takes the content in
- * order and drops what falls in the holes).  Returns 0 (a read failure is
- * only counted) or -EPIPE. */
+/* Sends a regular file's data, read here from fd (taken over; -errno:
+ * it could not be opened), and its hash: the whole file, or a sparse
+ * one's data regions (the pax writer takes the content in order and
+ * drops what falls in the holes).  Returns 0 (a read failure is only
+ * counted) or -EPIPE. */
 static int pack_read(struct rdx_tree_pack *p, struct archive *w,
-		     struct archive_entry *e, XXH3_state_t *h)
+		     struct archive_entry *e, XXH3_state_t *h, int fd)
 {
 	static const char zeros[64 << 10];
 	la_int64_t size = archive_entry_size(e), off = 0, len = size, pos = 0;
 	bool sparse = archive_entry_sparse_reset(e) > 0;
-	int fd, err = 0;
+	int err = 0;
 
 	XXH3_128bits_reset(h);
-	fd = size ? open_walked(e) : -1; /* nothing to read: not opened */
 	if (size && fd < 0)
 		err = fd;
 	while (!err && (!sparse || archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)) {
@@ -574,15 +610,16 @@ broken:
 	return -EPIPE;
 }
 
-/* Sends a big regular file, read by the readers (read_chunk), chunk by
- * chunk in order, and its hash.  Returns 0 (a read failure is only
- * counted), -EPIPE, or the walk's failure when it stopped everything. */
+/* Sends a big regular file, fd (taken over, or -errno), read by the
+ * readers (read_chunk), chunk by chunk in order, and its hash.  Returns 0
+ * (a read failure is only counted), -EPIPE, or the walk's failure when it
+ * stopped everything. */
 static int pack_big(struct rdx_tree_pack *p, struct archive *w,
-		    struct archive_entry *e, XXH3_state_t *h)
+		    struct archive_entry *e, XXH3_state_t *h, int fd)
 {
 	struct ahead *q = &p->q;
 	struct bigread b = { .size = (uint64_t)archive_entry_size(e) };
-	int fd = open_walked(e), err = 0, ret = 0;
+	int err = 0, ret = 0;
 	unsigned i;
 
 	XXH3_128bits_reset(h);
@@ -661,7 +698,8 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 {
 	struct archive_entry *e = it->e, *spare = NULL;
 	mode_t type = archive_entry_filetype(e);
-	int r;
+	bool ahead = it->ahead && it->err != -EAGAIN, data;
+	int r, fd = -EBADF;
 
 	if (p->plan && p->plan->dry_run) {
 		if (type == AE_IFREG)
@@ -671,16 +709,26 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 	archive_entry_linkify(lr, &e, &spare);
 	if (!e)
 		return 0;
+	data = type == AE_IFREG && !archive_entry_hardlink(e);
+	/* Read here: opened now, for the holes the header lists. */
+	if (data && !ahead && archive_entry_size(e) > 0) {
+		struct stat st;
+
+		fd = open_walked(e, &st);
+		if (fd >= 0)
+			sparse_map(fd, &st, e);
+	}
 	r = archive_write_header(w, e);
-	if (r == ARCHIVE_FATAL)
-		return -EPIPE;
-	if (r < ARCHIVE_OK)
+	if (r < ARCHIVE_OK && r != ARCHIVE_FATAL)
 		rdx_warn("'%s': %s", archive_entry_sourcepath(e), archive_error_string(w));
-	if (r < ARCHIVE_WARN || type != AE_IFREG || archive_entry_hardlink(e))
-		return 0;
-	if (it->ahead)
+	if (r < ARCHIVE_WARN || !data) {
+		if (fd >= 0)
+			close(fd);
+		return r == ARCHIVE_FATAL ? -EPIPE : 0;
+	}
+	if (ahead)
 		return pack_ahead(p, w, it);
-	return use_big(p, e) ? pack_big(p, w, e, h) : pack_read(p, w, e, h);
+	return use_big(p, e) ? pack_big(p, w, e, h, fd) : pack_read(p, w, e, h, fd);
 }
 
 /* ---- sender: the queue ----------------------------------------------- */
@@ -757,12 +805,18 @@ static struct item *queue_take(struct rdx_tree_pack *p)
 static void read_ahead(struct item *it)
 {
 	size_t want = it->size;
+	struct stat st;
 	ssize_t n;
 	int fd;
 
-	fd = open_walked(it->e);
+	fd = open_walked(it->e, &st);
 	if (fd < 0) {
 		it->err = fd;
+		return;
+	}
+	if (maybe_sparse(&st)) {
+		close(fd);
+		it->err = -EAGAIN; /* the packer sends it, with its holes */
 		return;
 	}
 	n = rdx_pread_full(fd, it->buf, want, 0);
@@ -891,7 +945,7 @@ static int walk_entry(struct rdx_tree_pack *p, struct archive_entry *e)
 	it->kind = ITEM_ENTRY;
 	it->e = e;
 	if (type == AE_IFREG && size >= 0 && size < BIG_FILE && archive_entry_nlink(e) <= 1 &&
-	    archive_entry_sparse_count(e) == 0 && !(p->plan && p->plan->dry_run)) {
+	    !(p->plan && p->plan->dry_run)) {
 		it->ahead = true;
 		it->size = (size_t)size;
 		if (size && !(it->buf = malloc((size_t)size))) {
@@ -939,7 +993,7 @@ static int walk_root(struct rdx_tree_pack *p, const char *path, const char *abs)
 	archive_read_disk_set_standard_lookup(disk);
 	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
 						     ARCHIVE_READDISK_NO_ACL |
-						     ARCHIVE_READDISK_NO_FFLAGS);
+						     ARCHIVE_READDISK_NO_FFLAGS | ARCHIVE_READDISK_NO_SPARSE);
 	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
 		p->unwalkable++;
 		ret = walk_failed(p, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))

@@ -495,6 +495,16 @@ static void round_trip(void)
 	fd = open(at("src/sparse"), O_CREAT | O_WRONLY, 0644);
 	CHECK(pwrite(fd, "end", 3, 64 << 20) == 3, "made a sparse file");
 	close(fd);
+	/* Below BIG_FILE, which the readers would read ahead whole: data, a
+	 * hole, data, a hole to the end; and one that is all hole. */
+	fd = open(at("src/sparse_small"), O_CREAT | O_WRONLY, 0644);
+	CHECK(pwrite(fd, "head", 4, 0) == 4 && pwrite(fd, "mid", 3, 2 << 20) == 3 &&
+		      ftruncate(fd, 3 << 20) == 0,
+	      "made a small sparse file");
+	close(fd);
+	fd = open(at("src/hole"), O_CREAT | O_WRONLY, 0644);
+	CHECK(ftruncate(fd, 1 << 20) == 0, "made a file of one hole");
+	close(fd);
 	{
 		struct timespec ts[2] = { { 1500000000, 0 }, { 1500000000, 0 } };
 
@@ -524,11 +534,21 @@ static void round_trip(void)
 	CHECK(stat(at("out/src/sparse"), &b) == 0 && b.st_size == (64 << 20) + 3 &&
 		      b.st_blocks < 1024,
 	      "sparse file stays sparse (%lld blocks)", (long long)b.st_blocks);
+	CHECK(stat(at("out/src/sparse_small"), &b) == 0 && b.st_size == 3 << 20 &&
+		      b.st_blocks <= 64,
+	      "small sparse file stays sparse (%lld blocks)", (long long)b.st_blocks);
+	CHECK(stat(at("out/src/hole"), &b) == 0 && b.st_size == 1 << 20 && b.st_blocks == 0,
+	      "a file of one hole stays one (%lld blocks)", (long long)b.st_blocks);
 	{
 		char cmd[8300];
 
 		snprintf(cmd, sizeof(cmd), "cmp -s '%s/src/big' '%s/out/src/big'", top, top);
 		CHECK(system(cmd) == 0, "big file content");
+		snprintf(cmd, sizeof(cmd), "cmp -s '%s/src/sparse_small' '%s/out/src/sparse_small'",
+			 top, top);
+		CHECK(system(cmd) == 0, "small sparse file content");
+		snprintf(cmd, sizeof(cmd), "cmp -s '%s/src/sparse' '%s/out/src/sparse'", top, top);
+		CHECK(system(cmd) == 0, "sparse file content");
 	}
 	CHECK(stat(at("out/src/big"), &b) == 0 && b.st_size == 8 * 1024 * 1024 + 4 &&
 		      (b.st_mode & 07777) == 0640 && b.st_mtime == 1400000000,
