@@ -141,6 +141,10 @@ int cli_server_setup(struct cli_state *c);
  * ignores SIGPIPE. */
 void cli_signals(struct rdx_xfer_opts *o);
 
+/* Keeps freed heap memory in the process rather than handing it back to
+ * the kernel at each free (see cli.c). */
+void cli_heap_keep(void);
+
 /* Prints --json output (to stdout, or stderr when stdout carries data). */
 void cli_report(const struct cli_state *c, const struct rdx_xfer_stats *st,
 		bool stdout_is_data);

@@ -663,6 +663,7 @@ int main(int argc, char **argv)
 	if (r.cp.quiet)
 		r.c.o.progress = false;
 	cli_signals(&r.c.o);
+	cli_heap_keep();
 	r.cp.xo = r.c.o;
 	ret = rdx_exit_code(copy_all(&r, srcs, nsrc, &dst, &st));
 	if (ret == RDX_EXIT_OK)

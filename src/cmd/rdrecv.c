@@ -147,6 +147,7 @@ int main(int argc, char **argv)
 		c.o.connect_timeout_ms = c.o.wait_ms;
 run:
 	cli_signals(&c.o);
+	cli_heap_keep();
 	ret = rdx_recv(&c.o, &st);
 	rdx_key_release(&c.o.key);
 	if (ret)

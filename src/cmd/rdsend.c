@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 			return ret;
 	}
 	cli_signals(&c.o);
+	cli_heap_keep();
 	ret = rdx_send(&c.o, &st);
 	rdx_key_release(&c.o.key);
 	if (ret)
