@@ -472,12 +472,31 @@ static bool maybe_sparse(const struct stat *st)
 	return st->st_size > 0 && (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size;
 }
 
+/* Whether fd (st its stat) has a hole: asked only of a file short of
+ * blocks, which on a compressing file system (ZFS, btrfs) may be most
+ * files, with none.  A file system that cannot say has none. */
+static bool has_holes(int fd, const struct stat *st)
+{
+	off_t data, hole;
+
+	if (!maybe_sparse(st))
+		return false;
+	data = lseek(fd, 0, SEEK_DATA);
+	if (data < 0)
+		return errno == ENXIO; /* all hole */
+	if (data > 0)
+		return true;
+	hole = lseek(fd, 0, SEEK_HOLE);
+	return hole >= 0 && hole < st->st_size;
+}
+
 /* Gives e the data regions of fd (st its stat), when it has holes: the
  * pax writer then sends them as a sparse file.  A file system that cannot
- * say where its holes are has none to keep. */
+ * say where its holes are has none to keep, and a file that grew past
+ * its walked size is sent whole. */
 static void sparse_map(int fd, const struct stat *st, struct archive_entry *e)
 {
-	off_t size = st->st_size, data = 0, hole;
+	off_t size = (off_t)archive_entry_size(e), data = 0, hole;
 
 	if (!maybe_sparse(st))
 		return;
@@ -814,7 +833,7 @@ static void read_ahead(struct item *it)
 		it->err = fd;
 		return;
 	}
-	if (maybe_sparse(&st)) {
+	if (has_holes(fd, &st)) {
 		close(fd);
 		it->err = -EAGAIN; /* the packer sends it, with its holes */
 		return;
