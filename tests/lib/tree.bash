@@ -6,7 +6,8 @@
 # mktree DIR [NSMALL]: NSMALL (default 5000) small files of 0-3000 bytes
 # spread over 350 directories, three 2-6 MiB files, symlinks (relative,
 # absolute, dangling, to a directory), a hard-link group of three,
-# empty directories, a 64 MiB sparse file, odd modes and hostile names.
+# empty directories, sparse files (64 MiB, 3 MiB, and 1 MiB of hole only),
+# odd modes and hostile names.
 mktree() {
 	local dir=$1 n=${2:-5000} i d
 	mkdir -p "$dir"
@@ -37,6 +38,12 @@ mktree() {
 	mkdir -p "$dir/empty" "$dir/nested/empty/deeper"
 	truncate -s 64M "$dir/sparse"
 	printf 'middle' | dd of="$dir/sparse" bs=1 seek=$((32 * 1024 * 1024)) conv=notrunc 2>/dev/null
+	# Under 4 MiB (what the readers read ahead whole): data, a hole, data,
+	# a hole to the end; and a file that is one hole.
+	printf 'head' >"$dir/sparse-small"
+	printf 'mid' | dd of="$dir/sparse-small" bs=1 seek=$((2 * 1024 * 1024)) conv=notrunc 2>/dev/null
+	truncate -s 3M "$dir/sparse-small"
+	truncate -s 1M "$dir/hole"
 	echo private >"$dir/private"
 	chmod 600 "$dir/private"
 	echo readonly >"$dir/readonly"
@@ -62,7 +69,7 @@ tree_listing() {
 }
 
 # assert_same_tree SRC DST: same content and metadata, hard links still
-# linked, the sparse file still sparse, no temporaries left.
+# linked, the sparse files still sparse, no temporaries left.
 assert_same_tree() {
 	local src=$1 dst=$2 a b
 	diff -r --no-dereference "$src" "$dst" >&2 || fail "contents differ: $src $dst"
@@ -73,5 +80,8 @@ assert_same_tree() {
 		[ "$(stat -c %i "$dst/hard-a")" = "$(stat -c %i "$dst/d2/hard-c")" ] ||
 		fail "hard links were not kept"
 	[ "$(stat -c %b "$dst/sparse")" -lt 1024 ] || fail "sparse file written dense: $(stat -c %b "$dst/sparse") blocks"
+	[ "$(stat -c %b "$dst/sparse-small")" -le 64 ] ||
+		fail "small sparse file written dense: $(stat -c %b "$dst/sparse-small") blocks"
+	[ "$(stat -c %b "$dst/hole")" -eq 0 ] || fail "a file of one hole got $(stat -c %b "$dst/hole") blocks"
 	[ -z "$(find "$dst" -name '.*.rdx-*')" ] || fail "temporaries left: $(find "$dst" -name '.*.rdx-*')"
 }
