@@ -75,7 +75,7 @@ matches() {
 
 # run_unit DIR LABEL: every executable in DIR/tests/unit, TAP counted.
 run_unit() {
-	local dir=$1 label=$2 t name rc n bad
+	local dir=$1 label=$2 t name rc n bad t0
 	if [ ! -d "$dir/tests/unit" ]; then
 		echo "# $label: no unit tests in $dir/tests/unit"
 		return 0
@@ -87,8 +87,10 @@ run_unit() {
 		name=${t##*/}
 		matches "$name" || continue
 		echo "# $label unit: $name"
+		t0=$SECONDS
 		timeout -k 5 "$unit_timeout" "$t" </dev/null | tee "$log"
 		rc=${PIPESTATUS[0]}
+		echo "# $label unit: $name took $((SECONDS - t0)) s"
 		count_tap "$log"
 		n=$tap_n
 		bad=$(grep -cE '^not ok ' "$log")
@@ -105,7 +107,7 @@ run_unit() {
 
 # run_cli DIR LABEL FILE...: bats on FILE... with RDX_BUILD=DIR.
 run_cli() {
-	local dir=$1 label=$2 rc bad
+	local dir=$1 label=$2 rc bad t0=$SECONDS
 	shift 2
 	[ $# -gt 0 ] || return 0
 	if ! command -v bats >/dev/null 2>&1; then
@@ -113,11 +115,12 @@ run_cli() {
 		failed=$((failed + 1))
 		return 0
 	fi
-	local args=(--tap)
+	local args=(--tap --timing) # each test's time: where CI's minutes go
 	[ -n "${RDX_FILTER:-}" ] && args+=(--filter "$RDX_FILTER")
 	echo "# $label cli: $*"
 	RDX_BUILD=$dir bats "${args[@]}" "$@" </dev/null | tee "$log"
 	rc=${PIPESTATUS[0]}
+	echo "# $label cli: took $((SECONDS - t0)) s"
 	count_tap "$log"
 	bad=$(grep -cE '^not ok ' "$log")
 	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
@@ -333,6 +336,7 @@ if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 
 	fi
 fi
 
+echo "# all: took $SECONDS s"
 summary="$passed passed, $failed failed"
 [ "$skipped" -gt 0 ] && summary+=", $skipped skipped"
 echo "$summary"
