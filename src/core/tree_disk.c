@@ -157,14 +157,25 @@ static int meta_mode(int fd, const struct tree_meta *m, bool own, mode_t *mode)
 
 int tree_set_meta(int fd, const struct tree_meta *m, bool own)
 {
+	struct stat st;
+	bool known = !fstat(fd, &st);
 	mode_t mode;
 	int err;
 
-	if (own && fchown(fd, m->uid, m->gid))
-		return -errno;
+	/* What the file has already is not set again: each change is a
+	 * write to its inode (on ext4 a journal handle), where the stat
+	 * only reads it.  A chown can clear set-id bits: the mode is set
+	 * after one whatever it was. */
+	if (own && !(known && st.st_uid == m->uid && st.st_gid == m->gid)) {
+		if (fchown(fd, m->uid, m->gid))
+			return -errno;
+		known = false;
+	}
 	if ((err = meta_mode(fd, m, own, &mode)))
 		return err;
-	if (fchmod(fd, mode) || futimens(fd, m->times))
+	if (!(known && (st.st_mode & 07777) == mode) && fchmod(fd, mode))
+		return -errno;
+	if (futimens(fd, m->times))
 		return -errno;
 	return 0;
 }

@@ -66,8 +66,8 @@ struct tree_meta {
 };
 
 /* Gives fd m's owner (when own), mode and times; the owner first, as
- * chown clears the set-id bits that the mode then restores.  Returns 0 or
- * -errno. */
+ * chown clears the set-id bits that the mode then restores; an owner or
+ * mode fd has already is left as it is.  Returns 0 or -errno. */
 int tree_set_meta(int fd, const struct tree_meta *m, bool own);
 
 /* Renames tmp to base within dir, replacing a file, symlink or fifo there

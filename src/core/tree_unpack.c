@@ -656,7 +656,10 @@ static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **wha
 	char *tmp = NULL;
 	int fd, err;
 
-	fd = openat(j->dir->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	/* Made with its permission bits (no one can open it before it is
+	 * linked), so that the umask and a default ACL aside, its mode
+	 * needs no change of its own (tree_set_meta). */
+	fd = openat(j->dir->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, j->m.mode & 0777);
 	if (fd < 0)
 		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 1 : -errno;
 	err = write_fd(u, j, fd);
