@@ -74,13 +74,18 @@ struct job {
 	struct rdx_sink *sink; /* a big file's: stage holds len bytes at off */
 	char *stage;
 	uint64_t off;
+	uint64_t name_hash; /* of final (name_hash()) */
 	char data[];
 };
 
 /* The writer threads.  Each has its own queue, and a file goes to the
  * queue its name hashes to, so two files of one name are written in the
- * stream's order.  Writes run only while the stream stays in one
- * directory: anything else waits for them first (writers_wait). */
+ * stream's order.  The stream goes on from directory to directory while
+ * they write (each file holds its directory's descriptor); a directory,
+ * symlink or fifo waits for them only when a file of its name may be
+ * among theirs (IN_FLIGHT counts by name hash), and a hard link, a big
+ * or sparse file and a removal wait for all of them (writers_wait). */
+#define IN_FLIGHT 256
 struct writer {
 	struct rdx_tree_unpack *u;
 	pthread_t thread;
@@ -95,6 +100,7 @@ struct writers {
 	unsigned n;	 /* started; 0: the unpacking thread writes */
 	uint64_t bytes;	 /* queued or being written */
 	unsigned busy;	 /* files queued or being written */
+	unsigned in_flight[IN_FLIGHT]; /* of busy, by name_hash() % IN_FLIGHT */
 	unsigned turn;	 /* the writer of the next stage */
 	char *spare[SPARE_STAGES]; /* stages written, for reuse */
 	unsigned nspare;
@@ -269,14 +275,22 @@ static void writers_wait(struct rdx_tree_unpack *u);
 static void writers_submit(struct rdx_tree_unpack *u, struct job *j);
 static int writers_failed(struct rdx_tree_unpack *u);
 
-/* Leaves the directory checked last, once the writes into it are done. */
-static void forget_checked(struct rdx_tree_unpack *u)
+/* Leaves the directory checked last; files the writers still have for
+ * it hold its descriptor. */
+static void drop_checked(struct rdx_tree_unpack *u)
 {
-	writers_wait(u);
 	dir_drop(u->checked_dir);
 	u->checked_dir = NULL;
 	free(u->checked);
 	u->checked = NULL;
+}
+
+/* Leaves it once every write is done: after a removal, what was checked
+ * may be gone. */
+static void forget_checked(struct rdx_tree_unpack *u)
+{
+	writers_wait(u);
+	drop_checked(u);
 }
 
 /* rdx_dir_beneath(), kept for the directory opened last: entries come
@@ -293,7 +307,7 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full, bool mak
 
 	if (u->checked && strlen(u->checked) == len && !memcmp(u->checked, full, len))
 		return 0;
-	forget_checked(u);
+	drop_checked(u);
 	err = rdx_dir_beneath(u->root_fd, full + u->rootlen + 1, make, &fd);
 	if (err || fd < 0)
 		return err;
@@ -754,6 +768,7 @@ static void *writer_main(void *arg)
 		}
 		w->bytes -= j->len;
 		w->busy--;
+		w->in_flight[j->name_hash % IN_FLIGHT]--;
 		pthread_cond_signal(&w->room);
 		if (!w->busy)
 			pthread_cond_broadcast(&w->idle);
@@ -800,6 +815,31 @@ static void writers_wait(struct rdx_tree_unpack *u)
 
 	pthread_mutex_lock(&w->lock);
 	while (w->busy)
+		pthread_cond_wait(&w->idle, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* FNV-1a of a full name: which writer takes the file, and where it is
+ * counted in flight. */
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *c = name; c && *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return h;
+}
+
+/* Waits, before full is made as something else than a file, until no
+ * file of that name can be with the writers: when one may be (or one of
+ * a name that shares its count), until they are all done. */
+static void writers_wait_name(struct rdx_tree_unpack *u, const char *full)
+{
+	struct writers *w = &u->w;
+	unsigned slot = (unsigned)(name_hash(full) % IN_FLIGHT);
+
+	pthread_mutex_lock(&w->lock);
+	while (w->in_flight[slot])
 		pthread_cond_wait(&w->idle, &w->lock);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -881,7 +921,7 @@ static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
 {
 	struct writers *w = &u->w;
 	struct writer *one;
-	uint64_t h = 1469598103934665603ull; /* FNV-1a of the name */
+	uint64_t h = j->name_hash = name_hash(j->final);
 
 	if (!w->n) {
 		write_job(u, j);
@@ -890,8 +930,6 @@ static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
 		job_free(j);
 		return;
 	}
-	for (const char *c = j->final; c && *c; c++)
-		h = (h ^ (unsigned char)*c) * 1099511628211ull;
 	pthread_mutex_lock(&w->lock);
 	/* A big file's stages go round the writers; a name to its own. */
 	one = &w->one[j->sink ? w->turn++ % w->n : h % w->n];
@@ -905,6 +943,7 @@ static void writers_submit(struct rdx_tree_unpack *u, struct job *j)
 	one->tail = j;
 	w->bytes += j->len;
 	w->busy++;
+	w->in_flight[h % IN_FLIGHT]++;
 	pthread_cond_signal(&one->cond);
 	pthread_mutex_unlock(&w->lock);
 }
@@ -1319,7 +1358,7 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 			ret = unpack_big(u, rd, wd, e);
 		}
 	} else if (type == AE_IFDIR || type == AE_IFLNK || type == AE_IFIFO) {
-		writers_wait(u); /* what follows may meet a name being written */
+		writers_wait_name(u, final); /* a file of that name may be being written */
 		ret = type == AE_IFDIR ? unpack_dir(u, wd, e, final)
 				       : unpack_special(u, wd, e, final);
 	} else {

@@ -634,6 +634,28 @@ static void b_over_dirs(struct craft *c)
 	file(c, "t/r", "regular");
 }
 
+/* Files, each followed by a symlink or fifo of its name, in directories
+ * of their own and in one: the later entry must win while the writers
+ * still have the file (writers_wait_name). */
+#define OVER_FILES 300
+static void b_over_files(struct craft *c)
+{
+	char name[64];
+
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	for (int i = 0; i < OVER_FILES; i++) {
+		if (i % 3 == 0) {
+			snprintf(name, sizeof(name), "t/d%d", i);
+			entry(c, name, AE_IFDIR, NULL, NULL, false);
+			snprintf(name, sizeof(name), "t/d%d/x", i);
+		} else {
+			snprintf(name, sizeof(name), "t/x%d", i);
+		}
+		file(c, name, "a file to be replaced, long enough to take its writer a while");
+		entry(c, name, i % 2 ? AE_IFLNK : AE_IFIFO, NULL, i % 2 ? "target" : NULL, false);
+	}
+}
+
 static void dir_entry(struct craft *c, const char *name, mode_t perm, gid_t gid)
 {
 	struct archive_entry *e = archive_entry_new();
@@ -690,6 +712,26 @@ static void existing(void)
 		      lstat(at("x2/t/f"), &st) == 0 && S_ISFIFO(st.st_mode) &&
 		      content_is("x2/t/r", "regular") && !temp_left(at("x2/t")),
 	      "a symlink, fifo and file replace empty directories: %d %s", ret, why);
+
+	mkdir(at("x4"), 0755);
+	ret = craft_into(b_over_files, "x4", why, sizeof(why));
+	{
+		int wrong = 0;
+		char name[64];
+
+		for (int i = 0; i < OVER_FILES; i++) {
+			if (i % 3 == 0)
+				snprintf(name, sizeof(name), "x4/t/d%d/x", i);
+			else
+				snprintf(name, sizeof(name), "x4/t/x%d", i);
+			if (lstat(at(name), &st) ||
+			    (i % 2 ? !S_ISLNK(st.st_mode) : !S_ISFIFO(st.st_mode)))
+				wrong++;
+		}
+		CHECK(ret == 0 && !wrong && !temp_left(at("x4/t")),
+		      "a symlink or fifo after a file of its name replaces it: %d %s, %d of %d wrong",
+		      ret, why, wrong, OVER_FILES);
+	}
 
 	mkdir(at("x3"), 0755);
 	ret = craft_into(b_dir_modes, "x3", why, sizeof(why));
