@@ -1,4 +1,4 @@
-# Helpers shared by bench/s3.sh and bench/rdcp.sh (sourced, not run).
+# Helpers shared by the bench scripts (sourced, not run).
 #
 #   bench_init NAME         scratch directory $TMPD under $BENCH_TMPDIR
 #                           (default /var/tmp), removed on exit with
@@ -10,6 +10,7 @@
 #   want ROW                ROW matches $ONLY (or ONLY is empty)
 #   mkdata FILE BYTES       deterministic incompressible bytes (AES-CTR
 #                           keystream under a fixed key)
+#   mktree_bench DIR COUNT [PER_DIR]   the trees' files of 4..64 KiB
 #
 # Every command runs as a background job (its own process group under
 # `timeout`) followed by `wait`, so Ctrl-C reaches the trap at once.
@@ -143,6 +144,34 @@ want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 
 # ratio A B: B / A to 2 places (how many times faster A is than B)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b / a}'; }
+
+# mktree_bench DIR COUNT [PER_DIR]: COUNT files, file i 4096 + (i *
+# 2654435761 mod 2^32) mod 61441 bytes (4..64 KiB), the next slice of one
+# AES-CTR keystream under a fixed key: the same sizes and bytes on every
+# run.  1000 to a directory dNNN; with PER_DIR below 1000, PER_DIR to a
+# subdirectory dNNN/sNNNNN of those.
+mktree_bench() {
+	python3 - "$1" "$2" "${3:-1000}" <<-'EOF' || die "could not make the tree"
+		import os, subprocess, sys
+		top, n, per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+		ks = subprocess.Popen(["openssl", "enc", "-aes-128-ctr", "-nosalt", "-pbkdf2",
+		                       "-pass", "pass:rdxfer-bench-tree"],
+		                      stdin=open("/dev/zero", "rb"), stdout=subprocess.PIPE,
+		                      stderr=subprocess.DEVNULL)
+		for i in range(n):
+		    d = os.path.join(top, "d%03d" % (i // 1000))
+		    if per < 1000:
+		        d = os.path.join(d, "s%05d" % (i // per))
+		    if i % min(per, 1000) == 0:
+		        os.makedirs(d, exist_ok=True)
+		    size = 4096 + (i * 2654435761 % 2**32) % 61441
+		    data = ks.stdout.read(size)
+		    assert len(data) == size
+		    with open(os.path.join(d, "f%06d" % i), "wb") as f:
+		        f.write(data)
+		ks.kill()
+	EOF
+}
 
 mkdata() {
 	openssl enc -aes-128-ctr -nosalt -pbkdf2 -pass pass:rdxfer-bench </dev/zero 2>/dev/null |

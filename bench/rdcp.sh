@@ -125,26 +125,7 @@ SRC=$TMPD/one.bin
 TREE=$TMPD/tree
 log "generating $BYTES bytes and a tree of $COUNT files in $TMPD"
 mkdata "$SRC" "$BYTES"
-# File i is 4096 + (i * 2654435761 mod 2^32) mod 61441 bytes: 4..64 KiB,
-# the bytes the next slice of one AES-CTR keystream under a fixed key.
-python3 - "$TREE" "$COUNT" <<-'EOF' || die "could not make the tree"
-	import os, subprocess, sys
-	top, n = sys.argv[1], int(sys.argv[2])
-	ks = subprocess.Popen(["openssl", "enc", "-aes-128-ctr", "-nosalt", "-pbkdf2",
-	                       "-pass", "pass:rdxfer-bench-tree"],
-	                      stdin=open("/dev/zero", "rb"), stdout=subprocess.PIPE,
-	                      stderr=subprocess.DEVNULL)
-	for i in range(n):
-	    d = os.path.join(top, "d%03d" % (i // 1000))
-	    if i % 1000 == 0:
-	        os.makedirs(d)
-	    size = 4096 + (i * 2654435761 % 2**32) % 61441
-	    data = ks.stdout.read(size)
-	    assert len(data) == size
-	    with open(os.path.join(d, "f%06d" % i), "wb") as f:
-	        f.write(data)
-	ks.kill()
-EOF
+mktree_bench "$TREE" "$COUNT"
 TREE_BYTES=$(find "$TREE" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 cat "$SRC" >/dev/null
 find "$TREE" -type f -exec cat {} + >/dev/null
