@@ -472,28 +472,12 @@ static bool maybe_sparse(const struct stat *st)
 	return st->st_size > 0 && (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size;
 }
 
-/* Whether fd (st its stat) has a hole: asked only of a file short of
- * blocks, which on a compressing file system (ZFS, btrfs) may be most
- * files, with none.  A file system that cannot say has none. */
-static bool has_holes(int fd, const struct stat *st)
-{
-	off_t data, hole;
-
-	if (!maybe_sparse(st))
-		return false;
-	data = lseek(fd, 0, SEEK_DATA);
-	if (data < 0)
-		return errno == ENXIO; /* all hole */
-	if (data > 0)
-		return true;
-	hole = lseek(fd, 0, SEEK_HOLE);
-	return hole >= 0 && hole < st->st_size;
-}
-
 /* Gives e the data regions of fd (st its stat), when it has holes: the
- * pax writer then sends them as a sparse file.  A file system that cannot
- * say where its holes are has none to keep, and a file that grew past
- * its walked size is sent whole. */
+ * pax writer then sends them as a sparse file.  Asked only of a file
+ * short of blocks, which on a compressing file system (ZFS, btrfs) may be
+ * most files, with none: two seeks say so.  A file system that cannot say
+ * where its holes are has none to keep, and a file that grew past its
+ * walked size is sent whole. */
 static void sparse_map(int fd, const struct stat *st, struct archive_entry *e)
 {
 	off_t size = (off_t)archive_entry_size(e), data = 0, hole;
@@ -729,12 +713,13 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 	if (!e)
 		return 0;
 	data = type == AE_IFREG && !archive_entry_hardlink(e);
-	/* Read here: opened now, for the holes the header lists. */
+	/* Read here: opened now, and unless a reader found them, for the
+	 * holes the header lists. */
 	if (data && !ahead && archive_entry_size(e) > 0) {
 		struct stat st;
 
 		fd = open_walked(e, &st);
-		if (fd >= 0)
+		if (fd >= 0 && !it->ahead)
 			sparse_map(fd, &st, e);
 	}
 	r = archive_write_header(w, e);
@@ -833,7 +818,8 @@ static void read_ahead(struct item *it)
 		it->err = fd;
 		return;
 	}
-	if (has_holes(fd, &st)) {
+	sparse_map(fd, &st, it->e); /* the item is this reader's until read */
+	if (archive_entry_sparse_count(it->e)) {
 		close(fd);
 		it->err = -EAGAIN; /* the packer sends it, with its holes */
 		return;
