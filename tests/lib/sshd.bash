@@ -35,7 +35,12 @@ sshd_setup() {
 	ssh-keygen -q -t ed25519 -N '' -C rdx-host -f "$SSHD_DIR/host_key"
 	ssh-keygen -q -t ed25519 -N '' -C rdx-client -f "$SSHD_DIR/id"
 	ssh-keygen -q -t ed25519 -N '' -C rdx-wrong -f "$SSHD_DIR/wrong"
-	cp "$SSHD_DIR/id.pub" "$SSHD_DIR/authorized_keys"
+	# The far side's shell gets a HOME of its own, empty: bash run by sshd
+	# reads ~/.bashrc even for a command, and the host user's (a pyenv
+	# init, say) would cost every login a second and could print on
+	# stdout.  sshd still starts the command in the user's real home.
+	mkdir -p "$SSHD_DIR/home"
+	echo "environment=\"HOME=$SSHD_DIR/home\" $(cat "$SSHD_DIR/id.pub")" >"$SSHD_DIR/authorized_keys"
 	SSHD_PORT2=2222
 	{
 		echo "$IP_A $(cut -d' ' -f1,2 "$SSHD_DIR/host_key.pub")"
@@ -50,6 +55,7 @@ sshd_setup() {
 		AuthorizedKeysFile $SSHD_DIR/authorized_keys
 		PermitRootLogin prohibit-password
 		PubkeyAuthentication yes
+		PermitUserEnvironment HOME
 		PasswordAuthentication no
 		KbdInteractiveAuthentication no
 		UsePAM no
