@@ -551,12 +551,17 @@ static int authenticate(struct cp_remote *r, const struct cp_ssh_opts *o)
 
 /* TCP keepalives on the SSH connection: when this host loses the network
  * while the far ends move the data between them (a relay, which sends
- * nothing on it for a long time), the connection is found dead in about
- * 25 s instead of never.  A ProxyCommand's pipe takes none: ignored. */
-static void keep_alive(int fd)
+ * nothing on it for a long time), the connection is found dead within
+ * --timeout (silence_s), and in 25 s at most (10 idle, then 3 probes 5 s
+ * apart) instead of never.  A ProxyCommand's pipe takes none: ignored. */
+static void keep_alive(int fd, long silence_s)
 {
 	int on = 1, idle = 10, intvl = 5, cnt = 3;
 
+	if (silence_s > 0 && silence_s < idle + cnt * intvl) {
+		idle = silence_s / 2 > 0 ? (int)(silence_s / 2) : 1;
+		intvl = silence_s / 6 > 0 ? (int)(silence_s / 6) : 1;
+	}
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)))
 		return;
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
@@ -586,7 +591,7 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 		ret = -RDX_ECONNECT;
 		goto err;
 	}
-	keep_alive(ssh_get_fd(r->ss));
+	keep_alive(ssh_get_fd(r->ss), o->silence_s);
 	ret = check_host_key(r, o);
 	if (ret)
 		goto err_disconnect;

@@ -32,6 +32,8 @@ struct cp_ssh_opts {
 	bool batch;		 /* BatchMode: keys only, nothing asked */
 	bool batch_set;		 /* -o gave it; else the config's, else no */
 	long connect_timeout_s;
+	long silence_s;		 /* --timeout: a dead connection is found
+				  * within this (25 s at most); 0: 25 s */
 	const atomic_int *interrupted; /* set by SIGINT/SIGTERM (may be NULL) */
 };
 
