@@ -246,14 +246,17 @@ uint64_t link_wait_deadline(const struct rdx_session *s)
 
 uint64_t link_hs_deadline(const struct rdx_session *s, uint64_t wait_deadline)
 {
-	uint64_t now = rdx_now_ns(), dl;
+	uint64_t now = rdx_now_ns(), dl, ms = s->o->timeout_ms;
 
 	/* A dialer has one peer and gives it --timeout.  A listener gives
-	 * each connection 10 s, so that strays cannot hold it up for long,
-	 * and never more than what is left of its wait. */
+	 * each connection 10 s, or --timeout when that is less, so that
+	 * strays cannot hold it up for long, and never more than what is
+	 * left of its wait. */
 	if (link_dials(s))
-		return now + s->o->timeout_ms * 1000000;
-	dl = now + (uint64_t)LINK_HANDSHAKE_MS * 1000000;
+		return now + ms * 1000000;
+	if (ms > LINK_HANDSHAKE_MS)
+		ms = LINK_HANDSHAKE_MS;
+	dl = now + ms * 1000000;
 	if (wait_deadline && wait_deadline < dl)
 		dl = wait_deadline;
 	return dl;
