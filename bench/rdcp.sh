@@ -193,6 +193,7 @@ row() {
 	local tool=$1 c=$2 name="$1 $2" d=$TMPD/r rc=0 f0 f1 far src dst
 	want "$name" || return 0
 	rm -rf "$d" "$TMPD/dst"
+	[ "$KEEP_TREES" = 1 ] || rm -rf "$TMPD/trees" # a failed row's copy
 	mkdir -p "$d"
 	if [ "$c" = tree ]; then
 		TREE_ROWS=$((TREE_ROWS + 1))

@@ -195,7 +195,8 @@ const char *sess_conn_reason(struct rdx_session *s, int err, char *buf,
 
 /* ---- link.c: how the connections come to be, whichever side dials ---- */
 
-/* How long a listener gives one connection to complete the handshake. */
+/* How long a listener gives one connection to complete the handshake
+ * (less when --timeout is less). */
 #define LINK_HANDSHAKE_MS 10000u
 
 /* True when this side dials (o->host set), false when it listens. */
@@ -223,7 +224,7 @@ int link_accept(struct rdx_session *s, uint64_t deadline, struct rdx_conn **c);
 uint64_t link_wait_deadline(const struct rdx_session *s);
 
 /* The deadline for one handshake on stream 0: --timeout for a dialer, 10 s
- * (never past wait_deadline) for a listener. */
+ * or --timeout if less (never past wait_deadline) for a listener. */
 uint64_t link_hs_deadline(const struct rdx_session *s, uint64_t wait_deadline);
 
 /* Tells a rejected connection why (an ERROR frame), then drops it. */

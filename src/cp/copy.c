@@ -52,7 +52,7 @@ int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_
 
 	so.host = far->host;
 	so.interrupted = o->xo.interrupted;
-	so.silence_s = (long)(o->xo.timeout_ms / 1000);
+	so.silence_s = (long)((o->xo.timeout_ms + 999) / 1000);
 	if (far->user)
 		so.user = far->user;
 	return cp_remote_open(r, &so);

@@ -552,8 +552,9 @@ static int authenticate(struct cp_remote *r, const struct cp_ssh_opts *o)
 /* TCP keepalives on the SSH connection: when this host loses the network
  * while the far ends move the data between them (a relay, which sends
  * nothing on it for a long time), the connection is found dead within
- * --timeout (silence_s), and in 25 s at most (10 idle, then 3 probes 5 s
- * apart) instead of never.  A ProxyCommand's pipe takes none: ignored. */
+ * --timeout (silence_s, 2 s at least: one idle second and one probe), and
+ * in 25 s at most (10 idle, then 3 probes 5 s apart) instead of never.
+ * A ProxyCommand's pipe takes none: ignored. */
 static void keep_alive(int fd, long silence_s)
 {
 	int on = 1, idle = 10, intvl = 5, cnt = 3;
@@ -561,6 +562,8 @@ static void keep_alive(int fd, long silence_s)
 	if (silence_s > 0 && silence_s < idle + cnt * intvl) {
 		idle = silence_s / 2 > 0 ? (int)(silence_s / 2) : 1;
 		intvl = silence_s / 6 > 0 ? (int)(silence_s / 6) : 1;
+		cnt = (int)(silence_s - idle) / intvl;
+		cnt = cnt < 1 ? 1 : cnt > 3 ? 3 : cnt;
 	}
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)))
 		return;

@@ -10,7 +10,8 @@
 #                 command prints a banner on stdout before running ours
 #
 # sshd's SetEnv puts $RDX_BUILD first on the far side's PATH, so rdcp
-# finds the fresh rdsend/rdrecv there without --remote-path.
+# finds the fresh rdsend/rdrecv there without --remote-path, and gives it
+# an empty HOME (sshd takes only the first SetEnv line: one line for all).
 #
 # Two far hosts (rdcp3.bats): sshd_setup netns3_setup makes the three
 # namespaces of tests/lib/netns.bash, then sshd_add NS ADDR NAME starts a
@@ -35,12 +36,12 @@ sshd_setup() {
 	ssh-keygen -q -t ed25519 -N '' -C rdx-host -f "$SSHD_DIR/host_key"
 	ssh-keygen -q -t ed25519 -N '' -C rdx-client -f "$SSHD_DIR/id"
 	ssh-keygen -q -t ed25519 -N '' -C rdx-wrong -f "$SSHD_DIR/wrong"
-	# The far side's shell gets a HOME of its own, empty: bash run by sshd
-	# reads ~/.bashrc even for a command, and the host user's (a pyenv
-	# init, say) would cost every login a second and could print on
-	# stdout.  sshd still starts the command in the user's real home.
+	cp "$SSHD_DIR/id.pub" "$SSHD_DIR/authorized_keys"
+	# The far side's shell gets a HOME of its own, empty (SetEnv below):
+	# bash run by sshd reads ~/.bashrc even for a command, and the host
+	# user's (a pyenv init, say) would cost every login a second and could
+	# print on stdout.  sshd still starts the command in the real home.
 	mkdir -p "$SSHD_DIR/home"
-	echo "environment=\"HOME=$SSHD_DIR/home\" $(cat "$SSHD_DIR/id.pub")" >"$SSHD_DIR/authorized_keys"
 	SSHD_PORT2=2222
 	{
 		echo "$IP_A $(cut -d' ' -f1,2 "$SSHD_DIR/host_key.pub")"
@@ -55,12 +56,11 @@ sshd_setup() {
 		AuthorizedKeysFile $SSHD_DIR/authorized_keys
 		PermitRootLogin prohibit-password
 		PubkeyAuthentication yes
-		PermitUserEnvironment HOME
 		PasswordAuthentication no
 		KbdInteractiveAuthentication no
 		UsePAM no
 		StrictModes no
-		SetEnv PATH=$RDX_BUILD:/usr/local/bin:/usr/bin:/bin
+		SetEnv PATH=$RDX_BUILD:/usr/local/bin:/usr/bin:/bin HOME=$SSHD_DIR/home
 		LogLevel VERBOSE
 		# On the second port, a chatty login: lines on stdout before the
 		# command runs, as a .bashrc or a wrapper might print.

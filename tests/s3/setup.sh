@@ -7,6 +7,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 command -v npm >/dev/null || { echo "setup.sh: npm is not installed (scripts/deps.sh test)" >&2; exit 1; }
 stamp=node_modules/.rdx-lock-sha256
 want=$(sha256sum package-lock.json | cut -c1-64)
+# Test files run side by side (tests/run.sh, RDX_JOBS) and each calls
+# this: one installs while the others wait, then find the stamp.  npm ci
+# empties node_modules first, so none may use it meanwhile.
+exec 9>.rdx-setup.lock
+flock 9
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 	exit 0
 fi
