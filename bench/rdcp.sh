@@ -184,8 +184,8 @@ far_idle() { [ -z "$(pgrep -P "$SSHD_PID")" ]; }
 # 2-core VM this was written on) that first touch costs a host fault a
 # page: the same rdsend -r of this tree took 1.35 s, then 2.0 and 3.1 s as
 # copies piled up in /dev/shm, and whichever tool ran last looked slowest.
-# So in tmpfs each tree copy is removed once checked, and the next row
-# reuses its pages.
+# So in tmpfs each row starts by removing the copy before it, and reuses
+# its pages.
 TREE_ROWS=0
 KEEP_TREES=1
 [ "$(stat -f -c %T "$TMPD")" != tmpfs ] || KEEP_TREES=0
@@ -193,7 +193,7 @@ row() {
 	local tool=$1 c=$2 name="$1 $2" d=$TMPD/r rc=0 f0 f1 far src dst
 	want "$name" || return 0
 	rm -rf "$d" "$TMPD/dst"
-	[ "$KEEP_TREES" = 1 ] || rm -rf "$TMPD/trees" # a failed row's copy
+	[ "$KEEP_TREES" = 1 ] || rm -rf "$TMPD/trees" # the last row's copy
 	mkdir -p "$d"
 	if [ "$c" = tree ]; then
 		TREE_ROWS=$((TREE_ROWS + 1))
@@ -228,11 +228,7 @@ row() {
 		diff -r "$TREE" "$dst" >"$d/diff" 2>&1 ||
 			{ fail_row "$name" "$d" "the copy differs from the source: $(head -n3 "$d/diff" | tr '\n' ' ')"; return 0; }
 	fi
-	if [ "$c" = file ]; then
-		rm -rf "$TMPD/dst"
-	elif [ "$KEEP_TREES" = 0 ]; then
-		rm -rf "$TMPD/dst" "$TMPD/trees/$TREE_ROWS"
-	fi
+	[ "$c" = tree ] || rm -rf "$TMPD/dst"
 	record "$name" "$T_WALL" "$T_CPU" "$T_RSS" "$far"
 }
 

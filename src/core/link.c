@@ -219,13 +219,19 @@ static bool interrupted(const struct rdx_session *s)
 	return s->o->interrupted && atomic_load(s->o->interrupted);
 }
 
+/* What a listener gives one connection's handshake: 10 s, or --timeout
+ * when that is less, so that strays cannot hold it up for long. */
+static uint64_t listen_hs_ms(const struct rdx_session *s)
+{
+	return s->o->timeout_ms < LINK_HANDSHAKE_MS ? s->o->timeout_ms : LINK_HANDSHAKE_MS;
+}
+
 int link_accept(struct rdx_session *s, uint64_t deadline, struct rdx_conn **c)
 {
 	struct rdx_net_opts hs = s->net;
 	int ret;
 
-	if (hs.timeout_ms > LINK_HANDSHAKE_MS)
-		hs.timeout_ms = LINK_HANDSHAKE_MS;
+	hs.timeout_ms = listen_hs_ms(s);
 	do {
 		if (interrupted(s))
 			return sess_fail(s, -RDX_EINTR, "interrupted");
@@ -246,17 +252,14 @@ uint64_t link_wait_deadline(const struct rdx_session *s)
 
 uint64_t link_hs_deadline(const struct rdx_session *s, uint64_t wait_deadline)
 {
-	uint64_t now = rdx_now_ns(), dl, ms = s->o->timeout_ms;
+	uint64_t now = rdx_now_ns(), dl;
 
-	/* A dialer has one peer and gives it --timeout.  A listener gives
-	 * each connection 10 s, or --timeout when that is less, so that
-	 * strays cannot hold it up for long, and never more than what is
-	 * left of its wait. */
+	/* A dialer has one peer and gives it --timeout; a listener gives
+	 * each connection listen_hs_ms(), never past what is left of its
+	 * wait. */
 	if (link_dials(s))
-		return now + ms * 1000000;
-	if (ms > LINK_HANDSHAKE_MS)
-		ms = LINK_HANDSHAKE_MS;
-	dl = now + ms * 1000000;
+		return now + s->o->timeout_ms * 1000000;
+	dl = now + listen_hs_ms(s) * 1000000;
 	if (wait_deadline && wait_deadline < dl)
 		dl = wait_deadline;
 	return dl;
