@@ -26,6 +26,11 @@
 #   RDCP_OPTS      extra options for every rdcp row, split on spaces
 #                  (e.g. RDCP_OPTS='--streams 4'); printed under the table
 #   BENCH_TMPDIR   parent of the scratch directory (default /var/tmp)
+#   SYNC=1         each row's seconds also count a `sync -f` of the scratch
+#                  file system after the client exited: until the copy is
+#                  on the disk, not only in the page cache (the SSH tools
+#                  write through the page cache and exit before the disk
+#                  has it; rdcp writes a big file with O_DIRECT)
 #
 # Rows, every one a push from namespace B to rdxhost (namespace A):
 #   scp            scp [-r] SRC rdxhost:DST          (OpenSSH 9: SFTP inside)
@@ -65,6 +70,7 @@ RDCP=${RDCP:-$BENCH_REPO/build/rdcp}
 read -r -a RDCP_EXTRA <<<"${RDCP_OPTS:-}"
 [[ $COUNT =~ ^[1-9][0-9]*$ ]] || die "COUNT must be a positive integer"
 [ "$BYTES" -gt 0 ] || die "SIZE must be > 0"
+[[ ${SYNC:-0} =~ ^[01]$ ]] || die "SYNC must be 0 or 1"
 TIMEOUT=${TIMEOUT:-$((300 + BYTES / 10000000 + COUNT / 50))}
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces)"
 [ -x "$RDCP" ] || die "$RDCP not built (make)"
@@ -213,6 +219,12 @@ row() {
 	wait_until 5 far_idle || true
 	f0=$(proc_cpu "$SSHD_PID")
 	timed "$d" ip netns exec "$NS_B" "${CMD[@]}" || rc=$?
+	if [ "${SYNC:-0}" = 1 ] && [ "$rc" -eq 0 ]; then
+		local w=$T_WALL t0
+		t0=$(now)
+		sync -f "$TMPD"
+		T_WALL=$(awk -v w="$w" -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f", w + b - a}')
+	fi
 	wait_until 5 far_idle || log "$name: a session is still running on the far side"
 	f1=$(proc_cpu "$SSHD_PID")
 	far=$(awk -v a="$f0" -v b="$f1" 'BEGIN {printf "%.2f", b - a}')
@@ -258,6 +270,7 @@ echo "rdxfer rdcp bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r
 echo "sshd $(ssh -V 2>&1 | cut -d, -f1) in a network namespace, clients in another, over a veth pair; SSH cipher $CIPHER"
 echo "rdcp: $("$RDCP" --version 2>&1 | head -n1); rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo not available in this build)"
 [ -z "${RDCP_OPTS:-}" ] || echo "every rdcp row with: $RDCP_OPTS"
+[ "${SYNC:-0}" != 1 ] || echo "SYNC=1: s counts until a sync -f of $(dirname "$TMPD") returned (the copy on disk)"
 echo "file: $BYTES bytes; tree: $COUNT files of 4-64 KiB, $TREE_BYTES bytes; best of $RUNS run(s)"
 echo
 echo "| case | tool | s | rate | × scp | × rsync | × tar\\|ssh | CPU s | far CPU s | peak RSS MiB |"

@@ -77,6 +77,31 @@ ssize_t rdx_write_full(int fd, const void *buf, size_t len,
 	return full_io(fd, (char *)buf, len, stop, true);
 }
 
+ssize_t rdx_writev_full(int fd, struct iovec *v, unsigned n)
+{
+	size_t done = 0;
+
+	while (n) {
+		ssize_t w = writev(fd, v, n > IOV_MAX ? IOV_MAX : (int)n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO; /* no progress: never spin */
+		done += (size_t)w;
+		for (; n && (size_t)w >= v->iov_len; v++, n--)
+			w -= (ssize_t)v->iov_len;
+		if (n) { /* a short write ended inside *v */
+			v->iov_base = (char *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	return (ssize_t)done;
+}
+
 ssize_t rdx_pread_full(int fd, void *buf, size_t len, off_t off)
 {
 	char *p = buf;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* Reads until len bytes arrived or EOF, retrying on EINTR and short counts.
  * With stop non-NULL the wait is sliced by poll(2) so that a set *stop ends
@@ -18,6 +19,10 @@ ssize_t rdx_read_full(int fd, void *buf, size_t len, const atomic_int *stop);
  * -errno. */
 ssize_t rdx_write_full(int fd, const void *buf, size_t len,
 		       const atomic_int *stop);
+
+/* Writes the n pieces v whole (v is used up on the way), retrying on
+ * EINTR and short counts; returns the bytes or -errno. */
+ssize_t rdx_writev_full(int fd, struct iovec *v, unsigned n);
 
 /* pread(2) until len bytes or EOF; returns bytes read or -errno. */
 ssize_t rdx_pread_full(int fd, void *buf, size_t len, off_t off);

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 /* Regular files this large (and not sparse) are read in chunks by the
@@ -41,8 +42,11 @@ bool tree_name_safe(const char *p);
 struct feed {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	const void *buf; /* offered, or held by the unpacker; NULL: none */
-	size_t len, off; /* off: what the core took of a packer's block */
+	const void *buf; /* offered to the unpacker, or held by it; NULL: none */
+	size_t len;
+	const struct iovec *iov; /* the packer's block offered; NULL: none */
+	unsigned niov, seg; /* seg: the piece the core takes next */
+	size_t off;	 /* what the core took of that piece */
 	bool held;	 /* the unpacker reads from buf until its next read */
 	bool eof;	 /* no more will come */
 	bool gone;	 /* the side taking buffers takes no more */

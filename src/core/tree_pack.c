@@ -25,10 +25,12 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
-#define PACK_BLOCK (1u << 20)  /* headers and small files gathered: one pipe write */
+#define PACK_BLOCK (1u << 20)  /* a block offered to the core, at least */
 #define PACK_DIRECT (64u << 10) /* a write this large is not gathered */
+#define PACK_SEGS 256u		/* pieces of one block */
 
 /* ---- --sync: the receiver's listing ----------------------------------- */
 
@@ -230,6 +232,8 @@ static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
 #define READ_BLOCK (1u << 20) /* the packing thread's own reads */
 #define CHUNK (1u << 20)
 #define WINDOW 8u
+/* A walker woken with half the room free can queue any file read ahead. */
+_Static_assert(BIG_FILE <= READ_AHEAD / 2, "read-ahead files fit in half the room");
 
 enum item_kind {
 	ITEM_ENTRY,   /* a walked entry */
@@ -293,6 +297,19 @@ struct ahead {
 	unsigned nreaders;
 };
 
+/* What the packing thread offers the core at once: pieces of the stream
+ * in order, each either gathered here (headers, padding, the hash
+ * entries) or lent from a file read ahead, which stays allocated (on the
+ * items list) until the core took the block. */
+struct block {
+	struct iovec v[PACK_SEGS];
+	unsigned n;
+	size_t bytes;
+	char *gather; /* PACK_BLOCK */
+	size_t fill;
+	struct item *items, **tail;
+};
+
 struct rdx_tree_pack {
 	pthread_t thread;
 	int fd; /* the stream's write end: the thread's, closed when it ends;
@@ -305,9 +322,15 @@ struct rdx_tree_pack {
 	bool follow;
 	unsigned nreaders;
 	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
-	char *obuf;	     /* PACK_BLOCK: pack_write()'s gathering */
+	struct block blk[2]; /* pack_write() fills blk[cur] while the core
+			      * takes the other */
+	unsigned cur;
+	/* The data of the file read ahead that pack_ahead() sends now: what
+	 * libarchive writes from it is lent, not copied. */
+	const char *lend;
+	size_t lend_len;
+	bool lent;	     /* the block holds some of it */
 	char *win[WINDOW];   /* pack_big()'s chunks, allocated at the first */
-	size_t ofill;
 	/* Written by the walker until it queues ITEM_END, then read by the
 	 * packing thread (the queue's lock orders the two). */
 	unsigned unwalkable; /* sources that could not be opened */
@@ -325,67 +348,142 @@ struct rdx_tree_pack {
 			      * end of the archive, so the receiver fails too */
 };
 
-/* Hands len bytes of the stream on: to the core (waiting until it took
- * all of them) or into the pipe.  Returns 0 or -errno. */
-static int pack_out(struct rdx_tree_pack *p, const void *buf, size_t len)
+/* Hands the n pieces v to the core or writes them into the pipe.  The
+ * core takes one block at a time: this waits until it took the one
+ * offered before, offers v, and with wait also until it took v; without,
+ * v and what it points to must stay as they are until pack_drain() or the
+ * next pack_out() returns.  Returns 0 or -errno. */
+static int pack_out(struct rdx_tree_pack *p, struct iovec *v, unsigned n, bool wait)
 {
-	ssize_t n;
+	ssize_t ret;
 
 	if (p->fd < 0) {
 		struct feed *f = &p->out;
 
 		pthread_mutex_lock(&f->lock);
+		while (f->iov && !f->gone)
+			pthread_cond_wait(&f->cond, &f->lock);
 		if (!f->gone) {
-			f->buf = buf;
-			f->len = len;
+			f->iov = v;
+			f->niov = n;
+			f->seg = 0;
 			f->off = 0;
 			pthread_cond_broadcast(&f->cond);
-			while (f->buf && !f->gone)
+			while (wait && f->iov && !f->gone)
 				pthread_cond_wait(&f->cond, &f->lock);
 		}
-		n = f->gone ? -EPIPE : 0;
-		f->buf = NULL;
+		ret = f->gone ? -EPIPE : 0;
+		if (f->gone)
+			f->iov = NULL;
 		pthread_mutex_unlock(&f->lock);
 	} else {
-		n = rdx_write_full(p->fd, buf, len, NULL);
+		ret = rdx_writev_full(p->fd, v, n);
 	}
-	return n < 0 ? (int)n : 0;
+	return ret < 0 ? (int)ret : 0;
 }
 
-/* Sends what pack_write() gathered.  Returns 0 or -errno. */
+/* Waits until the core took the block offered last (or takes no more),
+ * so that nothing of ours is offered any longer. */
+static void pack_drain(struct rdx_tree_pack *p)
+{
+	struct feed *f = &p->out;
+
+	if (p->fd >= 0)
+		return;
+	pthread_mutex_lock(&f->lock);
+	while (f->iov && !f->gone)
+		pthread_cond_wait(&f->cond, &f->lock);
+	f->iov = NULL;
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void item_free(struct item *it);
+
+/* Empties a block the core took: the files it lent from are freed. */
+static void block_reset(struct block *b)
+{
+	struct item *it;
+
+	while ((it = b->items)) {
+		b->items = it->next;
+		item_free(it);
+	}
+	b->tail = &b->items;
+	b->n = 0;
+	b->bytes = 0;
+	b->fill = 0;
+}
+
+/* Offers the block pack_write() filled, and goes on in the other one,
+ * which the core took whole before this one was offered.  Returns 0 or
+ * -errno. */
 static int pack_flush(struct rdx_tree_pack *p)
 {
-	int ret = p->ofill ? pack_out(p, p->obuf, p->ofill) : 0;
+	struct block *b = &p->blk[p->cur];
+	int ret;
 
-	p->ofill = 0;
+	if (!b->n)
+		return 0;
+	ret = pack_out(p, b->v, b->n, false);
+	p->cur ^= 1;
+	block_reset(&p->blk[p->cur]);
 	return ret;
 }
 
-/* libarchive's writer, which does no blocking of its own: headers and
- * small files' data are gathered into PACK_BLOCK bytes; a write of
- * PACK_DIRECT or more (a big file's data) goes on from libarchive's
- * caller's buffer as it is, without a copy. */
+/* Adds len bytes at buf to the block being filled (the caller made room). */
+static void block_add(struct block *b, const char *buf, size_t len)
+{
+	struct iovec *last = b->n ? &b->v[b->n - 1] : NULL;
+
+	if (last && (const char *)last->iov_base + last->iov_len == buf) {
+		last->iov_len += len;
+	} else {
+		b->v[b->n].iov_base = (void *)buf;
+		b->v[b->n++].iov_len = len;
+	}
+	b->bytes += len;
+}
+
+/* libarchive's writer, which does no blocking of its own.  The data of a
+ * file read ahead is lent to the block (the core copies it once, into its
+ * slots); headers and the rest are gathered; a write of PACK_DIRECT or
+ * more that is not lent (a big file's chunk) goes on from libarchive's
+ * caller's buffer as it is, and is waited for. */
 static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 			     size_t len)
 {
 	struct rdx_tree_pack *p = arg;
+	struct block *b = &p->blk[p->cur];
+	const char *c = buf;
+	bool lend = p->lend && c >= p->lend && len <= p->lend_len &&
+		    (size_t)(c - p->lend) <= p->lend_len - len;
 	int err = 0;
 
 	if (p->cut) {
 		archive_set_error(a, ECANCELED, "the walk failed");
 		return -1;
 	}
-	if (len >= PACK_DIRECT) {
+	if (!len)
+		return 0;
+	if (!lend && len >= PACK_DIRECT) {
 		err = pack_flush(p);
-		if (!err)
-			err = pack_out(p, buf, len);
+		if (!err) /* libarchive's caller reuses buf once we return */
+			err = pack_out(p, &(struct iovec){ (void *)buf, len }, 1, true);
 	} else {
-		if (p->ofill + len > PACK_BLOCK)
+		if (b->n == PACK_SEGS || (!lend && b->fill + len > PACK_BLOCK)) {
 			err = pack_flush(p);
-		if (!err) {
-			memcpy(p->obuf + p->ofill, buf, len);
-			p->ofill += len;
+			b = &p->blk[p->cur];
 		}
+		if (!err && lend) {
+			block_add(b, c, len);
+			p->lent = true;
+		} else if (!err) {
+			memcpy(b->gather + b->fill, buf, len);
+			block_add(b, b->gather + b->fill, len);
+			b->fill += len;
+		}
+		if (!err && b->bytes >= PACK_BLOCK)
+			err = pack_flush(p);
 	}
 	if (err) {
 		archive_set_error(a, -err, "%s", strerror(-err));
@@ -549,10 +647,18 @@ static int pack_close(struct archive *w, XXH128_hash_t hash, bool good)
 /* Sends a file read ahead.  Returns 0 or -EPIPE. */
 static int pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *it)
 {
-	if (it->err)
+	if (it->err) {
 		unread_warn(p, it->e, it->err);
-	else if (it->got && archive_write_data(w, it->buf, it->got) != (la_ssize_t)it->got)
-		return -EPIPE;
+	} else if (it->got) {
+		la_ssize_t n;
+
+		p->lend = it->buf;
+		p->lend_len = it->got;
+		n = archive_write_data(w, it->buf, it->got);
+		p->lend = NULL;
+		if (n != (la_ssize_t)it->got)
+			return -EPIPE;
+	}
 	return pack_close(w, it->hash, !it->err);
 }
 
@@ -775,9 +881,15 @@ static int queue_put(struct rdx_tree_pack *p, struct item *it)
 		q->ended = true;
 	if (it->ahead && !it->read && !q->unread)
 		q->unread = it;
-	if (it->kind == ITEM_END || (it->ahead && !it->read))
+	/* One reader per file to read (a broadcast woke them all for each,
+	 * and all but one went back to sleep); the packer only when this
+	 * is the item it waits for. */
+	if (it->kind == ITEM_END)
 		pthread_cond_broadcast(&q->work);
-	pthread_cond_signal(&q->ready);
+	else if (it->ahead && !it->read)
+		pthread_cond_signal(&q->work);
+	if (q->head == it && !(it->ahead && !it->read))
+		pthread_cond_signal(&q->ready);
 	pthread_mutex_unlock(&q->lock);
 	return 0;
 }
@@ -799,7 +911,10 @@ static struct item *queue_take(struct rdx_tree_pack *p)
 			q->tail = NULL;
 		q->items--;
 		q->bytes -= it->ahead ? it->size : 0;
-		pthread_cond_signal(&q->room);
+		/* The walker, once half the room is free: woken for every
+		 * item, it queued one and slept again, a switch per file. */
+		if (q->items <= AHEAD_ITEMS / 2 && q->bytes <= READ_AHEAD / 2)
+			pthread_cond_signal(&q->room);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return it;
@@ -1178,8 +1293,11 @@ static void *pack_main(void *arg)
 
 	rdx_thread_name("rdx-pack");
 	p->rbuf = malloc(READ_BLOCK);
-	p->obuf = malloc(PACK_BLOCK);
-	if (!w || !lr || !h || !p->rbuf || !p->obuf) {
+	for (unsigned i = 0; i < 2; i++) {
+		p->blk[i].gather = malloc(PACK_BLOCK);
+		block_reset(&p->blk[i]);
+	}
+	if (!w || !lr || !h || !p->rbuf || !p->blk[0].gather || !p->blk[1].gather) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1199,7 +1317,16 @@ static void *pack_main(void *arg)
 			ret = pack_marker(w, RDX_TREE_MISSING_NAME, it->text);
 		else
 			ret = pack_entry(p, w, lr, it, h);
-		item_free(it);
+		if (p->lent) { /* kept until the core took the current block */
+			struct block *b = &p->blk[p->cur];
+
+			p->lent = false;
+			it->next = NULL;
+			*b->tail = it;
+			b->tail = &it->next;
+		} else {
+			item_free(it);
+		}
 		it = NULL;
 	}
 	if (!ret && !it)
@@ -1230,6 +1357,7 @@ static void *pack_main(void *arg)
 	if (!ret && pack_flush(p))
 		ret = -EPIPE;
 out:
+	pack_drain(p); /* before the buffers go */
 	item_free(it);
 	ahead_stop(p);
 	if (w)
@@ -1237,7 +1365,10 @@ out:
 	archive_entry_linkresolver_free(lr);
 	XXH3_freeState(h);
 	free(p->rbuf);
-	free(p->obuf);
+	for (unsigned i = 0; i < 2; i++) {
+		block_reset(&p->blk[i]);
+		free(p->blk[i].gather);
+	}
 	for (unsigned i = 0; i < WINDOW; i++)
 		free(p->win[i]);
 	p->err = ret;
@@ -1257,19 +1388,24 @@ ssize_t rdx_tree_pack_read(struct rdx_tree_pack *p, void *buf, size_t cap,
 
 	pthread_mutex_lock(&f->lock);
 	while (got < cap) {
+		const struct iovec *v;
 		size_t n;
 
-		while (!f->buf && !f->eof && !(stop && atomic_load(stop)))
+		while (!f->iov && !f->eof && !(stop && atomic_load(stop)))
 			tree_feed_wait(f);
-		if (!f->buf)
+		if (!f->iov)
 			break;
-		n = f->len - f->off < cap - got ? f->len - f->off : cap - got;
-		memcpy((char *)buf + got, (const char *)f->buf + f->off, n);
+		v = &f->iov[f->seg];
+		n = v->iov_len - f->off < cap - got ? v->iov_len - f->off : cap - got;
+		memcpy((char *)buf + got, (const char *)v->iov_base + f->off, n);
 		got += n;
 		f->off += n;
-		if (f->off == f->len) {
-			f->buf = NULL;
-			pthread_cond_broadcast(&f->cond);
+		if (f->off == v->iov_len) {
+			f->off = 0;
+			if (++f->seg == f->niov) {
+				f->iov = NULL;
+				pthread_cond_broadcast(&f->cond);
+			}
 		}
 	}
 	ret = got || f->eof ? (ssize_t)got : -ECANCELED;

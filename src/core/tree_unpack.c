@@ -32,6 +32,9 @@
 /* Smaller files are verified whole in memory and handed to writer
  * threads, at most this many bytes of them at a time. */
 #define WRITE_QUEUE (16u << 20)
+/* The unpacker is woken with half the queue free: any file fits then. */
+_Static_assert(BIG_FILE <= WRITE_QUEUE / 2 && STAGE <= WRITE_QUEUE / 2,
+	       "a file or a stage fits in half the write queue");
 /* Stages kept for reuse: a fresh 1 MiB buffer is a fresh mapping, and
  * faulting in and zeroing its pages cost more than the copy into it. */
 #define SPARE_STAGES (WRITE_QUEUE / STAGE + 2)
@@ -769,7 +772,10 @@ static void *writer_main(void *arg)
 		w->bytes -= j->len;
 		w->busy--;
 		w->in_flight[j->name_hash % IN_FLIGHT]--;
-		pthread_cond_signal(&w->room);
+		/* The unpacker, once half the queue is free (a file's end
+		 * woke it for each file, to queue one more and sleep). */
+		if (w->bytes <= WRITE_QUEUE / 2 || !w->busy)
+			pthread_cond_signal(&w->room);
 		if (!w->busy)
 			pthread_cond_broadcast(&w->idle);
 		pthread_mutex_unlock(&w->lock);

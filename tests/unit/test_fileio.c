@@ -237,6 +237,40 @@ static void test_wpool(void)
 	free(back);
 }
 
+/* rdx_writev_full: more pieces than one writev(2) takes (IOV_MAX), empty
+ * ones among them, arrive whole and in order; a bad descriptor is -EBADF. */
+static void test_writev(void)
+{
+	enum { PIECES = 3000 };
+	struct iovec *v = calloc(PIECES, sizeof(*v));
+	char path[256], *data = malloc(PIECES * 7), *back = malloc(PIECES * 7);
+	size_t total = 0;
+	bool same;
+	int fd;
+
+	for (unsigned i = 0; i < PIECES * 7; i++)
+		data[i] = (char)(i * 31 + 7);
+	for (unsigned i = 0; i < PIECES; i++) { /* 0..6 bytes each, from data */
+		v[i].iov_base = data + total;
+		v[i].iov_len = i % 7;
+		total += i % 7;
+	}
+	snprintf(path, sizeof(path), "%s/writev", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && rdx_writev_full(fd, v, PIECES) == (ssize_t)total,
+	      "%d pieces (%zu bytes) written whole", PIECES, total);
+	same = rdx_pread_full(fd, back, total + 1, 0) == (ssize_t)total &&
+	       !memcmp(back, data, total);
+	CHECK(same, "in order");
+	CHECK(rdx_writev_full(-1, &(struct iovec){ data, 1 }, 1) == -EBADF,
+	      "a bad descriptor: -EBADF");
+	close(fd);
+	unlink(path);
+	free(v);
+	free(data);
+	free(back);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -246,6 +280,7 @@ int main(void)
 	test_sink();
 	test_source();
 	test_wpool();
+	test_writev();
 	rmdir(dir);
 	return TAP_DONE();
 }
