@@ -81,8 +81,14 @@ ssize_t rdx_writev_full(int fd, struct iovec *v, unsigned n)
 {
 	size_t done = 0;
 
-	while (n) {
-		ssize_t w = writev(fd, v, n > IOV_MAX ? IOV_MAX : (int)n);
+	for (;;) {
+		ssize_t w;
+
+		for (; n && !v->iov_len; v++, n--)
+			; /* nothing to write: not a reason to fail with -EIO */
+		if (!n)
+			break;
+		w = writev(fd, v, n > IOV_MAX ? IOV_MAX : (int)n);
 
 		if (w < 0) {
 			if (errno == EINTR)

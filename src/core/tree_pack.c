@@ -455,8 +455,9 @@ static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
 	struct rdx_tree_pack *p = arg;
 	struct block *b = &p->blk[p->cur];
 	const char *c = buf;
-	bool lend = p->lend && c >= p->lend && len <= p->lend_len &&
-		    (size_t)(c - p->lend) <= p->lend_len - len;
+	uintptr_t at = (uintptr_t)c, from = (uintptr_t)p->lend;
+	bool lend = p->lend && at >= from && len <= p->lend_len &&
+		    at - from <= p->lend_len - len;
 	int err = 0;
 
 	if (p->cut) {

@@ -262,6 +262,8 @@ static void test_writev(void)
 	same = rdx_pread_full(fd, back, total + 1, 0) == (ssize_t)total &&
 	       !memcmp(back, data, total);
 	CHECK(same, "in order");
+	CHECK(rdx_writev_full(fd, (struct iovec[]){ { data, 0 }, { data, 0 } }, 2) == 0,
+	      "only empty pieces: 0 bytes, no error");
 	CHECK(rdx_writev_full(-1, &(struct iovec){ data, 1 }, 1) == -EBADF,
 	      "a bad descriptor: -EBADF");
 	close(fd);
