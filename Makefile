@@ -1,6 +1,7 @@
 # rdxfer — non-recursive build.  Out of tree in $(BUILD)/; V=1 shows commands.
 #
 #   make            build the tools          make check   deps + build + all tests
+#   make check-stress  the CLI tests 5x beside a CPU hog: lists every flaky test
 #   make demo       deps + build + a 1 GiB loopback transfer
 #   make asan       ASan/UBSan build and unit + CLI tests in build-asan/
 #   make install    PREFIX=/usr/local DESTDIR=  (uninstall likewise)
@@ -54,7 +55,7 @@ FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c sr
 	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/tree_disk.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c \
 	src/s3/serve_http.c src/s3/buf.c src/s3/sigv4.c
 
-.PHONY: all check demo asan fuzz install uninstall format clean bench deps completions
+.PHONY: all check check-stress demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
 
 $(BUILD)/%.o: %.c
@@ -134,6 +135,13 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan OPT='-O1 -g' SAN='-fsanitize=thread' all
 	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_TSAN_BUILD=build-tsan \
 		RDX_FUZZ_BUILD=$(BUILD)/fuzz RDX_RXE=1 bash tests/run.sh
+
+# The flake hunt, not part of check: the normal build's unit and CLI tests
+# five times over at RDX_JOBS=4 beside a CPU hog; lists every test that
+# failed even once (tests/stress.sh).
+check-stress: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)RDX_BUILD=$(BUILD) bash tests/stress.sh
 
 asan:
 	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \

@@ -626,8 +626,23 @@ int cp_remote_exec(struct cp_remote *r, const char *cmd, const char *line)
 	/* Its stdin stays open: the far side (--stop-on-eof) stops when it
 	 * ends, that is when we give up or go away. */
 	if (ssh_channel_write(r->ch, line, (uint32_t)strlen(line)) == SSH_ERROR ||
-	    ssh_channel_write(r->ch, "\n", 1) == SSH_ERROR)
+	    ssh_channel_write(r->ch, "\n", 1) == SSH_ERROR) {
+		/* A command that ended at once (not found, refused its
+		 * arguments) may have closed the channel before its key
+		 * could be written: libssh refuses the write (a request
+		 * error, the session intact) while the command's stderr
+		 * and exit status still wait, unread, in the channel.
+		 * That is no transport failure: the caller's next read
+		 * reports them.  (ssh_channel_is_eof() is false while
+		 * that stderr is unread.) */
+		if (ssh_is_connected(r->ss) &&
+		    ssh_get_error_code(r->ss) == SSH_REQUEST_DENIED) {
+			rdx_info(2, "%s: the command ended before it took its key",
+				 r->hostname);
+			return 0;
+		}
 		goto err;
+	}
 	return 0;
 err:
 	rdx_error("cannot run a command on '%s': %s", r->hostname, ssh_err(r));

@@ -112,7 +112,7 @@ resume_send() {
 	[ "$have" -gt 4096 ] || fail "record says '$have'"
 	# One byte of the part the record vouches for is changed: the
 	# hashes differ, so nothing of it may be kept.
-	printf 'X' | dd of="$D/.dst.rdx-part" bs=1 seek=4000 conv=notrunc 2>/dev/null
+	flip_byte "$D/.dst.rdx-part" 4000
 	cmp -s -n "$have" "$D/src" "$D/.dst.rdx-part" && fail "the byte was not changed"
 	resume_send "$D/dst"
 	assert_status 0
@@ -274,7 +274,7 @@ cut_rdcp() {
 	assert_no_temp "$D/near"
 	# A partial whose vouched-for bytes differ from the source: all again.
 	head -c 4194304 "$D/src" >"$D/.other.rdx-part"
-	printf 'x' | dd of="$D/.other.rdx-part" bs=1 seek=1000 conv=notrunc status=none
+	flip_byte "$D/.other.rdx-part" 1000
 	echo "have 4194304" >"$D/.other.rdx-part.meta"
 	run_t "$RDCP" -v --resume "$D/src" "$D/other"
 	assert_status 0

@@ -490,14 +490,14 @@ send_tree() {
 	# Same bytes, another mtime: not sent.  Other bytes, same size and
 	# mtime (what --sync alone cannot see): sent.
 	touch -d 2000-01-01 "$D/out/t/same"
-	printf X | dd of="$D/out/t/changed" bs=1 seek=7 conv=notrunc 2>/dev/null
+	flip_byte "$D/out/t/changed" 7
 	touch -r "$D/src/t/changed" "$D/out/t/changed"
 	send_tree -r PORT key "$D/out" -- -v -r --checksum 127.0.0.1 PORT key "$D/src/t"
 	assert_status 0
 	assert_match "$stderr" "--sync: 1 unchanged file not sent"
 	assert_same "$D/src/t/changed" "$D/out/t/changed"
 	[ "$(stat -c %Y "$D/out/t/same")" = "$(date -d 2000-01-01 +%s)" ] || fail "'same' was sent again"
-	printf Y | dd of="$D/out/t/changed" bs=1 seek=9 conv=notrunc 2>/dev/null
+	flip_byte "$D/out/t/changed" 9
 	touch -r "$D/src/t/changed" "$D/out/t/changed"
 	mkdir "$D/near"
 	cp -a "$D/out/t" "$D/near/"

@@ -367,6 +367,17 @@ mkrand() {
 	head -c "$2" /dev/urandom >"$1"
 }
 
+# flip_byte FILE OFFSET: inverts the byte at OFFSET in place, so FILE
+# always changes (writing a fixed byte into random data is no change one
+# time in 256).
+flip_byte() {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	[ -n "$b" ] || fail "flip_byte: '$1' has no byte at $2"
+	printf "\\$(printf %03o $((255 - b)))" |
+		dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
 # mktext FILE BYTES: compressible but not trivial content.
 mktext() {
 	local n=$2
