@@ -45,7 +45,7 @@ TOOLS := rdsend rdrecv rdx-diag rdcp rds3
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so
+PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/evilpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so
 LIB := $(BUILD)/librdx.a
 # libFuzzer targets for the decoders of everything a peer sends (clang only).
 CLANG ?= clang
@@ -97,6 +97,12 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/badpeer: tests/peer/badpeer.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
+
+# A hostile sender of tree streams (libarchive, libcrypto, xxhash; not src/).
+$(BUILD)/tests/evilpeer: tests/peer/evilpeer.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)

@@ -40,9 +40,12 @@ enum cli_key {
 	OPT_TREE_CHECKSUM,
 	OPT_FILE_RESUME,
 	OPT_PROGRESS_LINES,
+	OPT_EXPECT,
+	OPT_FILES_ONLY,
 };
 
 #define CLI_RULES_MAX 256
+#define CLI_EXPECT_MAX 256
 
 /* Table rows both tools have, in --help order. */
 #define CLI_COMMON_HEAD                                                        \
@@ -112,6 +115,7 @@ struct cli_state {
 	bool done; /* --help, --version or --completion ran: exit 0 */
 	struct rdx_rule rules[CLI_RULES_MAX]; /* --include/--exclude, in order */
 	size_t nrules;
+	const char *tops[CLI_EXPECT_MAX]; /* rdrecv --expect: NULL for '' */
 };
 
 /* Appends an --include (include true) or --exclude pattern to c->rules

@@ -24,6 +24,17 @@ static const struct rdx_opt rdrecv_opts[] = {
 	  "dial an rdsend --server on HOST PORT instead of listening on PORT", "host" },
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
 	  "receive a tree (rdsend -r) into the directory FILE (default: .)", NULL },
+	{ "sync", OPT_SYNC, RDX_ARG_NONE, NULL,
+	  "with -r, let the sender list what is here (names, sizes, mtimes, content hashes keyed with the session's key) to skip what is unchanged",
+	  NULL },
+	{ "delete", OPT_TREE_DELETE, RDX_ARG_NONE, NULL,
+	  "with -r, implies --sync: let the sender remove what is here under its trees and not there",
+	  NULL },
+	{ "expect", OPT_EXPECT, RDX_ARG_REQUIRED, "NAME",
+	  "with -r, take only a tree named NAME, and nothing else (repeatable; '' for one name the sender picks)",
+	  NULL },
+	{ "files-only", OPT_FILES_ONLY, RDX_ARG_NONE, NULL,
+	  "with -r, take only regular files, each at the top (rdcp -p)", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -47,6 +58,28 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case 'r':
 		c->tree = c->o.tree = true;
+		return 0;
+	/* What a sender may do here only when asked for on this side. */
+	case OPT_SYNC:
+		c->o.tree_allow_list = true;
+		return 0;
+	case OPT_TREE_DELETE:
+		c->o.tree_allow_list = c->o.tree_allow_delete = true;
+		return 0;
+	case OPT_EXPECT:
+		if (c->o.ntree_tops == CLI_EXPECT_MAX) {
+			rdx_error("--expect: at most %d names", CLI_EXPECT_MAX);
+			return -1;
+		}
+		if (*arg && (strchr(arg, '/') || !strcmp(arg, ".") || !strcmp(arg, ".."))) {
+			rdx_error("invalid value '%s' for --expect: expected a name, not a path", arg);
+			return -1;
+		}
+		c->tops[c->o.ntree_tops++] = *arg ? arg : NULL;
+		c->o.tree_tops = c->tops;
+		return 0;
+	case OPT_FILES_ONLY:
+		c->o.tree_files_only = true;
 		return 0;
 	case OPT_WAIT:
 		if (rdx_parse_seconds(arg, &c->o.wait_ms)) {
@@ -98,6 +131,12 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdrecv", c.verbose);
 	npos = argc - optind_;
+	if ((c.o.tree_allow_list || c.o.ntree_tops || c.o.tree_files_only) && !c.tree) {
+		rdx_error("%s is for trees: use it with -r",
+			  c.o.tree_allow_delete ? "--delete" : c.o.tree_allow_list ? "--sync"
+						   : c.o.ntree_tops ? "--expect" : "--files-only");
+		return RDX_EXIT_USAGE;
+	}
 	if (c.server && c.o.host) {
 		rdx_error("--server and --connect exclude each other (see --help)");
 		return RDX_EXIT_USAGE;

@@ -20,6 +20,7 @@ struct rdx_key {
 #define RDX_LABEL_SENDER "rdxfer-1 sender"
 #define RDX_LABEL_ACCEPT "rdxfer-1 accept"
 #define RDX_LABEL_JOIN "rdxfer-1 join"
+#define RDX_LABEL_LIST "rdxfer-1 list" /* --checksum listing key, never sent */
 
 /* Fills buf with cryptographically strong random bytes; 0 or -EIO. */
 int rdx_random(void *buf, size_t len);

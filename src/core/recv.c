@@ -499,12 +499,18 @@ static int serve_list(struct receiver *x)
 	struct sess_busy busy;
 	struct rdx_frame_hdr h;
 	struct rdx_errmsg em;
+	uint8_t key[RDX_LIST_KEY_LEN];
+	bool hashed = s->opts.flags & RDX_OPT_CHECKSUM;
 	size_t off = 0;
 	int ret;
 
 	if (!l)
 		return sess_fail(s, -ENOMEM, "out of memory");
 	l->s = s;
+	if (hashed && sess_list_key(s, key)) {
+		ret = sess_error(s);
+		goto out;
+	}
 	ret = sess_recv_ctrl(s, c, &h, buf, s->encrypt, &em);
 	if (ret == -RDX_EREMOTE) {
 		ret = sess_peer_failure(s, &em);
@@ -525,10 +531,10 @@ static int serve_list(struct receiver *x)
 		const char *top = (const char *)buf + off;
 
 		off += strlen(top) + 1;
-		ret = rdx_tree_unpack_list(x->tree, top, s->opts.flags & RDX_OPT_CHECKSUM,
-					   list_emit, l);
+		ret = rdx_tree_unpack_list(x->tree, top, hashed ? key : NULL, list_emit, l);
 		if (ret == -RDX_EPROTO)
-			ret = sess_fail(s, ret, "sender asked to list an unsafe name: '%s'", top);
+			ret = sess_fail(s, ret, "sender asked to list a name that was not asked for: '%s'",
+					top);
 	}
 	if (!ret)
 		ret = list_flush(l);
@@ -538,6 +544,7 @@ static int serve_list(struct receiver *x)
 	if (ret && !sess_error(s))
 		ret = sess_fail_conn(s, c, ret, "lost the connection to the sender");
 out:
+	explicit_bzero(key, sizeof(key));
 	free(l);
 	return ret;
 }
@@ -559,7 +566,14 @@ static int open_tree(struct receiver *x)
 	const char *dst = s->o->path ? s->o->path : ".";
 	int ret;
 
-	ret = rdx_tree_unpack_start(&x->tree, dst, geteuid() == 0, s->o->io_threads, &s->stop, NULL);
+	ret = rdx_tree_unpack_start(&x->tree, dst, &(struct rdx_tree_unpack_opts){
+		.as_root = geteuid() == 0,
+		.writers = s->o->io_threads,
+		.tops = s->o->tree_tops,
+		.ntops = s->o->ntree_tops,
+		.files_only = s->o->tree_files_only,
+		.allow_delete = s->o->tree_allow_delete,
+	}, &s->stop, NULL);
 	if (ret == -ENOTDIR)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",
 				 dst);
@@ -590,6 +604,12 @@ static int prepare(struct receiver *x)
 		return sess_fail(s, -RDX_EUSAGE, o->tree
 				 ? "the sender sends a stream, not a directory tree"
 				 : "the sender sends a directory tree: receive it with -r");
+	/* A listing of what is here goes only where this side's user asked
+	 * for one: a sender is a peer, not a master. */
+	if ((s->opts.flags & RDX_OPT_SYNC) && !o->tree_allow_list)
+		return sess_fail(s, -RDX_EPROTO,
+				 "the sender asked for a listing of what is here, but none of "
+				 "--sync, --checksum, --delete or --dry-run was given here");
 	ret = o->tree ? open_tree(x) : open_file(x);
 	if (ret)
 		return ret;

@@ -596,9 +596,14 @@ static int fetch_list(struct sender *x, struct rdx_tree_plan **plan)
 	struct rdx_errmsg em;
 	unsigned i, frames = 0;
 	size_t used = 0, off;
+	uint8_t key[RDX_LIST_KEY_LEN];
 	int ret;
 
-	if (rdx_tree_plan_new(plan))
+	if (sess_list_key(s, key))
+		return sess_error(s);
+	ret = rdx_tree_plan_new(plan, key);
+	explicit_bzero(key, sizeof(key));
+	if (ret)
 		return sess_fail(s, -ENOMEM, "out of memory");
 	for (i = 0; i < o->ntree; i++) {
 		char *top = rdx_tree_top_name(o->tree_paths[i]);

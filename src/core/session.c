@@ -193,6 +193,13 @@ int sess_setup_crypto(struct rdx_session *s, bool sender)
 	return 0;
 }
 
+int sess_list_key(struct rdx_session *s, uint8_t *out)
+{
+	if (rdx_mac(&s->o->key, RDX_LABEL_LIST, s->nonce_s, s->nonce_r, NULL, 0, out))
+		return sess_fail(s, -EIO, "cannot derive the listing's key");
+	return 0;
+}
+
 void sess_warn_unpinned(struct rdx_session *s)
 {
 	struct rlimit rl;

@@ -7,6 +7,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +24,14 @@ int tree_new_pipe(int fds[2])
 	return 0;
 }
 
-int tree_hash_fd(int fd, uint8_t out[16])
+int tree_hash_fd(int fd, const uint8_t *key, uint8_t out[16])
 {
 	enum { BUF = 1 << 20 };
 	XXH3_state_t *h = XXH3_createState();
 	char *buf = malloc(BUF);
 	XXH128_canonical_t c;
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int maclen = 0;
 	int ret = 0;
 	ssize_t n;
 
@@ -45,20 +50,26 @@ int tree_hash_fd(int fd, uint8_t out[16])
 		XXH3_128bits_update(h, buf, (size_t)n);
 	}
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(h));
-	memcpy(out, c.digest, 16);
+	/* The digest alone would let anyone who sees a listing check a
+	 * guess of a short file's content. */
+	if (!HMAC(EVP_sha256(), key, RDX_LIST_KEY_LEN, c.digest, sizeof(c.digest), mac, &maclen))
+		ret = -EIO;
+	else
+		memcpy(out, mac, 16);
+	OPENSSL_cleanse(mac, sizeof(mac));
 out:
 	free(buf);
 	XXH3_freeState(h);
 	return ret;
 }
 
-int tree_hash_file(const char *path, uint8_t out[16])
+int tree_hash_file(const char *path, const uint8_t *key, uint8_t out[16])
 {
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = tree_hash_fd(fd, out);
+	ret = tree_hash_fd(fd, key, out);
 	close(fd);
 	return ret;
 }

@@ -41,10 +41,16 @@ struct rdx_tree_unpack;
 struct rdx_tree_plan;
 struct rdx_list_entry;
 
+/* --checksum's content hashes are keyed with this session's list key
+ * (RDX_LIST_KEY_LEN bytes, from the shared key and both nonces): a
+ * listing shows no one without the key what a file holds. */
+#define RDX_LIST_KEY_LEN 32
+
 /* --sync: the receiver's regular files (from its LIST frames), by the
- * names the sender sends them under.  Memory grows with the destination
- * tree: about 60 bytes plus the name per file. */
-int rdx_tree_plan_new(struct rdx_tree_plan **out);
+ * names the sender sends them under, their hashes keyed with key.
+ * Memory grows with the destination tree: about 60 bytes plus the name
+ * per file. */
+int rdx_tree_plan_new(struct rdx_tree_plan **out, const uint8_t key[RDX_LIST_KEY_LEN]);
 
 /* Adds one listed entry.  Returns 0 or -ENOMEM. */
 int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e);
@@ -103,6 +109,22 @@ void rdx_tree_pack_close_input(struct rdx_tree_pack *p);
  * source could not be walked at all; -ENOMEM. */
 int rdx_tree_pack_finish(struct rdx_tree_pack *p);
 
+/* How a receiver extracts, and what its own user asked for: the sender
+ * (a far end that may be hostile) is held to it.  A zero value takes any
+ * tree's names and refuses removals. */
+struct rdx_tree_unpack_opts {
+	bool as_root;	  /* restore ownership */
+	unsigned writers; /* threads writing small files (0: the unpacking thread) */
+	/* The top-level names the sender may use: every entry lies under
+	 * one of them.  A NULL among them stands for one name the sender
+	 * picks (a source such as "host:." whose name only the far side
+	 * knows).  ntops 0: any names (rdrecv -r, which asked for none). */
+	const char *const *tops;
+	unsigned ntops;
+	bool files_only;   /* each top a regular file, nothing below it (rdcp -p) */
+	bool allow_delete; /* --delete was asked for here: obey removal entries */
+};
+
 /* Prepares to extract under dst: an existing directory receives the
  * sent trees by their names; a name that does not exist (in an existing
  * directory) becomes the one tree sent, as with cp -r, and an existing
@@ -110,13 +132,14 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p);
  * refused).  Starts the unpacking thread; *fd is the write end of the
  * stream, owned by the caller.  Every name is made absolute under the
  * real path of the extraction root (no working directory is changed).
- * as_root: restore ownership.  writers: threads writing small files (each
- * received whole and its hash checked first; 0: the unpacking thread
- * writes them).  fd NULL: no pipe, the stream comes through
+ * o says how, and what the sender may do (o->tops is copied).  Small
+ * files are received whole and their hash checked before a writer
+ * writes them.  fd NULL: no pipe, the stream comes through
  * rdx_tree_unpack_feed().  Returns 0 or -errno (-ENOTDIR: dst exists and
  * is neither a directory nor a regular file). */
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
-			  bool as_root, unsigned writers, const atomic_int *stop, int *fd);
+			  const struct rdx_tree_unpack_opts *o, const atomic_int *stop,
+			  int *fd);
 
 /* Without a pipe: hands len bytes of the stream to the unpacker, which
  * reads them in place; returns once it is done with them (0), or -EPIPE
@@ -129,11 +152,12 @@ void rdx_tree_unpack_end_feed(struct rdx_tree_unpack *u);
 /* --sync: calls emit for every entry the receiver has where the sender's
  * top-level name top would land (walked from descriptors, without
  * following symlinks; at most 128 directories deep),
- * named as the sender names it; hashed (--checksum): regular files with
- * their XXH3-128.  A top that is not a plain
- * name is refused (-RDX_EPROTO); emit's non-zero result stops the walk
- * and is returned. */
-int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed,
+ * named as the sender names it; with key (--checksum): regular files with
+ * their XXH3-128 keyed with it.  A top that is not a plain name, or not
+ * one the receiver's opts allow, is refused (-RDX_EPROTO); emit's
+ * non-zero result stops the walk and is returned. */
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+			 const uint8_t *key,
 			 int (*emit)(void *arg, const struct rdx_list_entry *e),
 			 void *arg);
 

@@ -25,9 +25,11 @@
 int tree_new_pipe(int fds[2]);
 
 /* The XXH3-128 of a file's content (--checksum), read through a 1 MiB
- * buffer from fd (to its end) or path.  Returns 0 or -errno. */
-int tree_hash_fd(int fd, uint8_t out[16]);
-int tree_hash_file(const char *path, uint8_t out[16]);
+ * buffer from fd (to its end) or path, keyed with key
+ * (RDX_LIST_KEY_LEN bytes): the first 16 bytes of HMAC-SHA256(key, the
+ * canonical XXH3-128).  Returns 0 or -errno. */
+int tree_hash_fd(int fd, const uint8_t *key, uint8_t out[16]);
+int tree_hash_file(const char *path, const uint8_t *key, uint8_t out[16]);
 
 /* Whether a received name is relative, with real names for components
  * (no empty one, no ".", no ".."); one trailing slash is allowed. */

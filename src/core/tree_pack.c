@@ -48,6 +48,7 @@ struct rdx_tree_plan {
 	size_t cap; /* a power of two */
 	size_t used;
 	bool delete, dry_run;
+	uint8_t key[RDX_LIST_KEY_LEN]; /* the listing's hashes are keyed with it */
 };
 
 void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run)
@@ -56,12 +57,13 @@ void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run)
 	p->dry_run = dry_run;
 }
 
-int rdx_tree_plan_new(struct rdx_tree_plan **out)
+int rdx_tree_plan_new(struct rdx_tree_plan **out, const uint8_t key[RDX_LIST_KEY_LEN])
 {
 	struct rdx_tree_plan *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
+	memcpy(p->key, key, sizeof(p->key));
 	p->cap = 1024;
 	p->slots = calloc(p->cap, sizeof(*p->slots));
 	if (!p->slots) {
@@ -129,6 +131,7 @@ void rdx_tree_plan_free(struct rdx_tree_plan *p)
 	for (i = 0; i < p->cap; i++)
 		free(p->slots[i].name);
 	free(p->slots);
+	explicit_bzero(p->key, sizeof(p->key));
 	free(p);
 }
 
@@ -149,7 +152,7 @@ static bool plan_walked(const struct rdx_tree_plan *p, struct archive_entry *e)
 		return false;
 	/* --checksum: the same bytes, whatever the times say. */
 	if (slot->type == RDX_LIST_HASHED)
-		return tree_hash_file(archive_entry_sourcepath(e), mine) == 0 &&
+		return tree_hash_file(archive_entry_sourcepath(e), p->key, mine) == 0 &&
 		       !memcmp(mine, slot->hash, sizeof(mine));
 	return slot->type == RDX_LIST_FILE && slot->mtime == (int64_t)archive_entry_mtime(e);
 }

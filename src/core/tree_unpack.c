@@ -125,6 +125,14 @@ struct rdx_tree_unpack {
 	char *rename_top; /* dst's name when it is created, else NULL */
 	bool over_file;	  /* ... and a file of that name is there to replace */
 	char *top_seen;	  /* the first entry's first component */
+	/* What the receiving side asked for (rdx_tree_unpack_opts): the
+	 * names allowed at the top, each NULL one taken by the first name
+	 * the sender picks for it (tops_taken[i]); ntops 0: any. */
+	char **tops;
+	char **tops_taken;
+	unsigned ntops;
+	bool files_only;
+	bool allow_delete;
 	bool as_root;
 	const atomic_int *stop;
 	void *buf;
@@ -328,6 +336,30 @@ static int parents_checked(struct rdx_tree_unpack *u, const char *full, bool mak
 	return 0;
 }
 
+/* Whether the sender may send under the top-level name in[0..len): one
+ * the receiving side asked for.  A name the sender picks for a source
+ * that did not say it (a NULL top) is kept, and holds for later entries. */
+static bool top_allowed(struct rdx_tree_unpack *u, const char *in, size_t len)
+{
+	unsigned i;
+
+	if (!u->ntops)
+		return true;
+	for (i = 0; i < u->ntops; i++) {
+		const char *t = u->tops[i] ? u->tops[i] : u->tops_taken[i];
+
+		if (t && strlen(t) == len && !memcmp(t, in, len))
+			return true;
+	}
+	for (i = 0; i < u->ntops; i++) {
+		if (u->tops[i] || u->tops_taken[i])
+			continue;
+		u->tops_taken[i] = strndup(in, len);
+		return u->tops_taken[i] != NULL;
+	}
+	return false;
+}
+
 /* The local name for a received one: checked, and with the top component
  * replaced by dst's name when dst is created.  Returns a new string (the
  * absolute name), or NULL with the failure recorded. */
@@ -344,6 +376,11 @@ static char *full_name(struct rdx_tree_unpack *u, const char *in)
 	}
 	slash = strchrnul(in, '/');
 	toplen = (size_t)(slash - in);
+	if (!top_allowed(u, in, toplen)) {
+		unpack_fail(u, -RDX_EPROTO, "refused '%s' from the sender: not what was asked for",
+			    in);
+		return NULL;
+	}
 	if (!u->top_seen) {
 		u->top_seen = strndup(in, toplen);
 		if (!u->top_seen) {
@@ -540,6 +577,9 @@ static int take_delete(struct rdx_tree_unpack *u, struct archive *rd,
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO, "malformed tree stream: no hash after '%s'",
 				   shown(u, u->pend_final));
+	if (!u->allow_delete)
+		return unpack_fail(u, -RDX_EPROTO,
+				   "the sender asked to delete files, but --delete was not given here");
 	writers_wait(u); /* the name may be one being written */
 	if (writers_failed(u))
 		return u->err; /* a stream that corrupted a file deletes nothing */
@@ -1330,6 +1370,10 @@ static int unpack_entry(struct rdx_tree_unpack *u, struct archive *rd,
 	if (u->pend_final)
 		return unpack_fail(u, -RDX_EPROTO,
 				   "malformed tree stream: no hash after '%s'", shown(u, u->pend_final));
+	if (u->files_only && name && (type != AE_IFREG || strchr(name, '/')))
+		return unpack_fail(u, -RDX_EPROTO,
+				   "refused '%s' from the sender: a file was asked for, not a tree",
+				   name);
 	if (u->over_file && type != AE_IFREG && name &&
 	    (!strchr(name, '/') || !strchr(name, '/')[1]))
 		return unpack_fail(u, -RDX_ELOCAL, "cannot replace the file '%s' with a directory",
@@ -1447,8 +1491,39 @@ out:
 	return NULL;
 }
 
+/* Copies the allowed top-level names.  Returns 0 or -ENOMEM. */
+static int copy_tops(struct rdx_tree_unpack *u, const struct rdx_tree_unpack_opts *o)
+{
+	unsigned i;
+
+	if (!o->ntops)
+		return 0;
+	u->tops = calloc(o->ntops, sizeof(*u->tops));
+	u->tops_taken = calloc(o->ntops, sizeof(*u->tops_taken));
+	if (!u->tops || !u->tops_taken)
+		return -ENOMEM;
+	u->ntops = o->ntops;
+	for (i = 0; i < o->ntops; i++)
+		if (o->tops[i] && !(u->tops[i] = strdup(o->tops[i])))
+			return -ENOMEM;
+	return 0;
+}
+
+static void free_tops(struct rdx_tree_unpack *u)
+{
+	unsigned i;
+
+	for (i = 0; i < u->ntops; i++) {
+		free(u->tops[i]);
+		free(u->tops_taken[i]);
+	}
+	free(u->tops);
+	free(u->tops_taken);
+}
+
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
-			  bool as_root, unsigned writers, const atomic_int *stop, int *fd)
+			  const struct rdx_tree_unpack_opts *o, const atomic_int *stop,
+			  int *fd)
 {
 	struct rdx_tree_unpack *u = calloc(1, sizeof(*u));
 	char *root = NULL;
@@ -1459,9 +1534,14 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 		return -ENOMEM;
 	u->fd = -1;
 	u->root_fd = -1;
-	u->as_root = as_root;
-	u->nwriters = writers;
+	u->as_root = o->as_root;
+	u->nwriters = o->writers;
+	u->files_only = o->files_only;
+	u->allow_delete = o->allow_delete;
 	u->stop = stop;
+	ret = copy_tops(u, o);
+	if (ret)
+		goto err;
 	if (!dst || !*dst)
 		dst = ".";
 	sret = stat(dst, &st);
@@ -1552,6 +1632,7 @@ err:
 	free(u->root);
 	free(root);
 	free(u->rename_top);
+	free_tops(u);
 	free(u->buf);
 	XXH3_freeState(u->hash);
 	free(u);
@@ -1588,7 +1669,8 @@ static DIR *list_open(int dir, const char *name, const struct stat *st)
 	return d;
 }
 
-int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed,
+int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top,
+			 const uint8_t *key,
 			 int (*emit)(void *arg, const struct rdx_list_entry *e),
 			 void *arg)
 {
@@ -1599,7 +1681,8 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed
 	struct stat st;
 	int depth = 0, ret = 0;
 
-	if (!tree_name_safe(top) || strchr(top, '/') || !strcmp(top, "."))
+	if (!tree_name_safe(top) || strchr(top, '/') || !strcmp(top, ".") ||
+	    !top_allowed(u, top, tlen))
 		return -RDX_EPROTO;
 	/* Every directory from the root's descriptor, never by its name
 	 * again: one swapped for a symlink is not followed out. */
@@ -1644,7 +1727,7 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed
 			/* One it cannot read is not listed (nor deleted). */
 			if (!(sub = list_open(dirfd(l->d), de->d_name, &st)))
 				continue;
-		} else if (hashed && S_ISREG(st.st_mode)) {
+		} else if (key && S_ISREG(st.st_mode)) {
 			/* --checksum: a file we cannot read is listed without
 			 * its hash, and so sent again. */
 			int fd = openat(dirfd(l->d), de->d_name,
@@ -1653,7 +1736,7 @@ int rdx_tree_unpack_list(struct rdx_tree_unpack *u, const char *top, bool hashed
 
 			/* (not a fifo swapped in: reading it would wait) */
 			if (fd >= 0 && !fstat(fd, &now) && S_ISREG(now.st_mode) &&
-			    tree_hash_fd(fd, e.hash) == 0)
+			    tree_hash_fd(fd, key, e.hash) == 0)
 				e.type = RDX_LIST_HASHED;
 			if (fd >= 0)
 				close(fd);
@@ -1702,6 +1785,7 @@ int rdx_tree_unpack_finish(struct rdx_tree_unpack *u, bool ok, char *why,
 	close(u->root_fd);
 	free(u->root);
 	free(u->rename_top);
+	free_tops(u);
 	free(u->buf);
 	XXH3_freeState(u->hash);
 	free(u);

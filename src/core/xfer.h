@@ -25,6 +25,16 @@ struct rdx_xfer_opts {
 	const char *const *tree_paths;
 	unsigned ntree;
 	bool tree;	   /* receiver */
+	/* Receiver: what this side's user asked for, which the sender is
+	 * held to (rdx_tree_unpack_opts): the top-level names it may send
+	 * (NULL entries: one it picks; none: any), files only (rdcp -p),
+	 * whether it may remove what it lacks, and whether it may list
+	 * what is here (--sync, --checksum, --delete or --dry-run asked). */
+	const char *const *tree_tops;
+	unsigned ntree_tops;
+	bool tree_files_only;
+	bool tree_allow_delete;
+	bool tree_allow_list;
 	bool tree_follow;  /* sender: follow every symlink (-L) */
 	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
 	bool tree_delete;  /* sender, with tree_sync: remove what we lack */

@@ -100,6 +100,11 @@ void sess_release(struct rdx_session *s);
  * Returns 0 or a recorded error. */
 int sess_setup_crypto(struct rdx_session *s, bool sender);
 
+/* --checksum: the key a listing's content hashes are keyed with, from
+ * the shared key and both nonces (RDX_LIST_KEY_LEN bytes).  Returns 0 or
+ * a recorded error. */
+int sess_list_key(struct rdx_session *s, uint8_t *out);
+
 /* Says once, on stderr, that the slots could not be locked in memory and
  * how to raise the limit (TCP works unpinned; RDMA will not). */
 void sess_warn_unpinned(struct rdx_session *s);

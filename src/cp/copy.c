@@ -144,6 +144,19 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 	}
 	if (o->recursive)
 		cp_cmd_raw(c, " -r");
+	/* What the sender may do there is what was asked for here. */
+	if (o->recursive && o->xo.tree_delete)
+		cp_cmd_raw(c, " --delete");
+	else if (o->recursive && o->xo.tree_sync)
+		cp_cmd_raw(c, " --sync");
+	/* From another far host: the tree named as asked for (a push
+	 * comes from here, from us). */
+	if (o->recursive && dial) {
+		cp_cmd_raw(c, " --expect ");
+		cp_cmd_quoted(c, dial->top ? dial->top : "");
+		if (o->files_only)
+			cp_cmd_raw(c, " --files-only");
+	}
 	/* Dialing, --wait bounds its retries: our --connect-timeout, as
 	 * when we dial ourselves. */
 	add_secs(c, "--wait", dial ? o->xo.connect_timeout_ms : CP_FAR_WAIT_S * 1000);
@@ -423,6 +436,23 @@ static int near_paths(const struct cp_addr *src, int n, const struct cp_addr *ds
 	return near_path(src, dst, recursive, path);
 }
 
+int cp_far_top(const char *path, char **top)
+{
+	const char *p = cp_far_path(path), *end = p + strlen(p), *base;
+
+	*top = NULL;
+	while (end > p && end[-1] == '/')
+		end--;
+	base = end;
+	while (base > p && base[-1] != '/')
+		base--;
+	if (base == end || (end - base == 1 && base[0] == '.') ||
+	    (end - base == 2 && base[0] == '.' && base[1] == '.'))
+		return 0;
+	*top = strndup(base, (size_t)(end - base));
+	return *top ? 0 : -ENOMEM;
+}
+
 static void free_paths(char **paths, int n)
 {
 	int i;
@@ -441,7 +471,7 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 	struct cp_remote *r = NULL;
 	struct cp_cmd cmd = { 0 };
 	struct near *n = NULL;
-	char key[65] = "", port[8], *path = NULL, **paths = NULL;
+	char key[65] = "", port[8], *path = NULL, **paths = NULL, **tops = NULL;
 	bool quiet_far = false, terminated = false;
 	unsigned p;
 	int ret, status;
@@ -486,7 +516,23 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 		n->xo.ntree = paths ? (unsigned)nsrc : 1;
 		n->xo.path = NULL;
 	} else if (o->recursive) {
+		/* A pull: the far sender is held to what was asked for. */
+		int i;
+
+		tops = calloc((size_t)nsrc, sizeof(*tops));
+		for (i = 0; tops && i < nsrc; i++)
+			if (cp_far_top(src[i].path, &tops[i]))
+				break;
+		if (!tops || i < nsrc) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		n->xo.tree = true;
+		n->xo.tree_tops = (const char *const *)tops;
+		n->xo.ntree_tops = (unsigned)nsrc;
+		n->xo.tree_files_only = o->files_only;
+		n->xo.tree_allow_delete = o->xo.tree_delete;
+		n->xo.tree_allow_list = o->xo.tree_sync;
 	}
 	n->xo.key.bytes = (uint8_t *)key;
 	n->xo.key.len = strlen(key);
@@ -516,5 +562,6 @@ out:
 	free(n);
 	free(path);
 	free_paths(paths, nsrc);
+	free_paths(tops, nsrc);
 	return ret;
 }

@@ -16,7 +16,16 @@
 struct cp_dial {
 	const char *host;
 	unsigned port;
+	/* The source's name as far as it is known here (cp_far_top; NULL:
+	 * one the far sender picks): the far receiver takes nothing else. */
+	const char *top;
 };
+
+/* The name a far source's tree comes under, as far as it can be known
+ * here: its last component.  NULL (*top) where only the far side knows it
+ * ("host:", "host:~", "host:dir/.", "host:.."): the receiver then takes
+ * one name the sender picks, as scp does.  Returns 0 or -ENOMEM. */
+int cp_far_top(const char *path, char **top);
 
 /* A fresh random session key as 64 hex digits: it travels on the far
  * commands' stdin, one line.  Returns 0 or -EIO (printed). */

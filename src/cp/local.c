@@ -511,7 +511,12 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 		rdx_error("cannot copy '%s' into itself ('%s')", src, dst);
 		return -RDX_EUSAGE;
 	}
-	ret = rdx_tree_unpack_start(&u, dst, geteuid() == 0, o->xo.io_threads, o->xo.interrupted, &wfd);
+	/* Both ends are ours: any name, and --delete as asked. */
+	ret = rdx_tree_unpack_start(&u, dst, &(struct rdx_tree_unpack_opts){
+		.as_root = geteuid() == 0,
+		.writers = o->xo.io_threads,
+		.allow_delete = o->xo.tree_delete,
+	}, o->xo.interrupted, &wfd);
 	if (ret) {
 		rdx_error("cannot copy a tree into '%s': %s", dst,
 			  ret == -ENOTDIR ? "not a directory" : rdx_strerror(ret));

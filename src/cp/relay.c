@@ -155,7 +155,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	struct far d = { .host = dst->host, .tool = "rdrecv" };
 	struct cp_cmd scmd = { 0 }, dcmd = { 0 };
 	struct cp_dial dial;
-	char key[65] = "";
+	char key[65] = "", *top = NULL;
 	unsigned port;
 	int ret;
 
@@ -188,6 +188,12 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	}
 	dial.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(s.r);
 	dial.port = port;
+	if (o->recursive && cp_far_top(src->path, &top)) {
+		cp_remote_terminate(s.r);
+		ret = -ENOMEM;
+		goto out;
+	}
+	dial.top = top;
 	cp_recv_cmd(&dcmd, o, dst->path,
 		    o->recursive ? NULL : cp_basename(src->path), &dial);
 	if (!cp_cmd_str(&dcmd)) {
@@ -208,6 +214,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 		far_stats(d.r, st);
 out:
 	OPENSSL_cleanse(key, sizeof(key));
+	free(top);
 	cp_remote_close(d.r);
 	cp_remote_close(s.r);
 	cp_cmd_release(&dcmd);

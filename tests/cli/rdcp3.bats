@@ -85,6 +85,37 @@ b_bytes() {
 	assert_same "$T/private" "$D/many/private"
 }
 
+@test "rdcp3: a hostile source host: the destination takes only the tree or file asked for" {
+	# A's rdsend is tests/peer/evilpeer; C's rdrecv is the real one,
+	# told by rdcp what was asked for (--expect, --files-only).
+	local evil=$RDX_BUILD/tests/evilpeer
+	[ -x "$evil" ] || fail "evilpeer not built: $evil"
+	mkdir "$D/fake" "$D/into"
+	ln -s "$RDX_BUILD/rdrecv" "$D/fake/rdrecv"
+	far_a() {
+		printf '#!/bin/sh\nexec %s server %s "$@"\n' "$evil" "$1" >"$D/fake/rdsend"
+		chmod 755 "$D/fake/rdsend"
+	}
+	far_a ok-tree
+	RDX_BUILD=$D/fake rdcp_b -r "rdxhost:/srv/x" "rdxc:$D/into"
+	assert_status 0
+	[ "$(cat "$D/into/x/a")" = honest ] || fail "the honest tree did not arrive"
+	far_a extra
+	RDX_BUILD=$D/fake rdcp_b -r "rdxhost:/srv/y" "rdxc:$D/into"
+	[ "$status" -ne 0 ] || fail "extra: exit 0"
+	assert_match "$stderr" "not what was asked for"
+	[ ! -e "$D/into/.bashrc" ] || fail "the extra name was written"
+	far_a nested-file
+	RDX_BUILD=$D/fake rdcp_b -p "rdxhost:/srv/f" "rdxc:$D/into"
+	[ "$status" -ne 0 ] || fail "nested-file: exit 0"
+	assert_match "$stderr" "a file was asked for, not a tree"
+	[ ! -e "$D/into/f" ] || fail "a tree landed where a file was asked for"
+	far_a "delete:x/a"
+	RDX_BUILD=$D/fake rdcp_b -r "rdxhost:/srv/x" "rdxc:$D/into"
+	[ "$status" -ne 0 ] || fail "delete: exit 0"
+	[ -e "$D/into/x/a" ] || fail "an unasked removal was obeyed"
+}
+
 @test "rdcp3: --rdma-addr names the source's address for the destination" {
 	mkrand "$D/src" 200000
 	# An address C has no route to (B's): rdrecv there fails within

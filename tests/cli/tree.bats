@@ -307,12 +307,12 @@ send_tree() {
 
 @test "--sync: a second copy sends only what changed; an interrupted tree resumes" {
 	mkdir "$D/out"
-	send_tree -r PORT key "$D/out" -- -r --sync 127.0.0.1 PORT key "$SMALL"
+	send_tree -r --sync PORT key "$D/out" -- -r --sync 127.0.0.1 PORT key "$SMALL"
 	assert_status 0
 	assert_same_tree "$SMALL" "$D/out/small"
 	ino=$(stat -c %i "$D/out/small/large2")
 	# Nothing changed: no file data goes (the stream is directory headers).
-	send_tree -r PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$SMALL"
+	send_tree -r --sync PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$SMALL"
 	assert_status 0
 	assert_match "$stderr" "--sync: $(find "$SMALL" -type f | wc -l) unchanged files not sent"
 	sent=$(sed -n 's/.*sent \([0-9]*\) bytes.*/\1/p' <<<"$stderr")
@@ -323,7 +323,7 @@ send_tree() {
 	mkdir "$D/src"
 	cp -a "$SMALL" "$D/src/"
 	echo changed >>"$D/src/small/d1/s1/f1"
-	send_tree -r PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$D/src/small"
+	send_tree -r --sync PORT key "$D/out" -- -v -r --sync 127.0.0.1 PORT key "$D/src/small"
 	assert_status 0
 	assert_match "$stderr" "--sync: $(($(find "$SMALL" -type f | wc -l) - 1)) unchanged files not sent"
 	cmp "$D/src/small/d1/s1/f1" "$D/out/small/d1/s1/f1" || fail "the changed file was not sent"
@@ -340,7 +340,7 @@ send_tree() {
 	kill -KILL "$SEND_PID"
 	wait_recv 30
 	[ -f "$D/out2/big/a-done" ] && [ ! -e "$D/out2/big/zlarge" ] || fail "unexpected state after the kill"
-	send_tree -r PORT key "$D/out2" -- -v -r --sync 127.0.0.1 PORT key "$D/big"
+	send_tree -r --sync PORT key "$D/out2" -- -v -r --sync 127.0.0.1 PORT key "$D/big"
 	assert_status 0
 	assert_match "$stderr" "--sync: 1 unchanged file not sent"
 	assert_same "$D/big/zlarge" "$D/out2/big/zlarge"
@@ -372,7 +372,7 @@ send_tree() {
 	mkdir "$D/out"
 	send_tree -r PORT key "$D/out" -- -r --encrypt 127.0.0.1 PORT key "$BIG"
 	assert_status 0
-	send_tree -r PORT key "$D/out" -- -v -r --sync --encrypt --streams 2 127.0.0.1 PORT key "$BIG"
+	send_tree -r --sync PORT key "$D/out" -- -v -r --sync --encrypt --streams 2 127.0.0.1 PORT key "$BIG"
 	assert_status 0
 	assert_match "$stderr" "--sync: $(find "$BIG" -type f | wc -l) unchanged files not sent"
 	assert_same_tree "$BIG" "$D/out/big"
@@ -389,7 +389,7 @@ send_tree() {
 	echo y >"$D/out/small/y"
 	rm -r "$D/src/small/d6" "$D/src/small/private"
 	echo new >"$D/src/small/new"
-	send_tree -r PORT key "$D/out" -- -r --dry-run --delete 127.0.0.1 PORT key "$D/src/small"
+	send_tree -r --delete PORT key "$D/out" -- -r --dry-run --delete 127.0.0.1 PORT key "$D/src/small"
 	assert_status 0
 	assert_match "$stderr" "would send 'small/new'"
 	assert_match "$stderr" "would delete 'small/extra/deeper/x'"
@@ -397,7 +397,7 @@ send_tree() {
 	assert_match "$stderr" "would delete 'small/private'"
 	[ -e "$D/out/small/y" ] && [ -d "$D/out/small/d6" ] && [ ! -e "$D/out/small/new" ] ||
 		fail "--dry-run changed the destination"
-	send_tree -r PORT key "$D/out" -- -r --delete 127.0.0.1 PORT key "$D/src/small"
+	send_tree -r --delete PORT key "$D/out" -- -r --delete 127.0.0.1 PORT key "$D/src/small"
 	assert_status 0
 	assert_same_tree "$D/src/small" "$D/out/small"
 	# rdcp: pushing deletes there, pulling deletes here; a dry run pulling
@@ -437,7 +437,7 @@ send_tree() {
 	echo z >"$D/out/top/build/mine"
 	echo z >"$D/out/top/mine.o"
 	echo z >"$D/out/top/gone"
-	send_tree -r PORT key "$D/out" -- -r --delete --exclude='*.o' --include 'keep/*' --exclude=build \
+	send_tree -r --delete PORT key "$D/out" -- -r --delete --exclude='*.o' --include 'keep/*' --exclude=build \
 		127.0.0.1 PORT key "$D/src/top"
 	assert_status 0
 	[ -e "$D/out/top/build/mine" ] && [ -e "$D/out/top/mine.o" ] || fail "--delete removed an excluded name"
@@ -492,7 +492,7 @@ send_tree() {
 	touch -d 2000-01-01 "$D/out/t/same"
 	flip_byte "$D/out/t/changed" 7
 	touch -r "$D/src/t/changed" "$D/out/t/changed"
-	send_tree -r PORT key "$D/out" -- -v -r --checksum 127.0.0.1 PORT key "$D/src/t"
+	send_tree -r --sync PORT key "$D/out" -- -v -r --checksum 127.0.0.1 PORT key "$D/src/t"
 	assert_status 0
 	assert_match "$stderr" "--sync: 1 unchanged file not sent"
 	assert_same "$D/src/t/changed" "$D/out/t/changed"
@@ -559,7 +559,7 @@ NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 	echo extra >"$D/out/t/extra"
 	chmod 000 "$N/src/t/closed"
 	port=$(free_port)
-	start_recv -r --wait 30 "$port" key "$D/out"
+	start_recv -r --delete --wait 30 "$port" key "$D/out"
 	wait_listen "$port"
 	run_t "${NOBODY[@]}" "$N/rdsend" -r --delete 127.0.0.1 "$port" key "$N/src/t"
 	assert_status 4

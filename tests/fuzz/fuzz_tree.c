@@ -82,7 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mkdir(root, 0700);
 	/* Seeds and mutations plant links to ../outside and to base. */
-	if (rdx_tree_unpack_start(&u, root, false, 2, &stop, &fd))
+	/* Removals allowed, any names: every path of the unpacker reached. */
+	if (rdx_tree_unpack_start(&u, root, &(struct rdx_tree_unpack_opts){
+		.writers = 2, .allow_delete = true }, &stop, &fd))
 		abort();
 	while (size) {
 		ssize_t n = write(fd, data, size);

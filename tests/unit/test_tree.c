@@ -23,6 +23,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <xxhash.h>
 
 static char top[] = "/tmp/rdx-tree-XXXXXX";
@@ -123,6 +125,11 @@ static void file(struct craft *c, const char *name, const char *data)
 	hash(c, data, false);
 }
 
+/* The unpacker's options in feed(): removals obeyed, any names, unless
+ * a test says otherwise for its own archive. */
+static const struct rdx_tree_unpack_opts any_tree = { .writers = 2, .allow_delete = true };
+static const struct rdx_tree_unpack_opts *feed_opts = &any_tree;
+
 /* Feeds the archive (cut to len bytes when len) to an unpacker into dst
  * (relative to top).  Returns its result, why filled. */
 static int feed(struct craft *c, const char *dst, size_t len, char *why, size_t wlen)
@@ -134,7 +141,7 @@ static int feed(struct craft *c, const char *dst, size_t len, char *why, size_t 
 	archive_write_close(c->a);
 	archive_write_free(c->a);
 	why[0] = '\0';
-	ret = rdx_tree_unpack_start(&u, at(dst), false, 2, &stop, &fd);
+	ret = rdx_tree_unpack_start(&u, at(dst), feed_opts, &stop, &fd);
 	if (ret) {
 		snprintf(why, wlen, "start: %d", ret);
 		return ret;
@@ -512,7 +519,7 @@ static void round_trip(void)
 	}
 	mkdir(at("out"), 0755);
 
-	ret = rdx_tree_unpack_start(&u, at("out"), false, 2, &stop, &wfd);
+	ret = rdx_tree_unpack_start(&u, at("out"), &any_tree, &stop, &wfd);
 	CHECK(ret == 0, "unpacker started");
 	ret = rdx_tree_pack_start(&p, &(struct rdx_tree_pack_opts){ .paths = paths, .n = 1 }, &rfd);
 	CHECK(ret == 0, "packer started");
@@ -749,13 +756,110 @@ static void existing(void)
 	chmod(at("x3/t/ro"), 0755);
 }
 
+/* ---- what the receiving side asked for -------------------------------- */
+
+static void b_other_top(struct craft *c)
+{
+	file(c, ".bashrc", "evil");
+}
+
+static void b_extra_top(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/a", "alpha");
+	file(c, ".bashrc", "evil");
+}
+
+static void b_link_out_of_tops(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	entry(c, "t/h", AE_IFREG, NULL, "u/secret", true);
+}
+
+static void b_file_as_tree(struct craft *c)
+{
+	entry(c, "f", AE_IFDIR, NULL, NULL, false);
+	file(c, "f/inner", "evil");
+}
+
+static void b_unasked_delete(struct craft *c)
+{
+	entry(c, "t", AE_IFDIR, NULL, NULL, false);
+	file(c, "t/a", "alpha");
+	entry(c, RDX_TREE_DELETE_NAME, AE_IFREG, "t/keep", NULL, false);
+}
+
+/* A sender is held to what the receiver's user asked for: the names (a
+ * tree's top, a single file), and no removals without --delete. */
+static void asked_for(void)
+{
+	const char *const t[] = { "t" }, *const f[] = { "f" }, *const any[] = { NULL };
+	char why[256];
+	int ret;
+
+	feed_opts = &(struct rdx_tree_unpack_opts){ .writers = 2, .tops = t, .ntops = 1 };
+	mkdir(at("a1"), 0755);
+	ret = craft_into(b_good, "a1", why, sizeof(why));
+	CHECK(ret == 0 && content_is("a1/t/a", "alpha"), "the tree asked for lands: %d %s", ret, why);
+	mkdir(at("a2"), 0755);
+	ret = craft_into(b_other_top, "a2", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "not what was asked for") && !exists("a2/.bashrc"),
+	      "another top-level name is refused, nothing written: %d %s", ret, why);
+	mkdir(at("a3"), 0755);
+	ret = craft_into(b_extra_top, "a3", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && !exists("a3/.bashrc") && !temp_left(at("a3")),
+	      "an extra top-level name after the tree is refused: %d %s", ret, why);
+	mkdir(at("a4"), 0755);
+	mkdir(at("a4/u"), 0755);
+	close(open(at("a4/u/secret"), O_CREAT | O_WRONLY, 0600));
+	ret = craft_into(b_link_out_of_tops, "a4", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && !exists("a4/t/h"),
+	      "a hard link to a name outside what was asked for is refused: %d %s", ret, why);
+	/* "host:." names no top: the sender picks one, and only one. */
+	feed_opts = &(struct rdx_tree_unpack_opts){ .writers = 2, .tops = any, .ntops = 1 };
+	mkdir(at("a5"), 0755);
+	ret = craft_into(b_two_tops, "a5", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && content_is("a5/one", "1") && !exists("a5/two"),
+	      "a source without a name gets one top, not two: %d %s", ret, why);
+	/* -p without -r: one regular file, nothing below it. */
+	feed_opts = &(struct rdx_tree_unpack_opts){ .writers = 2, .tops = f, .ntops = 1,
+						    .files_only = true };
+	mkdir(at("a6"), 0755);
+	ret = craft_into(b_one_file, "a6", why, sizeof(why));
+	CHECK(ret == 0 && content_is("a6/f", "one"), "the file asked for lands: %d %s", ret, why);
+	mkdir(at("a7"), 0755);
+	ret = craft_into(b_file_as_tree, "a7", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "a file was asked for") && !exists("a7/f"),
+	      "a tree where a file was asked for is refused: %d %s", ret, why);
+	/* Removals only with --delete asked for here. */
+	feed_opts = &(struct rdx_tree_unpack_opts){ .writers = 2, .tops = t, .ntops = 1 };
+	mkdir(at("a8"), 0755);
+	mkdir(at("a8/t"), 0755);
+	close(open(at("a8/t/keep"), O_CREAT | O_WRONLY, 0600));
+	ret = craft_into(b_unasked_delete, "a8", why, sizeof(why));
+	CHECK(ret == -RDX_EPROTO && strstr(why, "--delete was not given") && exists("a8/t/keep"),
+	      "an unasked removal is refused, nothing removed: %d %s", ret, why);
+	feed_opts = &(struct rdx_tree_unpack_opts){ .writers = 2, .tops = t, .ntops = 1,
+						    .allow_delete = true };
+	mkdir(at("a9"), 0755);
+	mkdir(at("a9/t"), 0755);
+	close(open(at("a9/t/keep"), O_CREAT | O_WRONLY, 0600));
+	ret = craft_into(b_unasked_delete, "a9", why, sizeof(why));
+	CHECK(ret == 0 && !exists("a9/t/keep"), "with --delete asked for, it is removed: %d %s",
+	      ret, why);
+	feed_opts = &any_tree;
+}
+
 /* ---- --sync: the receiver's listing ----------------------------------- */
 
 struct listed {
 	char names[4096];
 	bool swapped;
 	bool hash_ok;
+	bool hash_bare; /* the plain XXH3-128 went out: anyone could check a guess */
 };
+
+static const uint8_t list_key[RDX_LIST_KEY_LEN] = "a listing key of 32 bytes, here";
 
 /* Collects "TYPE:NAME " for each entry; when t/sub comes (before its
  * contents), swaps it for a symlink to outside, as a local user racing
@@ -777,8 +881,13 @@ static int collect(void *arg, const struct rdx_list_entry *e)
 	if (e->len == 3 && !memcmp(e->name, "t/a", 3) && e->type == RDX_LIST_HASHED) {
 		XXH128_canonical_t h;
 
+		unsigned char mac[EVP_MAX_MD_SIZE];
+		unsigned int maclen = 0;
+
 		XXH128_canonicalFromHash(&h, XXH3_128bits("alpha", 5));
-		l->hash_ok = !memcmp(h.digest, e->hash, 16);
+		l->hash_bare = !memcmp(h.digest, e->hash, 16);
+		l->hash_ok = HMAC(EVP_sha256(), list_key, sizeof(list_key), h.digest, 16, mac,
+				  &maclen) && !memcmp(mac, e->hash, 16);
 	}
 	return 0;
 }
@@ -809,11 +918,14 @@ static void listing(void)
 		CHECK(target && symlink(target, at("l/t/out")) == 0, "made t/out");
 		free(target);
 	}
-	ret = rdx_tree_unpack_start(&u, at("l"), false, 2, &stop, &fd);
+	ret = rdx_tree_unpack_start(&u, at("l"), &(struct rdx_tree_unpack_opts){
+		.writers = 2, .tops = (const char *const[]){ "t" }, .ntops = 1 }, &stop, &fd);
 	CHECK(ret == 0, "unpacker for the listing: %d", ret);
 	if (ret)
 		return;
-	ret = rdx_tree_unpack_list(u, "t", true, collect, &l);
+	CHECK(rdx_tree_unpack_list(u, "other", NULL, collect, &l) == -RDX_EPROTO,
+	      "a top that was not asked for is not listed");
+	ret = rdx_tree_unpack_list(u, "t", list_key, collect, &l);
 	close(fd);
 	rdx_tree_unpack_finish(u, true, why, sizeof(why), NULL);
 	CHECK(ret == 0 && l.swapped, "listed, t/sub swapped midway: %d", ret);
@@ -821,7 +933,8 @@ static void listing(void)
 	      "the directory opened is the one listed, not the symlink's target: %s", l.names);
 	CHECK(strstr(l.names, "t/out ") && strstr(l.names, "t/fifo ") && l.hash_ok,
 	      "symlinks and fifos listed, not followed; a file with its hash: %s", l.names);
-	CHECK(rdx_tree_unpack_list(NULL, "../t", false, collect, &l) == -RDX_EPROTO,
+	CHECK(!l.hash_bare, "the hash is keyed: the plain XXH3-128 is not what is listed");
+	CHECK(rdx_tree_unpack_list(NULL, "../t", NULL, collect, &l) == -RDX_EPROTO,
 	      "an unsafe top is refused");
 }
 
@@ -939,6 +1052,7 @@ int main(void)
 	existing();
 	listing();
 	hostile();
+	asked_for();
 	semantics();
 	writers();
 	missing();
