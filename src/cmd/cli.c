@@ -147,6 +147,12 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 		if (o->timeout_ms < 100)
 			return bad_value("timeout", arg, "at least 0.1 seconds");
 		return 0;
+	case OPT_HANDSHAKE_TIMEOUT:
+		if (parse_secs("handshake-timeout", arg, &o->handshake_ms))
+			return -1;
+		if (o->handshake_ms < 100)
+			return bad_value("handshake-timeout", arg, "at least 0.1 seconds");
+		return 0;
 	case OPT_BIND:
 		o->bind = arg;
 		return 0;

@@ -41,6 +41,7 @@ enum cli_key {
 	OPT_FILE_RESUME,
 	OPT_PROGRESS_LINES,
 	OPT_EXPECT,
+	OPT_HANDSHAKE_TIMEOUT,
 	OPT_FILES_ONLY,
 };
 
@@ -75,6 +76,9 @@ enum cli_key {
 	  "file read/write threads, 1..64 (default 4)", NULL },                \
 	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",                    \
 	  "give up after SECS of silence or stall (default 60)", NULL },       \
+	{ "handshake-timeout", OPT_HANDSHAKE_TIMEOUT, RDX_ARG_REQUIRED, "SECS", \
+	  "listening: drop a connection not authenticated within SECS (default 10, or --timeout when less)", \
+	  NULL },                                                              \
 	{ "bind", OPT_BIND, RDX_ARG_REQUIRED, "ADDR",                          \
 	  "local address to bind", "host" },                                   \
 	{ "ipv4", '4', RDX_ARG_NONE, NULL, "use IPv4 only", NULL },            \

@@ -219,10 +219,13 @@ static bool interrupted(const struct rdx_session *s)
 	return s->o->interrupted && atomic_load(s->o->interrupted);
 }
 
-/* What a listener gives one connection's handshake: 10 s, or --timeout
- * when that is less, so that strays cannot hold it up for long. */
+/* What a listener gives one connection's handshake: --handshake-timeout,
+ * else 10 s, or --timeout when that is less, so that strays cannot hold
+ * it up for long. */
 static uint64_t listen_hs_ms(const struct rdx_session *s)
 {
+	if (s->o->handshake_ms)
+		return s->o->handshake_ms;
 	return s->o->timeout_ms < LINK_HANDSHAKE_MS ? s->o->timeout_ms : LINK_HANDSHAKE_MS;
 }
 

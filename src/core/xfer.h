@@ -58,6 +58,8 @@ struct rdx_xfer_opts {
 	bool progress;
 	bool progress_lines; /* "RDX-PROGRESS DONE TOTAL" lines on stderr, for rdcp */
 	uint64_t timeout_ms;	     /* silence limit during a transfer */
+	uint64_t handshake_ms;	     /* listening: what one connection gets to authenticate
+				      * (0: 10 s, or timeout_ms when less) */
 	uint64_t connect_timeout_ms; /* dialing: how long to retry connecting */
 	uint64_t wait_ms;	     /* listening: wait for the peer, 0 = forever */
 	const atomic_int *interrupted; /* set by the tool's signal handler */

@@ -304,6 +304,23 @@ badpeer_then_real() {
 	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .*: handshake timed out$'
 }
 
+@test "--handshake-timeout 2: a silent peer is dropped after 2 s, not the default 10, whatever --timeout says" {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	mkrand "$D/src" 4096
+	port=$(free_port)
+	start_recv --timeout 60 --handshake-timeout 2 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start silent "$BADPEER" silent 127.0.0.1 "$port"
+	sleep 0.3
+	t0=$SECONDS
+	real_send_succeeds "$D/src"
+	[ $((SECONDS - t0)) -lt 9 ] || fail "the silent peer held the real sender for $((SECONDS - t0)) s"
+	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .*: handshake timed out$'
+	run_t "$RDRECV" --handshake-timeout 0 1234 "$KEY" "$D/x"
+	assert_status 2
+	assert_match "$stderr" "invalid value '0' for --handshake-timeout"
+}
+
 @test "badpeer trickle (a HELLO one byte every 2 s): rdrecv gives up on it by --wait" {
 	# SO_RCVTIMEO alone restarts with every byte; the handshake needs an
 	# overall deadline.

@@ -283,7 +283,9 @@ send_tree() {
 	local vg=(valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
 	mkdir "$D/out"
 	port=$(free_port)
-	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 "$port" key "$D/out"
+	# Under valgrind on a loaded machine a handshake takes more than the
+	# 10 s a listener gives one by default.
+	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 --handshake-timeout 120 "$port" key "$D/out"
 	RECV_PID=$BG_PID
 	wait_listen "$port" 30
 	run_t --secs 120 "${vg[@]}" "$RDSEND" -r --streams 2 --encrypt --compress \
@@ -295,7 +297,7 @@ send_tree() {
 	assert_same_tree "$SMALL" "$D/out/small"
 	# The unpacker refuses the second tree mid-stream: both failure paths.
 	port=$(free_port)
-	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 "$port" key "$D/new"
+	bg_start recv "${vg[@]}" "$RDRECV" -r --wait 60 --handshake-timeout 120 "$port" key "$D/new"
 	RECV_PID=$BG_PID
 	wait_listen "$port" 30
 	run_t --secs 120 "${vg[@]}" "$RDSEND" -r 127.0.0.1 "$port" key "$SMALL/d1" "$SMALL/d2"
