@@ -67,6 +67,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	  NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
 	  "with -r, follow every symlink instead of copying it", NULL },
+	{ "keep-setid", OPT_KEEP_SETID, RDX_ARG_NONE, NULL,
+	  "with -r or -p, where the receiving end runs as root: keep files' set-user-ID and set-group-ID bits (dropped otherwise)",
+	  NULL },
 	{ "sync", OPT_CP_SYNC, RDX_ARG_NONE, NULL,
 	  "implies -r; skip files the destination has with the same size and mtime (and resume an interrupted tree)",
 	  NULL },
@@ -273,6 +276,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'L':
 		r->c.o.tree_follow = true;
+		return 0;
+	case OPT_KEEP_SETID:
+		r->c.o.tree_keep_setid = true;
 		return 0;
 	case OPT_TREE_INCLUDE:
 	case OPT_TREE_EXCLUDE:

@@ -35,6 +35,8 @@ static const struct rdx_opt rdrecv_opts[] = {
 	  NULL },
 	{ "files-only", OPT_FILES_ONLY, RDX_ARG_NONE, NULL,
 	  "with -r, take only regular files, each at the top (rdcp -p)", NULL },
+	{ "keep-setid", OPT_KEEP_SETID, RDX_ARG_NONE, NULL,
+	  "with -r as root, keep files' set-user-ID and set-group-ID bits (dropped otherwise)", NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -80,6 +82,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_FILES_ONLY:
 		c->o.tree_files_only = true;
+		return 0;
+	case OPT_KEEP_SETID:
+		c->o.tree_keep_setid = true;
 		return 0;
 	case OPT_WAIT:
 		if (rdx_parse_seconds(arg, &c->o.wait_ms)) {
@@ -131,10 +136,12 @@ int main(int argc, char **argv)
 		return RDX_EXIT_OK;
 	rdx_log_init("rdrecv", c.verbose);
 	npos = argc - optind_;
-	if ((c.o.tree_allow_list || c.o.ntree_tops || c.o.tree_files_only) && !c.tree) {
+	if ((c.o.tree_allow_list || c.o.ntree_tops || c.o.tree_files_only ||
+	     c.o.tree_keep_setid) && !c.tree) {
 		rdx_error("%s is for trees: use it with -r",
 			  c.o.tree_allow_delete ? "--delete" : c.o.tree_allow_list ? "--sync"
-						   : c.o.ntree_tops ? "--expect" : "--files-only");
+			  : c.o.ntree_tops ? "--expect" : c.o.tree_files_only ? "--files-only"
+			  : "--keep-setid");
 		return RDX_EXIT_USAGE;
 	}
 	if (c.server && c.o.host) {

@@ -573,6 +573,7 @@ static int open_tree(struct receiver *x)
 		.ntops = s->o->ntree_tops,
 		.files_only = s->o->tree_files_only,
 		.allow_delete = s->o->tree_allow_delete,
+		.keep_setid = s->o->tree_keep_setid,
 	}, &s->stop, NULL);
 	if (ret == -ENOTDIR)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",
@@ -779,9 +780,12 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 	}
 	if (!rdx_mac_check(&o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
 			   auth->opts_raw, RDX_OPTS_LEN, auth->mac)) {
+		/* Its HELLO carried no proof: a wrong key and options
+		 * altered on the way look the same from here. */
 		link_reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
 		e->wrong_key = true;
-		return hs_reject(e, -RDX_EAUTH, "authentication failed");
+		return hs_reject(e, -RDX_EAUTH,
+				 "authentication failed (wrong key, or its options altered on the way)");
 	}
 	return 0;
 }

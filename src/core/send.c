@@ -375,16 +375,25 @@ static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
 	ret = sess_send(&s->streams[0], &h, buf);
 	if (!ret)
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &e->em);
+	/* The receiver proved the key in its HELLO: if it cannot verify
+	 * our AUTH, the options were changed on the way, not the key. */
+	if (ret == -RDX_EREMOTE && e->em.code == RDX_EAUTH)
+		return hs_failed(s, e, -RDX_EAUTH, s->opts.encrypt
+				 ? "the peers disagree about encryption: the receiver proved the key "
+				   "but not our options, which asked for --encrypt (altered on the way?)"
+				 : "the receiver proved the key but not our options (altered on the way?)");
 	if (!ret && (h.type != RDX_F_ACCEPT || rdx_accept_decode(buf, h.len, &acc)))
 		ret = -RDX_EPROTO;
 	if (ret)
 		return hs_failed(s, e, ret, "authentication");
 	if (!rdx_mac_check(&s->o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
 			   acc.raw, RDX_ACCEPT_LEN, acc.mac) ||
-	    acc.acc.streams > s->opts.streams ||
-	    (s->opts.encrypt && !acc.acc.encrypt))
+	    acc.acc.streams > s->opts.streams)
 		return hs_failed(s, e, -RDX_EAUTH,
 				 "authentication failed: receiver's answer does not verify");
+	if (s->opts.encrypt && !acc.acc.encrypt)
+		return hs_failed(s, e, -RDX_EAUTH,
+				 "the peers disagree about encryption: the receiver answered without it");
 	s->nstreams = acc.acc.streams;
 	s->encrypt = acc.acc.encrypt;
 	s->opts.encrypt = acc.acc.encrypt;

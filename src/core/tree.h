@@ -123,6 +123,10 @@ struct rdx_tree_unpack_opts {
 	unsigned ntops;
 	bool files_only;   /* each top a regular file, nothing below it (rdcp -p) */
 	bool allow_delete; /* --delete was asked for here: obey removal entries */
+	/* as_root: keep files' set-user-ID and set-group-ID bits (as tar's
+	 * --same-permissions); without it they are dropped, so that a sender
+	 * cannot make a set-id program of its own here. */
+	bool keep_setid;
 };
 
 /* Prepares to extract under dst: an existing directory receives the

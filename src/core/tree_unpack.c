@@ -133,6 +133,7 @@ struct rdx_tree_unpack {
 	unsigned ntops;
 	bool files_only;
 	bool allow_delete;
+	bool keep_setid;
 	bool as_root;
 	const atomic_int *stop;
 	void *buf;
@@ -649,7 +650,7 @@ static void file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
 {
 	m->uid = (uid_t)archive_write_disk_uid(wd, archive_entry_uname(e), archive_entry_uid(e));
 	m->gid = (gid_t)archive_write_disk_gid(wd, archive_entry_gname(e), archive_entry_gid(e));
-	m->mode = archive_entry_perm(e) & (u->as_root ? 07777 : 01777);
+	m->mode = archive_entry_perm(e) & (u->as_root && u->keep_setid ? 07777 : 01777);
 	m->times[1] = (struct timespec){ archive_entry_mtime(e), archive_entry_mtime_nsec(e) };
 	m->times[0] = archive_entry_atime_is_set(e)
 		? (struct timespec){ archive_entry_atime(e), archive_entry_atime_nsec(e) }
@@ -1538,6 +1539,7 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	u->nwriters = o->writers;
 	u->files_only = o->files_only;
 	u->allow_delete = o->allow_delete;
+	u->keep_setid = o->keep_setid;
 	u->stop = stop;
 	ret = copy_tops(u, o);
 	if (ret)

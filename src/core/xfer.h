@@ -35,6 +35,7 @@ struct rdx_xfer_opts {
 	bool tree_files_only;
 	bool tree_allow_delete;
 	bool tree_allow_list;
+	bool tree_keep_setid; /* receiver as root: keep files' set-id bits */
 	bool tree_follow;  /* sender: follow every symlink (-L) */
 	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
 	bool tree_delete;  /* sender, with tree_sync: remove what we lack */

@@ -149,6 +149,8 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, " --delete");
 	else if (o->recursive && o->xo.tree_sync)
 		cp_cmd_raw(c, " --sync");
+	if (o->recursive && o->xo.tree_keep_setid)
+		cp_cmd_raw(c, " --keep-setid");
 	/* From another far host: the tree named as asked for (a push
 	 * comes from here, from us). */
 	if (o->recursive && dial) {

@@ -516,6 +516,7 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 		.as_root = geteuid() == 0,
 		.writers = o->xo.io_threads,
 		.allow_delete = o->xo.tree_delete,
+		.keep_setid = o->xo.tree_keep_setid,
 	}, o->xo.interrupted, &wfd);
 	if (ret) {
 		rdx_error("cannot copy a tree into '%s': %s", dst,

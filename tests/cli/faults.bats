@@ -456,6 +456,25 @@ corrupt_through_proxy() {
 	! grep -q 'flipped nothing' "$D/proxy.err" || fail "the proxy corrupted nothing"
 }
 
+@test "a man in the middle strips --encrypt from AUTH: refused, and rdsend says the peers disagree about encryption, not 'wrong key'" {
+	[ -x "$BADPEER" ] || fail "badpeer not built: $BADPEER"
+	mkrand "$D/src" 4096
+	port=$(free_port)
+	pport=$(free_port)
+	start_recv --wait 10 --timeout 5 "$port" "$KEY" "$D/dst"
+	wait_listen "$port"
+	bg_start proxy "$BADPEER" strip-encrypt 127.0.0.1 "$port" "$pport"
+	LISTEN_PID=$BG_PID wait_listen "$pport"
+	run_t --secs 30 "$RDSEND" --encrypt --timeout 5 127.0.0.1 "$pport" "$KEY" "$D/src"
+	assert_status 3
+	assert_match "$stderr" "the peers disagree about encryption"
+	! grep -q "wrong key" <<<"$stderr" || fail "rdsend blamed the key: $stderr"
+	wait_until 5 grep -q "stripped encrypt" "$D/proxy.err" || fail "the proxy stripped nothing"
+	assert_file_match "$D/recv.err" "authentication failed \\(wrong key, or its options altered on the way\\)"
+	wait_recv 15
+	assert_no_output_file "$D/dst"
+}
+
 @test "a bit flipped in transit: rdrecv exits 6 (hash), no file" {
 	mkrand "$D/src" $((5 * 1024 * 1024))
 	corrupt_through_proxy "$D/src"

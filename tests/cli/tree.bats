@@ -454,6 +454,31 @@ send_tree() {
 	assert_status 2
 }
 
+@test "as root, set-id bits of received files are dropped unless --keep-setid; a setgid directory keeps its bit" {
+	[ "$(id -u)" = 0 ] || skip "needs root (the receiver restores owners)"
+	mkdir -p "$D/src/t/shared" "$D/out1" "$D/out2" "$D/near"
+	echo '#!/bin/sh' >"$D/src/t/prog"
+	chmod 6755 "$D/src/t/prog"
+	chmod 2775 "$D/src/t/shared"
+	send_tree -r PORT key "$D/out1" -- -r 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	[ "$(stat -c %a "$D/out1/t/prog")" = 755 ] || fail "rdrecv kept set-id bits: $(stat -c %a "$D/out1/t/prog")"
+	[ "$(stat -c %a "$D/out1/t/shared")" = 2775 ] || fail "the setgid directory lost its bit"
+	send_tree -r --keep-setid PORT key "$D/out2" -- -r 127.0.0.1 PORT key "$D/src/t"
+	assert_status 0
+	[ "$(stat -c %a "$D/out2/t/prog")" = 6755 ] || fail "--keep-setid dropped them"
+	# rdcp: a pull and a push, each way dropped, and kept when asked.
+	rdcp_b -p "rdxhost:$D/src/t/prog" "$D/near"
+	assert_status 0
+	[ "$(stat -c %a "$D/near/prog")" = 755 ] || fail "rdcp -p pull kept set-id bits"
+	rdcp_b -p --keep-setid "$D/src/t/prog" "rdxhost:$D/near/kept"
+	assert_status 0
+	[ "$(stat -c %a "$D/near/kept")" = 6755 ] || fail "rdcp -p --keep-setid push dropped them"
+	rdcp_b -r "$D/src/t" "rdxhost:$D/near/pushed"
+	assert_status 0
+	[ "$(stat -c %a "$D/near/pushed/prog")" = 755 ] || fail "rdcp -r push kept set-id bits"
+}
+
 @test "rdcp -p keeps a file's mode and mtime both ways; -r replaces an existing file with a file, not with a tree" {
 	mkrand "$D/f" 70000
 	chmod 640 "$D/f"

@@ -3,6 +3,7 @@
  *
  * Usage: badpeer MODE HOST PORT
  *        badpeer corrupt HOST PORT LISTEN_PORT
+ *        badpeer strip-encrypt HOST PORT LISTEN_PORT
  *
  *   garbage      4 KiB of random bytes
  *   short-hello  a valid HELLO header (len 40), then only 10 payload bytes
@@ -13,6 +14,8 @@
  *                127.0.0.1:LISTEN_PORT, relays it to HOST PORT, and flips
  *                one bit in the payload of the second DATA frame going to
  *                the receiver (one stream only; exits when both sides end)
+ *   strip-encrypt  the same man in the middle, but it clears the encrypt
+ *                byte of the sender's AUTH options (a downgrade attack)
  *   bad-auth     a valid HELLO, read the receiver's HELLO, then an AUTH
  *                with plausible options but a random MAC (a sender that
  *                ignores mac_r and does not know the key)
@@ -370,9 +373,14 @@ static int linger_until_closed(int fd, int ms)
 
 /*
  * Frame tracker for the sender-to-receiver direction of the corrupt
- * proxy: flips one bit in the middle of the second DATA payload.
+ * proxy: flips one bit in the middle of the second DATA payload, or
+ * (strip) clears the encrypt byte of AUTH's options (after the 32-byte
+ * MAC: slot_size u32, slots u32, streams u16, compress u8, encrypt u8).
  */
+#define AUTH_ENCRYPT_AT (32 + 11)
+
 struct tracker {
+	int strip;	  /* strip-encrypt, not corrupt */
 	unsigned char hdr[HDR_LEN];
 	size_t hdr_have;  /* header bytes seen of the current frame */
 	uint32_t left;	  /* payload bytes still to come */
@@ -394,8 +402,12 @@ static void track(struct tracker *t, unsigned char *buf, size_t n)
 			t->hdr_have = 0;
 			t->left = get_be32(t->hdr + 4);
 			t->flip_this = 0;
-			if (t->hdr[0] == FRAME_DATA && t->left > 0 &&
-			    ++t->data_seen == 2 && !t->flipped) {
+			if (t->strip && t->hdr[0] == FRAME_AUTH && t->left == AUTH_LEN &&
+			    !t->flipped) {
+				t->flip_this = 1;
+				t->flip_at = AUTH_ENCRYPT_AT;
+			} else if (!t->strip && t->hdr[0] == FRAME_DATA && t->left > 0 &&
+				   ++t->data_seen == 2 && !t->flipped) {
 				t->flip_this = 1;
 				t->flip_at = t->left / 2;
 			}
@@ -404,7 +416,10 @@ static void track(struct tracker *t, unsigned char *buf, size_t n)
 		size_t take = n - i < t->left ? n - i : t->left;
 
 		if (t->flip_this && t->flip_at < take) {
-			buf[i + t->flip_at] ^= 0x10;
+			if (t->strip)
+				buf[i + t->flip_at] = 0;
+			else
+				buf[i + t->flip_at] ^= 0x10;
 			t->flip_this = 0;
 			t->flipped = 1;
 		} else if (t->flip_this) {
@@ -416,7 +431,7 @@ static void track(struct tracker *t, unsigned char *buf, size_t n)
 }
 
 /* Relays one accepted connection to host:port, corrupting as above. */
-static int run_corrupt(const char *host, const char *port, const char *lport)
+static int run_corrupt(const char *host, const char *port, const char *lport, int strip)
 {
 	struct addrinfo hints, *res;
 	struct tracker t;
@@ -446,6 +461,7 @@ static int run_corrupt(const char *host, const char *port, const char *lport)
 	if (u < 0)
 		return 1;
 	memset(&t, 0, sizeof(t));
+	t.strip = strip;
 	while (open_c || open_u) {
 		struct pollfd p[2] = {{.fd = open_c ? c : -1, .events = POLLIN},
 				      {.fd = open_u ? u : -1,
@@ -482,6 +498,8 @@ static int run_corrupt(const char *host, const char *port, const char *lport)
 		fprintf(stderr,
 			"badpeer: saw %d DATA frames, flipped nothing\n",
 			t.data_seen);
+	else if (strip)
+		fprintf(stderr, "badpeer: stripped encrypt from AUTH\n");
 	return 0;
 }
 
@@ -489,7 +507,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
 			"bad-version|bad-auth|silent|trickle|oversize|undersize HOST PORT\n"
-			"       badpeer corrupt HOST PORT LISTEN_PORT\n");
+			"       badpeer corrupt|strip-encrypt HOST PORT LISTEN_PORT\n");
 	return 2;
 }
 
@@ -502,7 +520,9 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 5 && !strcmp(argv[1], "corrupt"))
-		return run_corrupt(argv[2], argv[3], argv[4]);
+		return run_corrupt(argv[2], argv[3], argv[4], 0);
+	if (argc == 5 && !strcmp(argv[1], "strip-encrypt"))
+		return run_corrupt(argv[2], argv[3], argv[4], 1);
 	if (argc != 4)
 		return usage();
 	mode = argv[1];
