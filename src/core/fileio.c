@@ -318,7 +318,9 @@ struct rdx_sink {
 	bool do_fsync;
 	bool committed;
 	char *final;	  /* final name, NULL for stdout/devices */
-	char *tmp;	  /* temporary name, NULL when writing in place */
+	bool staged;	  /* written as stage, published as final */
+	struct rdx_tmpfile stage; /* a new file before its name (fd is its fd) */
+	char *tmp;	  /* --resume: the partial's name */
 	char *dir;	  /* directory of final, for fsync */
 	int at;		  /* what final and tmp are relative to: AT_FDCWD, or
 			   * a directory of rdx_sink_open_at() (owned) */
@@ -333,12 +335,37 @@ struct rdx_sink {
 	const atomic_int *stop;
 };
 
-/* The temporary beside path: ".NAME.rdx-XXXXXX", or with partial
- * ".NAME.rdx-part" (opened as it is, or created) and its record's name. */
+/* The new file for path, in its directory (k->at, k->final its base
+ * name): unnamed until published, or a temporary beside it
+ * (rdx_tmpfile).  Returns 0 or -errno. */
+static int open_stage(struct rdx_sink *k, const char *base)
+{
+	int ret;
+
+	k->at = open(k->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (k->at < 0) {
+		k->at = AT_FDCWD;
+		return -errno;
+	}
+	k->final = strdup(base);
+	if (!k->final)
+		return -ENOMEM;
+	ret = rdx_tmpfile_open(&k->stage, k->at, base, O_RDWR);
+	if (ret)
+		return ret;
+	k->staged = true;
+	k->fd = k->stage.fd;
+	return 0;
+}
+
+/* The file being written for path: a new one (open_stage), or with
+ * partial ".NAME.rdx-part" (opened as it is, or created) and its
+ * record's name (NAME cut to fit NAME_MAX, then told apart by a hash of
+ * the whole name). */
 static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool partial)
 {
-	char *copy, *base;
-	size_t n;
+	char *copy, *base, *part;
+	int ret;
 
 	copy = strdup(path);
 	if (!copy)
@@ -351,23 +378,31 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool par
 		return -ENOMEM;
 	}
 	base = basename(copy);
-	n = strlen(k->dir) + strlen(base) + 16;
-	k->tmp = malloc(n);
-	if (!k->tmp) {
+	if (!partial) {
+		ret = open_stage(k, base);
 		free(copy);
+		if (ret)
+			return ret;
+		if (fchmod(k->fd, mode))
+			return -errno; /* rdx_sink_close() removes the temporary */
+		k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
+		if (k->dfd < 0)
+			k->dfd = -1;
+		return 0;
+	}
+	part = rdx_part_name(base);
+	free(copy);
+	if (!part || asprintf(&k->tmp, "%s/%s", k->dir, part) < 0) {
+		free(part);
+		k->tmp = NULL;
 		return -ENOMEM;
 	}
-	snprintf(k->tmp, n, "%s/.%s.rdx-%s", k->dir, base, partial ? "part" : "XXXXXX");
-	free(copy);
-	if (partial) {
-		if (asprintf(&k->meta, "%s.meta", k->tmp) < 0) {
-			k->meta = NULL;
-			return -ENOMEM;
-		}
-		k->fd = open(k->tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	} else {
-		k->fd = mkostemp(k->tmp, O_CLOEXEC);
+	free(part);
+	if (asprintf(&k->meta, "%s.meta", k->tmp) < 0) {
+		k->meta = NULL;
+		return -ENOMEM;
 	}
+	k->fd = open(k->tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (k->fd < 0) {
 		int err = errno;
 
@@ -448,8 +483,7 @@ static int open_file(struct rdx_sink *k, const char *path, bool partial)
 	ret = open_temp(k, path, mode, partial);
 	if (ret)
 		return ret;
-	k->final = strdup(path);
-	if (!k->final)
+	if (partial && !(k->final = strdup(path)))
 		return -ENOMEM;
 	k->parallel = true;
 	atomic_init(&k->direct_ok, k->dfd >= 0);
@@ -534,10 +568,11 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 		ret = -ENOMEM;
 		goto err;
 	}
-	ret = rdx_temp_create(k->at, base, O_RDWR, &k->tmp);
+	ret = rdx_tmpfile_open(&k->stage, k->at, base, O_RDWR);
 	if (ret < 0)
 		goto err;
-	k->fd = ret;
+	k->staged = true;
+	k->fd = k->stage.fd;
 	k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
 	if (k->dfd < 0)
 		k->dfd = -1;
@@ -713,7 +748,7 @@ int rdx_sink_open_cb(struct rdx_sink **out, const char *name,
 
 int rdx_sink_flush(struct rdx_sink *k, uint64_t total)
 {
-	if (!k->tmp) {
+	if (!k->tmp && !k->staged) {
 		/* Pipes and devices cannot be synced; that is no error. */
 		if (k->do_fsync && k->fd >= 0 && fsync(k->fd) && errno != EINVAL &&
 		    errno != EROFS)
@@ -740,6 +775,15 @@ int rdx_sink_set_meta(struct rdx_sink *k, mode_t mode, bool chown, uid_t uid,
 
 int rdx_sink_publish(struct rdx_sink *k)
 {
+	int err;
+
+	if (k->staged) {
+		err = rdx_tmpfile_publish(&k->stage, k->at, k->final);
+		if (err)
+			return err;
+		k->committed = true;
+		return k->do_fsync && k->dir ? fsync_dir(k->dir) : 0;
+	}
 	if (!k->tmp)
 		return 0;
 	if (renameat(k->at, k->tmp, k->at, k->final))
@@ -765,8 +809,8 @@ void rdx_sink_close(struct rdx_sink *k)
 	if (k->tmp && !k->committed && k->meta && !k->marked) {
 		unlink(k->meta); /* nothing in it worth resuming */
 		unlink(k->tmp);
-	} else if (k->tmp && !k->committed && !k->meta) {
-		unlinkat(k->at, k->tmp, 0);
+	} else if (k->staged && !k->committed) {
+		rdx_tmpfile_discard(&k->stage, k->at); /* an unnamed one goes with its fd */
 	}
 	if (k->at != AT_FDCWD)
 		close(k->at);

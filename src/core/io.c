@@ -1,4 +1,5 @@
 #include "io.h"
+#include "xxh.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -227,6 +228,94 @@ char *rdx_temp_name(const char *base)
 	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) /* a new one each call */
 		rnd = (unsigned)getpid() * 2654435761u + atomic_fetch_add(&calls, 1);
 	if (asprintf(&out, ".%.200s.rdx-%08x", base, rnd) < 0)
+		return NULL;
+	return out;
+}
+
+/* Gives an O_TMPFILE file a name in dir.  Returns 0 or -errno. */
+int rdx_link_anon(int fd, int dir, const char *name)
+{
+	char proc[40];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (rdx_proc_ok()) {
+		if (!linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
+			return 0;
+		if (errno != ENOENT) /* no /proc: try without */
+			return -errno;
+	}
+	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
+}
+
+int rdx_tmpfile_open(struct rdx_tmpfile *t, int dir, const char *base, int flags)
+{
+	int fd;
+
+	t->name = NULL;
+	/* Unnamed only where it can be linked later without privilege:
+	 * the data is written before that is known to work. */
+	if (rdx_proc_ok()) {
+		fd = openat(dir, ".", O_TMPFILE | flags | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			t->fd = fd;
+			return 0;
+		}
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -errno;
+	}
+	fd = rdx_temp_create(dir, base, flags, &t->name);
+	if (fd < 0)
+		return fd;
+	t->fd = fd;
+	return 0;
+}
+
+int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final)
+{
+	char *tmp;
+	int err;
+
+	if (t->name) {
+		if (renameat(dir, t->name, dir, final))
+			return -errno;
+		free(t->name);
+		t->name = NULL;
+		return 0;
+	}
+	err = rdx_link_anon(t->fd, dir, final);
+	if (err != -EEXIST)
+		return err;
+	/* A name that is taken is replaced, atomically: linked under a
+	 * temporary name first, then renamed over it. */
+	tmp = rdx_temp_name(final);
+	if (!tmp)
+		return -ENOMEM;
+	err = rdx_link_anon(t->fd, dir, tmp);
+	if (!err && renameat(dir, tmp, dir, final)) {
+		err = -errno;
+		unlinkat(dir, tmp, 0);
+	}
+	free(tmp);
+	return err;
+}
+
+void rdx_tmpfile_discard(struct rdx_tmpfile *t, int dir)
+{
+	if (t->name) {
+		unlinkat(dir, t->name, 0);
+		free(t->name);
+		t->name = NULL;
+	}
+}
+
+char *rdx_part_name(const char *base)
+{
+	size_t n = strlen(base);
+	char *out;
+
+	if (n > 200 ? asprintf(&out, ".%.200s~%016llx.rdx-part", base,
+			       (unsigned long long)XXH3_64bits(base, n)) < 0
+		    : asprintf(&out, ".%s.rdx-part", base) < 0)
 		return NULL;
 	return out;
 }

@@ -72,10 +72,44 @@ int rdx_reopen(int fd, int flags);
  * out of memory.  Creating it is the caller's (O_EXCL, symlinkat, ...). */
 char *rdx_temp_name(const char *base);
 
+/* The name of a --resume partial beside base: ".BASE.rdx-part", with a
+ * BASE longer than 200 bytes cut there and told apart by a hash of the
+ * whole name, so that the name and its ".meta" record fit NAME_MAX.
+ * malloc'ed; NULL when out of memory. */
+char *rdx_part_name(const char *base);
+
 /* Creates a temporary beside base in dir (openat(2) with O_CREAT | O_EXCL
  * | O_NOFOLLOW, mode 0600, plus flags), trying another name when one is
  * taken.  Returns the descriptor with *tmp its name (malloc'ed), or
  * -errno. */
 int rdx_temp_create(int dir, const char *base, int flags, char **tmp);
+
+/* Gives an unnamed (O_TMPFILE) file fd the name name in dir, through
+ * /proc (or AT_EMPTY_PATH, which needs privilege).  Returns 0 or -errno
+ * (-EEXIST when the name is taken). */
+int rdx_link_anon(int fd, int dir, const char *name);
+
+/* A file written before it has its name: unnamed (O_TMPFILE) where the
+ * file system and /proc allow, so that a process killed while it writes
+ * leaves nothing behind; else a temporary beside it (rdx_temp_create).
+ * Either way no name of it is ever longer than NAME_MAX. */
+struct rdx_tmpfile {
+	int fd;
+	char *name; /* the temporary's name in its directory; NULL: unnamed */
+};
+
+/* Creates it in dir for base (mode 0600, plus flags: O_RDWR or
+ * O_WRONLY).  Returns 0 or -errno. */
+int rdx_tmpfile_open(struct rdx_tmpfile *t, int dir, const char *base, int flags);
+
+/* Gives it the name final in dir, replacing a file of that name as
+ * rename(2) would (and failing as it would: -EISDIR, -ENOTEMPTY...).  On
+ * success a named temporary's name is gone (t->name NULL).  Returns 0 or
+ * -errno; nothing of it is left under another name either way. */
+int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final);
+
+/* Removes a named temporary that was not published and frees its name;
+ * the descriptor stays the caller's. */
+void rdx_tmpfile_discard(struct rdx_tmpfile *t, int dir);
 
 #endif

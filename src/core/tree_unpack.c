@@ -687,21 +687,6 @@ static int write_named(struct rdx_tree_unpack *u, struct job *j, const char **wh
 	return err;
 }
 
-/* Gives an O_TMPFILE file a name in dir.  Returns 0 or -errno. */
-static int link_anon(int fd, int dir, const char *name)
-{
-	char proc[40];
-
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (rdx_proc_ok()) {
-		if (!linkat(AT_FDCWD, proc, dir, name, AT_SYMLINK_FOLLOW))
-			return 0;
-		if (errno != ENOENT) /* no /proc: try without */
-			return -errno;
-	}
-	return linkat(fd, "", dir, name, AT_EMPTY_PATH) ? -errno : 0;
-}
-
 /* Written as an unnamed file (O_TMPFILE) that is linked under its final
  * name once complete: one change to the directory instead of a create and
  * a rename, which is what writers queue for on the directory's lock.  A
@@ -723,10 +708,10 @@ static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **wha
 	err = write_fd(u, j, fd);
 	if (!err) {
 		*what = "create";
-		err = link_anon(fd, j->dir->fd, base);
+		err = rdx_link_anon(fd, j->dir->fd, base);
 		if (err == -EEXIST) {
 			tmp = rdx_temp_name(base);
-			err = tmp ? link_anon(fd, j->dir->fd, tmp) : -ENOMEM;
+			err = tmp ? rdx_link_anon(fd, j->dir->fd, tmp) : -ENOMEM;
 			if (!err)
 				err = tree_place(j->dir->fd, tmp, base);
 			free(tmp);

@@ -162,29 +162,53 @@ static void close_fds(struct s3_out *o)
 	o->fd = -1;
 }
 
-/* The final name of dst (a directory gets the key's last part) and the
- * temporary's: DIR/.NAME.suffix. */
-static int out_names(struct s3_out *o, const char *dst, const char *key,
-		     const char *suffix)
+/* The final name of dst (a directory gets the key's last part), and
+ * with resume the partial's beside it (rdx_part_name).  dir gets final's
+ * directory. */
+static int out_names(struct s3_out *o, const char *dst, const char *key, bool resume,
+		     char dir[4096])
 {
 	struct stat st;
-	char dirbuf[4096], *dir;
+	char *part, *d;
+	size_t n;
 
 	if (stat(dst, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(o->final, sizeof(o->final), "%s/%s", dst, s3_last_part(key));
 	else
 		snprintf(o->final, sizeof(o->final), "%s", dst);
-	snprintf(dirbuf, sizeof(dirbuf), "%s", o->final);
-	dir = dirname(dirbuf);
-	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/.%s.%s", dir,
-			     s3_last_part(o->final), suffix) >= sizeof(o->tmp))
-		return -ENAMETOOLONG;
+	snprintf(dir, 4096, "%s", o->final);
+	d = dirname(dir); /* in dir, or a static "." */
+	memmove(dir, d, strlen(d) + 1);
+	if (!resume)
+		return 0;
+	part = rdx_part_name(s3_last_part(o->final));
+	if (!part)
+		return -ENOMEM;
+	n = (size_t)snprintf(o->tmp, sizeof(o->tmp), "%s/%s", dir, part);
+	free(part);
+	return n >= sizeof(o->tmp) ? -ENAMETOOLONG : 0;
+}
+
+/* A new file named base in the directory o->at: the stage it is written
+ * to until s3_out_publish().  Returns 0 or -errno. */
+static int open_stage(struct s3_out *o, const char *base)
+{
+	int ret = rdx_tmpfile_open(&o->stage, o->at, base, O_RDWR);
+
+	if (ret)
+		return ret;
+	o->staged = true;
+	o->fd = o->stage.fd;
+	if ((ret = new_file_mode(o->fd)))
+		return ret;
+	open_direct(o);
 	return 0;
 }
 
 int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		const atomic_int *stop)
 {
+	char dir[4096];
 	int ret;
 
 	memset(o, 0, sizeof(*o));
@@ -196,22 +220,20 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		o->is_stdout = true;
 		return 0;
 	}
-	if ((ret = out_names(o, dst, key, "rdx-XXXXXX")))
+	if ((ret = out_names(o, dst, key, false, dir)))
 		return ret;
-	o->fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (o->fd < 0)
+	o->at = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->at < 0) {
+		o->at = AT_FDCWD;
 		return -errno;
-	if ((ret = new_file_mode(o->fd)))
-		return ret;
+	}
+	return open_stage(o, s3_last_part(o->final));
 	open_direct(o);
 	return 0;
 }
 
 int s3_out_open_at(struct s3_out *o, int dir, const char *base, const atomic_int *stop)
 {
-	char *tmp = NULL;
-	int ret;
-
 	memset(o, 0, sizeof(*o));
 	o->fd = o->dfd = -1;
 	o->stop = stop;
@@ -221,16 +243,7 @@ int s3_out_open_at(struct s3_out *o, int dir, const char *base, const atomic_int
 		o->at = AT_FDCWD;
 		return -errno;
 	}
-	ret = rdx_temp_create(o->at, base, O_RDWR, &tmp);
-	if (ret < 0)
-		return ret;
-	o->fd = ret;
-	snprintf(o->tmp, sizeof(o->tmp), "%s", tmp);
-	free(tmp);
-	if ((ret = new_file_mode(o->fd)))
-		return ret;
-	open_direct(o);
-	return 0;
+	return open_stage(o, base);
 }
 
 /* The record: three lines, "etag E", "size N", "have N". */
@@ -259,6 +272,7 @@ static void read_meta(struct s3_out *o)
 int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
 		       const atomic_int *stop)
 {
+	char dir[4096];
 	struct stat st;
 	int ret;
 
@@ -267,7 +281,7 @@ int s3_out_open_resume(struct s3_out *o, const char *dst, const char *key,
 	o->at = AT_FDCWD;
 	o->stop = stop;
 	o->resume = true;
-	if ((ret = out_names(o, dst, key, "rdx-part")))
+	if ((ret = out_names(o, dst, key, true, dir)))
 		return ret;
 	if ((size_t)snprintf(o->meta, sizeof(o->meta), "%s.meta", o->tmp) >=
 	    sizeof(o->meta))
@@ -326,12 +340,24 @@ int s3_out_publish(struct s3_out *o)
 	}
 	if (o->uncached) /* the first range, the ranges' unaligned ends */
 		posix_fadvise(o->fd, 0, 0, POSIX_FADV_DONTNEED);
+	/* An unnamed file is named while it is open: it goes with its
+	 * last descriptor. */
+	if (o->staged) {
+		int ret = rdx_tmpfile_publish(&o->stage, o->at, s3_last_part(o->final));
+
+		if (ret) {
+			close(o->fd);
+			o->fd = -1;
+			return ret;
+		}
+		o->staged = false;
+	}
 	if (close(o->fd)) {
 		o->fd = -1;
 		return -errno;
 	}
 	o->fd = -1;
-	if (renameat(o->at, o->tmp, o->at, o->final))
+	if (o->resume && renameat(o->at, o->tmp, o->at, o->final))
 		return -errno;
 	o->tmp[0] = '\0';
 	if (o->at != AT_FDCWD)
@@ -347,8 +373,9 @@ void s3_out_abort(struct s3_out *o)
 	if (o->is_stdout)
 		return;
 	close_fds(o);
-	if (o->tmp[0] && !o->resume)
-		unlinkat(o->at, o->tmp, 0);
+	if (o->staged)
+		rdx_tmpfile_discard(&o->stage, o->at);
+	o->staged = false;
 	if (o->at != AT_FDCWD)
 		close(o->at);
 	o->at = AT_FDCWD;

@@ -1,8 +1,10 @@
 /* rds3's local side: hashing a file that goes up in one PutObject, and
- * landing what comes down under a temporary name that is renamed into
- * place only when complete. */
+ * landing what comes down in a file that gets its name only when
+ * complete. */
 #ifndef RDS3_LOCAL_H
 #define RDS3_LOCAL_H
+
+#include "../core/io.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -18,7 +20,8 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 		  struct s3_body_sum *sum);
 
 /* A download target: "-" is stdout; a directory gets the key's last part
- * inside it; a file is written as .NAME.rdx-XXXXXX beside it, or for
+ * inside it; a file is written unnamed (O_TMPFILE) or as .NAME.rdx-XXXXXXXX
+ * beside it (rdx_tmpfile) and given its name when complete, or for
  * --resume as .NAME.rdx-part, kept on failure, with its record
  * .NAME.rdx-part.meta: the object's ETag and size and how many bytes from
  * the start are complete. */
@@ -32,8 +35,10 @@ struct s3_out {
 	bool resume;
 	const atomic_int *stop;
 	int at;		  /* what tmp and final are relative to: AT_FDCWD, or
-			     s3_out_open_at's directory (owned) */
-	char tmp[4096];	  /* "" once renamed or for stdout */
+			     final's directory (owned) */
+	bool staged;	  /* a new file, published from stage (not resume) */
+	struct rdx_tmpfile stage;
+	char tmp[4096];	  /* resume: the partial's path */
 	char final[4096];
 	char meta[4200];  /* resume: the record's path */
 	char etag[128];	  /* resume: the record's ETag ("" none), size and */

@@ -1333,12 +1333,8 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 	if (up < 0)
 		return no_upload(k);
 	snprintf(name, sizeof(name), "%05lu", n);
-	p.dir = up;
-	p.name = name;
-	p.fd = rdx_temp_create(up, name, O_RDWR, &p.tmp);
-	if (p.fd < 0) {
-		ret = p.fd;
-		p.fd = -1;
+	ret = sv_put_begin_at(up, name, &p);
+	if (ret) {
 		sv_put_abort(&p);
 		return fail_errno(k, ret);
 	}
@@ -1839,6 +1835,20 @@ int s3_serve(const struct s3_serve_opts *o)
 	if (s.root < 0) {
 		rdx_error("cannot serve '%s': %s", o->root, strerror(errno));
 		return RDX_EXIT_IO;
+	}
+	/* Uploads are never written through a symlink (uploads_fd): one
+	 * there would fail every multipart upload with a 500, which clients
+	 * retry.  Say so once, now. */
+	{
+		struct stat st;
+
+		if (!fstatat(s.root, UPLOADS, &st, AT_SYMLINK_NOFOLLOW) && !S_ISDIR(st.st_mode)) {
+			rdx_error("cannot serve '%s': '%s/%s' is %s, not a directory (remove it)",
+				  o->root, o->root, UPLOADS,
+				  S_ISLNK(st.st_mode) ? "a symlink" : "something else");
+			close(s.root);
+			return RDX_EXIT_IO;
+		}
 	}
 	um = umask(0);
 	umask(um);

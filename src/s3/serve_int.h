@@ -4,6 +4,7 @@
 #ifndef RDS3_SERVE_INT_H
 #define RDS3_SERVE_INT_H
 
+#include "../core/io.h"
 #include "buf.h"
 #include "serve.h"
 #include "sigv4.h"
@@ -173,10 +174,14 @@ int sv_object_open(int bfd, const char *key);
  * needed), renamed over the key by sv_put_commit(). */
 struct sv_put {
 	int dir;	/* the key's directory */
-	int fd;
-	char *tmp;	/* the temporary's name in dir */
+	int fd;		/* stage.fd, or -1 */
+	struct rdx_tmpfile stage; /* unnamed until committed (rdx_tmpfile) */
 	const char *name; /* the key's last component */
 };
+
+/* Starts writing name in the directory dir (taken over: closed by
+ * commit or abort).  Returns 0 or -errno. */
+int sv_put_begin_at(int dir, const char *name, struct sv_put *p);
 
 /* Starts writing key in bucket bfd.  Returns 0, -ENOTDIR / -EEXIST (a
  * component of the key is an object, or the key a prefix of others),

@@ -277,10 +277,11 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 				break;
 			}
 		}
-		p->fd = rdx_temp_create(p->dir, p->name, O_RDWR, &p->tmp);
-		if (p->fd >= 0)
+		ret = rdx_tmpfile_open(&p->stage, p->dir, p->name, O_RDWR);
+		if (!ret) {
+			p->fd = p->stage.fd;
 			return 0;
-		ret = p->fd;
+		}
 		close(p->dir);
 		p->dir = -1;
 		if (ret != -ENOENT)
@@ -292,36 +293,41 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 	return ret;
 }
 
+int sv_put_begin_at(int dir, const char *name, struct sv_put *p)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->dir = dir;
+	p->fd = -1;
+	p->name = name;
+	ret = rdx_tmpfile_open(&p->stage, dir, name, O_RDWR);
+	if (!ret)
+		p->fd = p->stage.fd;
+	return ret;
+}
+
 int sv_put_commit(struct sv_put *p, mode_t mode)
 {
 	int ret = 0;
 
 	if (fchmod(p->fd, mode))
 		ret = -errno;
-	if (!ret && renameat(p->dir, p->tmp, p->dir, p->name)) {
-		ret = -errno;
-		/* An empty directory of that name becomes the object. */
-		if ((ret == -EISDIR || ret == -ENOTEMPTY || ret == -EEXIST) &&
-		    !unlinkat(p->dir, p->name, AT_REMOVEDIR))
-			ret = renameat(p->dir, p->tmp, p->dir, p->name) ? -errno : 0;
-		else if (ret == -EISDIR || ret == -ENOTEMPTY)
-			ret = -EEXIST;
-	}
-	if (!ret) {
-		free(p->tmp);
-		p->tmp = NULL;
-	}
+	if (!ret)
+		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name);
+	/* An empty directory of that name becomes the object. */
+	if ((ret == -EISDIR || ret == -ENOTEMPTY || ret == -EEXIST) &&
+	    !unlinkat(p->dir, p->name, AT_REMOVEDIR))
+		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name);
+	else if (ret == -EISDIR || ret == -ENOTEMPTY)
+		ret = -EEXIST;
 	sv_put_abort(p);
 	return ret;
 }
 
 void sv_put_abort(struct sv_put *p)
 {
-	if (p->tmp) {
-		unlinkat(p->dir, p->tmp, 0);
-		free(p->tmp);
-		p->tmp = NULL;
-	}
+	rdx_tmpfile_discard(&p->stage, p->dir); /* an unnamed one goes with its fd */
 	if (p->fd >= 0)
 		close(p->fd);
 	if (p->dir >= 0)

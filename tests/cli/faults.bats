@@ -155,10 +155,12 @@ fault_mid_stream() {
 	assert_no_output_file "$D/dst"
 }
 
-@test "receiver killed with SIGKILL mid-stream: rdsend exits 3" {
+@test "receiver killed with SIGKILL mid-stream: rdsend exits 3, nothing left behind" {
 	fault_mid_stream 5 KILL recv
-	# A killed rdrecv cannot clean up its temporary, but it never renames.
-	[ ! -e "$D/dst" ]
+	# A killed rdrecv cleans up nothing, but its file was unnamed
+	# (O_TMPFILE): nothing is left, under the final name or another.
+	assert_no_output_file "$D/dst"
+	[ -z "$(find "$D" -maxdepth 1 -name '.*rdx*')" ] || fail "left: $(ls -la "$D")"
 }
 
 @test "sender stalls (SIGSTOP): rdrecv gives up after --timeout 3 with exit 3" {

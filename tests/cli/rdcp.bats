@@ -244,6 +244,21 @@ setup() {
 	[ ! -e "$D/dst" ]
 }
 
+@test "rdcp: a file name of 255 bytes (NAME_MAX), pushed and pulled" {
+	local long
+	long=$(printf 'p%.0s' $(seq 255))
+	mkdir "$D/far" "$D/near"
+	mkrand "$D/far/$long" 70000
+	rdcp_b "rdxhost:$D/far/$long" "$D/near/"
+	assert_status 0
+	assert_same "$D/far/$long" "$D/near/$long"
+	rm "$D/far/$long"
+	rdcp_b "$D/near/$long" "rdxhost:$D/far/"
+	assert_status 0
+	assert_same "$D/near/$long" "$D/far/$long"
+	[ -z "$(find "$D/far" "$D/near" -name '.*')" ] || fail "left: $(find "$D/far" "$D/near")"
+}
+
 @test "rdcp: destination not writable: a clear error, non-zero, nothing left behind" {
 	echo data >"$D/src"
 	mkdir -p "$D/ro"

@@ -32,8 +32,20 @@ in_ns_a() { NETNS_EXEC="ip netns exec $NS_A" "$@"; }
 
 # partial_started SRC DST: DST's partial holds SRC's first MiB.
 partial_started() {
-	local part=${2%/*}/.${2##*/}.rdx-part
+	local part
+	part=$(part_of "$2")
 	[ -f "$part" ] && cmp -s -n 1048576 "$1" "$part"
+}
+
+# part_of DST: the path of DST's partial: .NAME.rdx-part, or for a NAME
+# over 200 bytes .NAME-CUT-AT-200~HASH.rdx-part.
+part_of() {
+	local dir=${1%/*} base=${1##*/}
+	if [ "${#base}" -gt 200 ]; then
+		find "$dir" -maxdepth 1 -name ".${base:0:200}~*.rdx-part" | head -n 1
+	else
+		echo "$dir/.$base.rdx-part"
+	fi
 }
 
 record_started() {
@@ -42,7 +54,7 @@ record_started() {
 
 # recorded DST: what DST's partial record says is complete.
 recorded() {
-	sed -n 's/^have \([0-9]*\)$/\1/p' "${1%/*}/.${1##*/}.rdx-part.meta"
+	sed -n 's/^have \([0-9]*\)$/\1/p' "$(part_of "$1").meta"
 }
 
 # sent_bytes: the byte count of rdsend's/rdcp's -v line in $stderr.
@@ -92,6 +104,38 @@ resume_send() {
 	assert_same "$D/src" "$D/dst"
 	assert_no_temp "$D/dst"
 	[ ! -e "$D/.dst.rdx-part.meta" ] || fail "the record is left"
+}
+
+@test "a FILE name of 255 bytes (NAME_MAX): received new, over an old file, and resumed" {
+	# Its temporary cannot be .NAME.rdx-XXXXXXXX: unnamed, or a name cut
+	# to fit; the partial's name is cut and told apart by a hash.
+	local long
+	long=$D/$(printf 'n%.0s' $(seq 255))
+	port=$(in_ns_a free_port)
+	in_ns_a start_recv --timeout 10 "$port" "$KEY" "$long"
+	in_ns_a wait_listen "$port"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDSEND" "$IP_A" "$port" "$KEY" "$D/src"
+	assert_status 0
+	wait_recv 30
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$long"
+	echo old >"$long"
+	port=$(in_ns_a free_port)
+	in_ns_a start_recv --timeout 10 "$port" "$KEY" "$long"
+	in_ns_a wait_listen "$port"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDSEND" "$IP_A" "$port" "$KEY" "$D/src"
+	assert_status 0
+	wait_recv 30
+	assert_same "$D/src" "$long"
+	rm "$long"
+	cut_send "$long"
+	[ -n "$(find "$D" -maxdepth 1 -name '.nnn*~*.rdx-part')" ] || fail "no partial: $(ls -a "$D")"
+	resume_send "$long"
+	assert_status 0
+	assert_rc recv "$RECV_RC" 0
+	assert_match "$stderr" "resuming: the receiver has the first"
+	assert_same "$D/src" "$long"
+	[ -z "$(find "$D" -maxdepth 1 -name '.nnn*')" ] || fail "left: $(ls -a "$D")"
 }
 
 @test "rdsend --resume --streams 3 --compress --encrypt: the same, sealed and striped" {

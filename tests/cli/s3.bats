@@ -35,6 +35,22 @@ open_uploads() {
 	[ "$(jq .verified <<<"$(proxy_stats)")" -gt "$(jq .verified <<<"$stats0")" ]
 }
 
+@test "get into a name of 255 bytes (NAME_MAX), new and over an old file" {
+	local long
+	long=$D/$(printf 'g%.0s' $(seq 255))
+	mkrand "$D/src" 100000
+	rds3 put "$D/src" "s3://$B/long"
+	assert_status 0
+	rds3 get "s3://$B/long" "$long"
+	assert_status 0
+	assert_same "$D/src" "$long"
+	echo old >"$long"
+	rds3 get "s3://$B/long" "$long"
+	assert_status 0
+	assert_same "$D/src" "$long"
+	[ -z "$(find "$D" -maxdepth 1 -name '.ggg*')" ] || fail "left: $(ls -A "$D")"
+}
+
 @test "put from stdin (unknown length), cat to stdout" {
 	mkrand "$D/src" 1234567
 	run_t bash -c 'cat "$1" | "$2" put - "$3"' _ "$D/src" "$RDS3" "s3://$B/from-stdin"

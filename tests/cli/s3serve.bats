@@ -1153,12 +1153,15 @@ keys_of_listing() {
 	exec {c1}<>"/dev/tcp/127.0.0.1/$port" {c2}<>"/dev/tcp/127.0.0.1/$port"
 	printf 'PUT /%s/short HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: 1000\r\n\r\n0123456789' "$B" "$port" >&"$c1"
 	printf 'PUT /%s/deep/er/short2 HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: 1000\r\n\r\n0123456789' "$B" "$port" >&"$c2"
-	two_temps() { [ "$(find "$OPEN_DIR/$B" -type f ! -name whole | wc -l)" -ge 2 ]; }
+	# Unnamed files (O_TMPFILE), or temporaries where there is none.
+	two_temps() {
+		[ $(($(find "$OPEN_DIR/$B" -type f ! -name whole | wc -l) + $(unnamed_in "$OPEN_DIR/$B"))) -ge 2 ]
+	}
 	wait_until 5 two_temps || fail "no temporaries while two bodies are awaited: $(find "$OPEN_DIR/$B" -ls)"
 	exec {c1}>&- {c2}>&-
 	raw_send "$port" "PUT /$B/chunked HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n"
 	raw_send "$port" "PUT /$B/short3 HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nContent-Length: 1000000\r\n\r\n$(head -c 100000 /dev/zero | tr '\0' z)"
-	others() { [ -z "$(find "$OPEN_DIR/$B" -type f ! -name whole)" ]; }
+	others() { [ -z "$(find "$OPEN_DIR/$B" -type f ! -name whole)" ] && [ "$(unnamed_in "$OPEN_DIR/$B")" = 0 ]; }
 	wait_until 5 others || fail "left after cut bodies: $(find "$OPEN_DIR/$B" -ls)"
 	sleep 0.5
 	others || fail "left after cut bodies: $(find "$OPEN_DIR/$B" -ls)"
@@ -1175,10 +1178,10 @@ keys_of_listing() {
 	exec {c1}<>"/dev/tcp/127.0.0.1/${SERVE_URL##*:}"
 	printf 'PUT /%s/cut HTTP/1.1\r\nHost: %s\r\n%s\r\n%s\r\n%s\r\nContent-Length: 1000\r\n\r\n0123456789' \
 		"$B" "${SERVE_URL#http://}" "$SIGV4_DATE_H" "$SIGV4_HASH_H" "$SIGV4_AUTH_H" >&"$c1"
-	a_temp() { [ -n "$(find "$SERVE_DIR/$B" -type f)" ]; }
+	a_temp() { [ -n "$(find "$SERVE_DIR/$B" -type f)" ] || [ "$(unnamed_in "$SERVE_DIR/$B")" != 0 ]; }
 	wait_until 5 a_temp || fail "no temporary while a signed body is awaited: $(find "$SERVE_DIR/$B" -ls)"
 	exec {c1}>&-
-	nothing() { [ -z "$(find "$SERVE_DIR/$B" -type f)" ]; }
+	nothing() { [ -z "$(find "$SERVE_DIR/$B" -type f)" ] && [ "$(unnamed_in "$SERVE_DIR/$B")" = 0 ]; }
 	wait_until 5 nothing || fail "left on the signed server: $(find "$SERVE_DIR/$B" -ls)"
 }
 
@@ -1259,7 +1262,7 @@ keys_of_listing() {
 	assert_rc two "$WAIT_RC" 0
 }
 
-@test "the URL line (--port, --listen ::1), -v: one line a request, SIGTERM and SIGINT exit 0, a PUT in flight at the stop leaves nothing" {
+@test "the URL line (--port, --listen ::1), -v: one line a request, SIGTERM and SIGINT exit 0, a PUT in flight at the stop or a SIGKILL leaves nothing" {
 	mkdir "$D/s"
 	p=$(free_port)
 	serve_bg s1 "$D/s" --port "$p" --no-sign-request
@@ -1291,7 +1294,8 @@ keys_of_listing() {
 	serve_bg s3 "$D/s" --no-sign-request
 	exec {fd}<>"/dev/tcp/127.0.0.1/${SRV_URL##*:}"
 	printf 'PUT /vb-%s/inflight HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n0123456789' "$B" >&"$fd"
-	a_temp() { [ -n "$(find "$D/s/vb-$B" -type f ! -name k)" ]; }
+	# The object is written unnamed (O_TMPFILE), or under a temporary.
+	a_temp() { [ -n "$(find "$D/s/vb-$B" -type f ! -name k)" ] || has_unnamed "$D/s/vb-$B"; }
 	wait_until 5 a_temp || fail "no temporary while the body is awaited: $(find "$D/s" -ls)"
 	kill -TERM "$SRV_PID"
 	wait_exit "$SRV_PID" 5
@@ -1299,6 +1303,21 @@ keys_of_listing() {
 	exec {fd}>&-
 	[ "$(find "$D/s/vb-$B" -type f | paste -sd ' ')" = "$D/s/vb-$B/k" ] ||
 		fail "left after a stop in flight: $(find "$D/s/vb-$B" -ls)"
+	# Killed with SIGKILL mid-PUT, it cleans nothing up: nothing to clean.
+	serve_bg s4 "$D/s" --no-sign-request
+	exec {fd}<>"/dev/tcp/127.0.0.1/${SRV_URL##*:}"
+	printf 'PUT /vb-%s/killed HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n0123456789' "$B" >&"$fd"
+	wait_until 5 a_temp || fail "no file while the body is awaited: $(find "$D/s" -ls)"
+	kill -KILL "$SRV_PID"
+	wait_exit "$SRV_PID" 5
+	exec {fd}>&-
+	[ "$(find "$D/s/vb-$B" -type f | paste -sd ' ')" = "$D/s/vb-$B/k" ] ||
+		fail "left after SIGKILL in flight: $(find "$D/s/vb-$B" -ls)"
+	# A symlink where the uploads go: refused at the start, not a 500 a request.
+	ln -s /tmp "$D/s/.rds3-uploads"
+	run_t "$RDS3" serve --no-sign-request "$D/s"
+	assert_status 4
+	assert_match "$stderr" "cannot serve '$D/s': '$D/s/.rds3-uploads' is a symlink, not a directory \\(remove it\\)"
 }
 
 # ================================== 6. ranges, conditionals, errors (curl)

@@ -297,15 +297,36 @@ slow_source() {
 	SEND_IN=$D/fifo
 }
 
-# wait_temp DST [SECS]: until rdrecv's .DST.rdx-* temporary exists and
-# holds data (default 15 s).
+# has_unnamed DIR [MIN]: some process has an unnamed file (O_TMPFILE) of
+# DIR open, of at least MIN bytes (default 0): its /proc fd link reads
+# "DIR/#INODE (deleted)".
+has_unnamed() {
+	local f
+	for f in $(find /proc/[0-9]*/fd -lname "$1/#*" 2>/dev/null); do
+		[ "$(stat -L -c %s "$f" 2>/dev/null || echo -1)" -ge "${2:-0}" ] && return 0
+	done
+	return 1
+}
+
+# unnamed_in DIR: how many unnamed files (see has_unnamed) processes have
+# open in DIR and the directories below it.
+unnamed_in() {
+	find /proc/[0-9]*/fd -lname "$1/*#*" 2>/dev/null | wc -l
+}
+
+# wait_temp DST [SECS]: until the file rdrecv writes for DST holds data
+# (default 15 s): unnamed (O_TMPFILE: an open descriptor of some process
+# leads to "DIR/#INODE (deleted)"; the test's own DIR holds no other), or
+# a .DST.rdx-* temporary where the file system has no O_TMPFILE.
 wait_temp() {
 	local dir=${1%/*} base=${1##*/}
 	has_temp() {
-		[ -n "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ]
+		[ -z "$(find "$dir" -maxdepth 1 -name ".$base.rdx-*" -size +0 2>/dev/null)" ] ||
+			return 0
+		has_unnamed "$dir" 1
 	}
 	wait_until "${2:-15}" has_temp ||
-		fail "no non-empty .$base.rdx-* temporary appeared in $dir: $(ls -la "$dir")"
+		fail "no file with data being written for '$1' in $dir: $(ls -la "$dir")"
 }
 
 

@@ -174,7 +174,7 @@ assert_no_canaries() {
 
 # rdcp_sigint SRC DST: rdcp SRC DST in B, in the background, one of them
 # the fifo $D/fifo, fed 1 MiB and then held open; once the receiver's
-# temporary $D/.dst.rdx-* exists, SIGINT.  Asserts exit 130 and
+# file for $D/dst exists (unnamed, or a temporary $D/.dst.rdx-*), SIGINT.  Asserts exit 130 and
 # "rdcp: interrupted".
 rdcp_sigint() {
 	local pid
@@ -185,7 +185,7 @@ rdcp_sigint() {
 		--remote-path "$RDX_BUILD" --timeout 10 "$1" "$2"
 	pid=$BG_PID
 	# shellcheck disable=SC2317 # called by wait_until
-	temp_there() { compgen -G "$D/.dst.rdx-*" >/dev/null; }
+	temp_there() { compgen -G "$D/.dst.rdx-*" >/dev/null || has_unnamed "$D"; }
 	wait_until 20 temp_there || fail "the receiver never created its temporary: $(cat "$D/rdcp.err")"
 	kill -INT "$pid"
 	wait_exit "$pid" 20

@@ -70,8 +70,8 @@ static void test_sink(void)
 
 	snprintf(path, sizeof(path), "%s/out.bin", dir);
 	CHECK(rdx_sink_open(&k, path, true, n, false, NULL, 0, NULL) == 0, "sink opens");
-	CHECK(temp_named_like("out.bin") && stat(path, &st) != 0,
-	      "writes go to .out.bin.rdx-* and nothing exists under the final name");
+	CHECK((temp_named_like("out.bin") || count_entries() == 0) && stat(path, &st) != 0,
+	      "writes go to an unnamed file (or .out.bin.rdx-*), nothing under the final name");
 	CHECK(rdx_sink_parallel(k), "a file sink takes parallel writes");
 	CHECK(rdx_sink_write(k, buf, 8192, 4096) == 0 && rdx_sink_write(k, buf, 4096, 0) == 0 &&
 		      rdx_sink_write(k, buf, 100, 3 * 4096) == 0,
