@@ -319,6 +319,7 @@ struct rdx_sink {
 	bool committed;
 	char *final;	  /* final name, NULL for stdout/devices */
 	bool staged;	  /* written as stage, published as final */
+	bool prealloc;	  /* staged and fallocated: zero runs are punched out */
 	struct rdx_tmpfile stage; /* a new file before its name (fd is its fd) */
 	char *tmp;	  /* --resume: the partial's name */
 	char *dir;	  /* directory of final, for fsync */
@@ -540,6 +541,7 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 		ret = rdx_prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
+	k->prealloc = size_known && size;
 	*out = k;
 	return 0;
 
@@ -581,6 +583,7 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 	ret = rdx_prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
+	k->prealloc = size != 0;
 	*out = k;
 	return 0;
 
@@ -688,6 +691,48 @@ const char *rdx_sink_name(const struct rdx_sink *k)
 	return k->name;
 }
 
+/* A new file keeps its all-zero blocks as holes (as cp --sparse=always
+ * and qemu-img convert do): a sparse file arrives sparse whatever carried
+ * it, and nothing is written for them.  Aligned 4 KiB blocks.  A new file
+ * reads zeros where nothing was written (fallocated or not), so a run of
+ * them is only punched out of the preallocation, where the file system
+ * can.  Returns 0 or -errno. */
+#define SPARSE_BLOCK 4096u
+
+static bool zero_block(const uint8_t *p, size_t n)
+{
+	return !p[0] && !memcmp(p, p + 1, n - 1);
+}
+
+static int write_sparse(struct rdx_sink *k, const uint8_t *buf, size_t len, uint64_t off)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t start = i, n = len - i < SPARSE_BLOCK ? len - i : SPARSE_BLOCK;
+		bool zero = zero_block(buf + i, n);
+
+		/* The run of blocks that are all zero, or none of them. */
+		while (i < len) {
+			n = len - i < SPARSE_BLOCK ? len - i : SPARSE_BLOCK;
+			if (zero_block(buf + i, n) != zero)
+				break;
+			i += n;
+		}
+		if (!zero) {
+			int ret = rdx_pwrite_direct(k->dfd, k->fd, &k->direct_ok, buf + start,
+						    i - start, off + start);
+
+			if (ret)
+				return ret;
+		} else if (k->prealloc) {
+			(void)fallocate(k->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					(off_t)(off + start), (off_t)(i - start));
+		}
+	}
+	return 0;
+}
+
 int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 		   uint64_t off)
 {
@@ -703,6 +748,8 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 		k->next += len;
 		return 0;
 	}
+	if (k->staged && off % SPARSE_BLOCK == 0)
+		return write_sparse(k, buf, len, off);
 	return rdx_pwrite_direct(k->dfd, k->fd, &k->direct_ok, buf, len, off);
 }
 

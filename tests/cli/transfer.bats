@@ -33,6 +33,32 @@ size_roundtrip() {
 	size_roundtrip $((1024 * 1024 + 1))
 }
 
+@test "a sparse file arrives sparse: all-zero blocks are holes, the bytes the same (file and pipe)" {
+	truncate -s 64M "$D/src"
+	printf 'start' | dd of="$D/src" conv=notrunc status=none
+	printf 'middle' | dd of="$D/src" bs=1 seek=$((32 * 1024 * 1024 + 5)) conv=notrunc status=none
+	printf 'end' | dd of="$D/src" bs=1 seek=$((64 * 1024 * 1024 - 3)) conv=notrunc status=none
+	xfer_file "$D/src" "$D/dst"
+	assert_same "$D/src" "$D/dst"
+	# Three blocks of data, give or take the file system's own.
+	[ "$(du -k "$D/dst" | cut -f1)" -le 1024 ] || fail "$(du -k "$D/dst" | cut -f1) KiB allocated for 3 blocks of data"
+	# From a pipe the size is unknown: nothing preallocated, holes all the same.
+	port=$(free_port)
+	start_recv "$port" "$KEY" "$D/dst2"
+	wait_listen "$port"
+	run_t bash -c 'cat "$1" | "$2" 127.0.0.1 "$3" "$4"' _ "$D/src" "$RDSEND" "$port" "$KEY"
+	assert_status 0
+	wait_recv
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/src" "$D/dst2"
+	[ "$(du -k "$D/dst2" | cut -f1)" -le 1024 ] || fail "from a pipe: $(du -k "$D/dst2" | cut -f1) KiB allocated"
+	# Random data keeps every block.
+	mkrand "$D/rnd" 4M
+	xfer_file "$D/rnd" "$D/rnd.out"
+	assert_same "$D/rnd" "$D/rnd.out"
+	[ "$(du -k "$D/rnd.out" | cut -f1)" -ge 4096 ] || fail "random data lost blocks: $(du -k "$D/rnd.out")"
+}
+
 # RDX_BIG_SIZE (head -c syntax) shrinks it, e.g. for the sanitizer pass.
 @test "file->file one big random file (1 GiB unless RDX_BIG_SIZE)" {
 	RDX_CMD_TIMEOUT=180
