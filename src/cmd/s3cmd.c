@@ -69,6 +69,7 @@ enum s3_key {
 	OPT_LISTEN,
 	OPT_SERVE_PORT,
 	OPT_MAX_CONNS,
+	OPT_EXPIRE_UPLOADS,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -105,6 +106,9 @@ static const struct rdx_opt s3_opts[] = {
 	  "serve: the port (default 0: any free one; the URL goes to stdout)", NULL },
 	{ "max-connections", OPT_MAX_CONNS, RDX_ARG_REQUIRED, "N",
 	  "serve: connections served at once, 1..1024 (default 64)", NULL },
+	{ "expire-uploads", OPT_EXPIRE_UPLOADS, RDX_ARG_REQUIRED, "DAYS",
+	  "serve: remove incomplete multipart uploads begun DAYS ago, at the start and hourly (default 7; 0: never)",
+	  NULL },
 	{ "profile", OPT_PROFILE, RDX_ARG_REQUIRED, "NAME",
 	  "use this profile of ~/.aws/credentials and ~/.aws/config", NULL },
 	{ "endpoint", OPT_ENDPOINT, RDX_ARG_REQUIRED, "URL",
@@ -181,6 +185,8 @@ struct s3_cmd {
 	bool quiet;
 	const char *listen;
 	unsigned port, max_conns;
+	unsigned expire_days; /* serve --expire-uploads */
+	bool expire_set;
 	bool serve_opt; /* a serve-only option was given */
 };
 
@@ -252,6 +258,15 @@ static int handle(int key, const char *arg, void *ctx)
 			return -1;
 		}
 		s->port = (unsigned)v;
+		s->serve_opt = true;
+		return 0;
+	case OPT_EXPIRE_UPLOADS:
+		if (rdx_parse_uint(arg, 0, 36500, &v)) {
+			rdx_error("invalid value '%s' for --expire-uploads: expected days from 0 to 36500", arg);
+			return -1;
+		}
+		s->expire_days = (unsigned)v;
+		s->expire_set = true;
 		s->serve_opt = true;
 		return 0;
 	case OPT_MAX_CONNS:
@@ -1014,6 +1029,7 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 		.secret_key = s->cfg.secret_key,
 		.no_sign = s->cfg.no_sign,
 		.max_conns = s->max_conns ? s->max_conns : 64,
+		.upload_expiry_days = s->expire_set ? s->expire_days : 7,
 		.timeout_secs = (unsigned)((s->c.o.timeout_ms + 999) / 1000),
 		.verbose = s->c.verbose,
 		.stop = &interrupted,
@@ -1134,7 +1150,7 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 		return RDX_EXIT_USAGE;
 	}
 	if (s->serve_opt && strcmp(c, "serve")) {
-		rdx_error("--listen, --port and --max-connections are for serve");
+		rdx_error("--listen, --port, --max-connections and --expire-uploads are for serve");
 		return RDX_EXIT_USAGE;
 	}
 	if (!strcmp(c, "put"))

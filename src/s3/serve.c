@@ -1191,6 +1191,67 @@ static int remove_upload(int root, const char *id)
 	return ret;
 }
 
+/* Removes the incomplete multipart uploads begun more than
+ * o->upload_expiry_days ago, as S3's AbortIncompleteMultipartUpload rule
+ * does (an upload's "key" file is written when it begins).  At the start
+ * nothing is in flight: the temporaries a killed server left in the
+ * uploads that stay (parts written under a name, where the file system
+ * has no O_TMPFILE) are removed too. */
+static void sweep_uploads(struct server *s, bool at_start)
+{
+	time_t now = time(NULL), max_age = (time_t)s->o->upload_expiry_days * 86400;
+	int u = uploads_fd(s->root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	unsigned expired = 0, temps = 0;
+	struct dirent *de;
+
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		int up;
+
+		if (strlen(de->d_name) != 32)
+			continue;
+		up = openat(u, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (up < 0)
+			continue;
+		if (max_age && (fstatat(up, "key", &st, AT_SYMLINK_NOFOLLOW) ||
+				now - st.st_mtime > max_age)) {
+			close(up);
+			if (!remove_upload(s->root, de->d_name))
+				expired++;
+			continue;
+		}
+		if (at_start) {
+			DIR *ud = fdopendir(up);
+			struct dirent *pe;
+
+			while (ud && (pe = readdir(ud)))
+				if (sv_is_temp(pe->d_name) && !unlinkat(dirfd(ud), pe->d_name, 0))
+					temps++;
+			if (ud)
+				closedir(ud);
+			else
+				close(up);
+		} else {
+			close(up);
+		}
+	}
+	if (d)
+		closedir(d);
+	if (u >= 0)
+		close(u);
+	if (expired)
+		rdx_info(1, "removed %u incomplete multipart upload%s begun over %u day%s ago",
+			 expired, expired == 1 ? "" : "s", s->o->upload_expiry_days,
+			 s->o->upload_expiry_days == 1 ? "" : "s");
+	if (temps)
+		rdx_info(1, "removed %u temporar%s left in uploads by an earlier run", temps,
+			 temps == 1 ? "y" : "ies");
+}
+
 /* Removes the open uploads of bucket. */
 static void drop_uploads(int root, const char *bucket)
 {
@@ -1826,6 +1887,7 @@ int s3_serve(const struct s3_serve_opts *o)
 	struct server s = { .o = o };
 	char url[128];
 	pthread_attr_t attr;
+	time_t swept;
 	mode_t um;
 	int lfd;
 
@@ -1858,6 +1920,8 @@ int s3_serve(const struct s3_serve_opts *o)
 		close(s.root);
 		return RDX_EXIT_CONN;
 	}
+	sweep_uploads(&s, true);
+	swept = time(NULL);
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
 	pthread_attr_init(&attr);
@@ -1889,6 +1953,10 @@ int s3_serve(const struct s3_serve_opts *o)
 		}
 		atomic_store(&s.shed, 0);
 		pthread_mutex_unlock(&s.lock);
+		if (time(NULL) - swept >= 3600) {
+			sweep_uploads(&s, false);
+			swept = time(NULL);
+		}
 		if (poll(&p, 1, 500) <= 0)
 			continue;
 		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);

@@ -21,6 +21,8 @@ struct s3_serve_opts {
 	bool no_sign;		/* serve anyone, nothing is checked */
 	unsigned max_conns;	/* connections served at once */
 	unsigned timeout_secs;	/* an idle or stalled connection is closed */
+	unsigned upload_expiry_days; /* incomplete multipart uploads begun this
+				      * long ago are removed (0: never) */
 	int verbose;		/* 1: a line per request on stderr */
 	const atomic_int *stop; /* set by a signal: stop serving */
 	FILE *announce;		/* gets "http://ADDR:PORT\n" once listening */

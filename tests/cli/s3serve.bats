@@ -1320,6 +1320,34 @@ keys_of_listing() {
 	assert_match "$stderr" "cannot serve '$D/s': '$D/s/.rds3-uploads' is a symlink, not a directory \\(remove it\\)"
 }
 
+@test "--expire-uploads: old incomplete multipart uploads and a killed server's part temporaries go at the start; fresh ones stay" {
+	mkdir -p "$D/s/b" "$D/s/.rds3-uploads"
+	local old=0123456789abcdef0123456789abcdef fresh=fedcba9876543210fedcba9876543210
+	for id in $old $fresh; do
+		mkdir "$D/s/.rds3-uploads/$id"
+		printf 'b\nk\n' >"$D/s/.rds3-uploads/$id/key"
+		: >"$D/s/.rds3-uploads/$id/headers"
+		echo part >"$D/s/.rds3-uploads/$id/00001"
+	done
+	echo half >"$D/s/.rds3-uploads/$fresh/.00002.rdx-0badf00d"
+	touch -d '8 days ago' "$D/s/.rds3-uploads/$old/key"
+	serve_bg ex "$D/s" --no-sign-request --expire-uploads 7
+	[ ! -e "$D/s/.rds3-uploads/$old" ] || fail "the 8-day-old upload is still there"
+	[ -e "$D/s/.rds3-uploads/$fresh/00001" ] || fail "the fresh upload's part is gone"
+	[ ! -e "$D/s/.rds3-uploads/$fresh/.00002.rdx-0badf00d" ] || fail "the left temporary is still there"
+	assert_file_match "$D/ex.err" "removed 1 incomplete multipart upload begun over 7 days ago"
+	kill -TERM "$SRV_PID"
+	wait_exit "$SRV_PID" 5
+	# 0: never; and the fresh upload still completes its listing.
+	touch -d '30 days ago' "$D/s/.rds3-uploads/$fresh/key"
+	serve_bg ex2 "$D/s" --no-sign-request --expire-uploads 0
+	[ -e "$D/s/.rds3-uploads/$fresh" ] || fail "--expire-uploads 0 removed an upload"
+	kill -TERM "$SRV_PID"
+	wait_exit "$SRV_PID" 5
+	run_t "$RDS3" --expire-uploads x serve "$D/s"
+	assert_status 2
+}
+
 # ================================== 6. ranges, conditionals, errors (curl)
 
 @test "Range (open server): bytes=0-0, 5-, -3, a clamped end, past the end 416; partNumber of a multipart object" {
