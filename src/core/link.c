@@ -124,6 +124,9 @@ int link_open(struct rdx_session *s)
 		return sess_error(s);
 	if (link_dials(s))
 		return 0;
+	ret = link_gate_new(&s->gate);
+	if (ret)
+		return sess_fail(s, ret, "out of memory");
 	ret = listen_any(s, &s->lis);
 	if (ret == -ENOENT)
 		return sess_fail(s, -RDX_EUSAGE, "cannot listen on '%s': unknown address",
@@ -138,6 +141,8 @@ int link_open(struct rdx_session *s)
 
 void link_close(struct rdx_session *s)
 {
+	link_gate_free(s->gate);
+	s->gate = NULL;
 	if (s->lis)
 		s->lis->ops->close_listener(s->lis);
 	s->lis = NULL;
@@ -229,12 +234,14 @@ static uint64_t listen_hs_ms(const struct rdx_session *s)
 	return s->o->timeout_ms < LINK_HANDSHAKE_MS ? s->o->timeout_ms : LINK_HANDSHAKE_MS;
 }
 
-int link_accept(struct rdx_session *s, uint64_t deadline, struct rdx_conn **c)
+int link_accept(struct rdx_session *s, uint64_t deadline, bool gated, struct rdx_conn **c)
 {
 	struct rdx_net_opts hs = s->net;
 	int ret;
 
 	hs.timeout_ms = listen_hs_ms(s);
+	if (gated && s->gate)
+		return link_gate_accept(s, &hs, deadline, listen_hs_ms(s), c);
 	do {
 		if (interrupted(s))
 			return sess_fail(s, -RDX_EINTR, "interrupted");
@@ -356,7 +363,7 @@ static int accept_streams(struct rdx_session *s)
 		uint8_t idx[2];
 		int ret;
 
-		ret = link_accept(s, deadline, &c);
+		ret = link_accept(s, deadline, true, &c);
 		if (ret == -RDX_ETIMEOUT)
 			return sess_fail(s, ret, "only %u of %u streams connected",
 					 joined, s->nstreams);
@@ -384,9 +391,8 @@ static int accept_streams(struct rdx_session *s)
 				ret = -RDX_EAUTH;
 		}
 		if (ret) {
-			rdx_error("rejected connection from %s: %s", c->peer,
-				  ret == -RDX_EAUTH ? "not part of this session" :
-						      link_hs_reason(ret));
+			link_failed(s, c->peer, ret == -RDX_EAUTH ? "not part of this session"
+								  : link_hs_reason(ret));
 			c->ops->close(c);
 			continue;
 		}

@@ -841,7 +841,7 @@ static int meet_sender(struct receiver *x)
 		char peer[sizeof(c->peer)];
 		int ret;
 
-		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, &c);
+		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, true, &c);
 		if (ret == -RDX_ETIMEOUT)
 			return sess_fail(s, ret, "no authenticated sender within %g s (--wait)",
 					 (double)s->o->wait_ms / 1000);
@@ -851,12 +851,14 @@ static int meet_sender(struct receiver *x)
 		memcpy(peer, c->peer, sizeof(peer));
 		c->ops->set_deadline(c, link_hs_deadline(s, wait), s->o->interrupted);
 		ret = check_sender(s, c, &auth, &e);
-		if (ret == 0)
+		if (ret == 0) {
+			link_succeeded(s, peer);
 			return accept_sender(x, c, &auth);
+		}
 		if (ret < 0)
 			return ret;
 		if (!link_dials(s)) {
-			rdx_error("rejected connection from %s: %s", peer, e.why);
+			link_failed(s, peer, e.why);
 			continue;
 		}
 		if (e.wrong_key)

@@ -414,7 +414,9 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 		struct rdx_conn *c;
 		int ret;
 
-		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, &c);
+		/* The sender speaks first: a listening one cannot wait for
+		 * its peer's first frame (no gate). */
+		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, false, &c);
 		if (ret == -RDX_ETIMEOUT)
 			return sess_fail(s, ret, "no authenticated receiver within %g s (--connect-timeout)",
 					 (double)s->o->wait_ms / 1000);
@@ -435,7 +437,7 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 			return sess_peer_failure(s, &e.em);
 		if (link_dials(s) || ret == -RDX_EINTR)
 			return sess_fail(s, ret, "%s", e.why);
-		rdx_error("rejected connection from %s: %s", c->peer, e.why);
+		link_failed(s, c->peer, e.why);
 		if (ret == -RDX_EAUTH)
 			link_reject(c, RDX_EAUTH, e.why);
 		else

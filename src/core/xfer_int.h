@@ -31,6 +31,7 @@ struct rdx_session {
 	char bind_buf[64]; /* net.bind when --rdma-dev chose it */
 	const char *peer_role; /* "sender" or "receiver": prefixes its errors */
 	struct rdx_listener *lis; /* listening side only (link.c) */
+	struct link_gate *gate;	  /* ... and its strays (gate.c) */
 
 	/* Settled by the handshake, then read-only. */
 	uint8_t nonce_s[RDX_NONCE_LEN];
@@ -220,10 +221,33 @@ void link_close(struct rdx_session *s);
 int link_dial(struct rdx_session *s, unsigned i, struct rdx_conn **out);
 
 /* Listener: waits for the next connection until deadline (0: none), with
- * the short handshake timeout on it.  Returns 0 with *c set, -RDX_ETIMEOUT
+ * the short handshake timeout on it.  gated: its peer speaks first (a
+ * sender dialing a receiver, every JOIN), so it is handed over only once
+ * its first frame is in (gate.c).  Returns 0 with *c set, -RDX_ETIMEOUT
  * (not recorded: the caller says what it was waiting for), or a recorded
  * error. */
-int link_accept(struct rdx_session *s, uint64_t deadline, struct rdx_conn **c);
+int link_accept(struct rdx_session *s, uint64_t deadline, bool gated, struct rdx_conn **c);
+
+/* ---- gate.c: the listener's strays ---- */
+
+struct link_gate;
+
+int link_gate_new(struct link_gate **out);
+
+/* Closes the connections still waiting; logs what was left unsaid. */
+void link_gate_free(struct link_gate *g);
+
+/* link_accept() through the gate: the next connection whose first frame
+ * is in whole, each given first_ms for it.  Same returns. */
+int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
+		     uint64_t deadline, uint64_t first_ms, struct rdx_conn **out);
+
+/* A listener rejected peer's handshake (why): logged, one line or in a
+ * summary, and peer's address is slowed down after a few. */
+void link_failed(struct rdx_session *s, const char *peer, const char *why);
+
+/* peer authenticated: its address is no longer slowed down. */
+void link_succeeded(struct rdx_session *s, const char *peer);
 
 /* The listener's deadline for its peer from --wait (0: none). */
 uint64_t link_wait_deadline(const struct rdx_session *s);

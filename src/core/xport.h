@@ -94,6 +94,13 @@ struct rdx_xport_ops {
 	 * it is granted; byte-stream transports ignore it. */
 	void (*grant)(struct rdx_conn *c, uint64_t below);
 
+	/* Listening, before the handshake: 1 when a whole first frame
+	 * (header and payload, or a header whose length is too large to
+	 * wait for) has arrived, 0 when not yet, a negative error when the
+	 * connection failed or closed.  *fd becomes readable when more
+	 * arrives.  NULL: the transport cannot tell (the gate lets the
+	 * connection straight through).  Never blocks. */
+	int (*frame_ready)(struct rdx_conn *c, int *fd);
 	/* Changes the silence limit of an established connection. */
 	void (*set_timeout)(struct rdx_conn *c, uint64_t ms);
 	/* Bounds every later recv on c by an absolute deadline (rdx_now_ns()

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -173,7 +174,9 @@ static int listen_on(const struct addrinfo *ai, int v6only)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (ai->ai_family == AF_INET6 && v6only >= 0)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+	/* A long queue: a flood of strays must not push a real peer's
+	 * connection out of it (the gate takes them in quickly). */
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, SOMAXCONN)) {
 		int err = errno;
 
 		close(fd);
@@ -317,6 +320,30 @@ static int wait_readable(struct tcp_conn *c)
 	}
 }
 
+static int tcp_frame_ready(struct rdx_conn *cb, int *fd)
+{
+	struct tcp_conn *c = tcp_of(cb);
+	uint8_t hdr[RDX_HDR_LEN];
+	uint32_t len;
+	ssize_t n;
+	int avail;
+
+	*fd = c->fd;
+	n = recv(c->fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return -RDX_ECONNECT;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : io_error(errno);
+	if ((size_t)n < sizeof(hdr))
+		return 0;
+	len = (uint32_t)hdr[4] << 24 | (uint32_t)hdr[5] << 16 | (uint32_t)hdr[6] << 8 | hdr[7];
+	if (len > RDX_CTRL_MAX + RDX_TAG_LEN)
+		return 1; /* not a first frame: the handshake says so */
+	if (ioctl(c->fd, FIONREAD, &avail))
+		return io_error(errno);
+	return (size_t)avail >= sizeof(hdr) + len;
+}
+
 static int tcp_recv(struct rdx_conn *cb, void *buf, size_t len)
 {
 	struct tcp_conn *c = tcp_of(cb);
@@ -433,6 +460,7 @@ const struct rdx_xport_ops rdx_xport_tcp = {
 	.attach = tcp_attach,
 	.send_data = tcp_send_data,
 	.grant = tcp_grant,
+	.frame_ready = tcp_frame_ready,
 	.set_timeout = tcp_set_timeout,
 	.set_deadline = tcp_set_deadline,
 	.shutdown = tcp_shutdown,

@@ -4,6 +4,7 @@
  * Usage: badpeer MODE HOST PORT
  *        badpeer corrupt HOST PORT LISTEN_PORT
  *        badpeer strip-encrypt HOST PORT LISTEN_PORT
+ *        badpeer flood|wrong-keys N HOST PORT
  *
  *   garbage      4 KiB of random bytes
  *   short-hello  a valid HELLO header (len 40), then only 10 payload bytes
@@ -14,6 +15,13 @@
  *                127.0.0.1:LISTEN_PORT, relays it to HOST PORT, and flips
  *                one bit in the payload of the second DATA frame going to
  *                the receiver (one stream only; exits when both sides end)
+ *   flood N      opens N connections that say nothing, holds them for
+ *                30 s (or until killed), opening a new one for each the
+ *                receiver closes: the strays of a lockout attempt
+ *   wrong-keys N a valid HELLO and an AUTH with a random MAC, N times, one
+ *                connection each, as fast as the receiver answers: a key
+ *                guesser
+ *   (BADPEER_BIND=ADDR: connect from that local address, 127.0.0.2 say)
  *   strip-encrypt  the same man in the middle, but it clears the encrypt
  *                byte of the sender's AUTH options (a downgrade attack)
  *   bad-auth     a valid HELLO, read the receiver's HELLO, then an AUTH
@@ -54,6 +62,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -322,9 +332,21 @@ static int dial(const char *host, const char *port)
 		return -1;
 	}
 	for (ai = res; ai; ai = ai->ai_next) {
+		const char *bind_to = getenv("BADPEER_BIND");
+
 		fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
 		if (fd < 0)
 			continue;
+		if (bind_to && ai->ai_family == AF_INET) {
+			struct sockaddr_in a = { .sin_family = AF_INET };
+
+			if (inet_pton(AF_INET, bind_to, &a.sin_addr) != 1 ||
+			    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+				close(fd);
+				fd = -1;
+				continue;
+			}
+		}
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		close(fd);
@@ -503,11 +525,65 @@ static int run_corrupt(const char *host, const char *port, const char *lport, in
 	return 0;
 }
 
+/* flood: n silent connections, each replaced when the receiver drops it,
+ * for 30 s. */
+static int run_flood(int n, const char *host, const char *port)
+{
+	struct rlimit rl;
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	time_t end = time(NULL) + 30;
+	int i;
+
+	if (!p)
+		return 1;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < (rlim_t)n + 16) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n + 16 ? rl.rlim_max : (rlim_t)n + 16;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = dial(host, port), .events = POLLIN };
+	while (time(NULL) < end) {
+		if (poll(p, (nfds_t)n, 200) < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			char sink[256];
+
+			if (p[i].fd >= 0 && !p[i].revents)
+				continue;
+			if (p[i].fd >= 0 && recv(p[i].fd, sink, sizeof(sink), MSG_DONTWAIT) > 0)
+				continue;
+			if (p[i].fd >= 0)
+				close(p[i].fd);
+			p[i].fd = dial(host, port);
+			p[i].revents = 0;
+		}
+	}
+	return 0;
+}
+
+/* wrong-keys: n handshakes with a random MAC, one after the other. */
+static int run_wrong_keys(int n, const char *host, const char *port)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		int fd = dial(host, port);
+
+		if (fd < 0)
+			continue;
+		if (send_bad_auth(fd) == 0)
+			linger_until_closed(fd, 3000);
+		close(fd);
+	}
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
 			"bad-version|bad-auth|silent|trickle|oversize|undersize HOST PORT\n"
-			"       badpeer corrupt|strip-encrypt HOST PORT LISTEN_PORT\n");
+			"       badpeer corrupt|strip-encrypt HOST PORT LISTEN_PORT\n"
+			"       badpeer flood|wrong-keys N HOST PORT\n");
 	return 2;
 }
 
@@ -523,6 +599,14 @@ int main(int argc, char **argv)
 		return run_corrupt(argv[2], argv[3], argv[4], 0);
 	if (argc == 5 && !strcmp(argv[1], "strip-encrypt"))
 		return run_corrupt(argv[2], argv[3], argv[4], 1);
+	if (argc == 5 && (!strcmp(argv[1], "flood") || !strcmp(argv[1], "wrong-keys"))) {
+		int count = atoi(argv[2]);
+
+		if (count < 1 || count > 100000)
+			return usage();
+		return !strcmp(argv[1], "flood") ? run_flood(count, argv[3], argv[4])
+						 : run_wrong_keys(count, argv[3], argv[4]);
+	}
 	if (argc != 4)
 		return usage();
 	mode = argv[1];

@@ -1,0 +1,285 @@
+/* The listener's gate: what keeps strays from locking a listener out.
+ *
+ * The handshake reads one connection at a time.  So that a silent or
+ * trickling connection cannot hold it (rdrecv listening, and every JOIN),
+ * a connection whose peer speaks first waits here with the others, all at
+ * once, until its first frame has arrived whole; only then is it handed
+ * to the handshake.  A real sender sends HELLO with its connect and is
+ * handed over at once.
+ *
+ *   accept ──▶ turned away?  (its address is being slowed down: ERROR, close)
+ *          ──▶ a place (GATE_MAX; when full, the one that has sent the
+ *              least gives way, oldest first)
+ *          ──▶ first frame whole ──▶ link_accept() returns it
+ *          ──▶ nothing whole within the handshake's budget: dropped
+ *
+ * An address whose handshakes fail (a wrong key, garbage, silence after
+ * its HELLO) is slowed down: from its third failure on, its connections
+ * are turned away for 100 ms, then twice as long after each failure, up
+ * to a minute; a success forgets it.  Rejections are logged one line
+ * each, but at most GATE_LOG_LINES per address in GATE_LOG_MS; beyond
+ * that a summary line.
+ *
+ * Transports that cannot tell whether a frame is waiting (frame_ready
+ * NULL: verbs, whose rdma_cm connections cost a queue pair each) pass
+ * straight through, as before.  One thread: the session's main thread. */
+#include "xfer_int.h"
+
+#include "err.h"
+#include "log.h"
+#include "units.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GATE_MAX 64	      /* connections waiting for their first frame */
+#define GATE_ADDRS 256	      /* addresses remembered for slowing down */
+#define GATE_FREE_FAILS 2     /* failures an address has before it is slowed */
+#define GATE_SLOW_MS 100u     /* the first delay, doubled with each failure */
+#define GATE_SLOW_MAX_MS 60000u
+#define GATE_LOG_LINES 3      /* rejections logged one by one per address */
+#define GATE_LOG_MS 10000u    /* ... in this window; then a summary */
+#define GATE_ACCEPTS 4096     /* new connections taken in per round, at most */
+
+struct gate_place {
+	struct rdx_conn *c;
+	uint64_t since_ns;
+};
+
+struct gate_addr {
+	char host[72];	   /* "" when unused */
+	unsigned fails;	   /* failed handshakes, since the last success */
+	uint64_t until_ns; /* turned away until then */
+	uint64_t used_ns;  /* last seen: the oldest entry is reused */
+	uint64_t window_ns; /* start of the logging window */
+	unsigned logged;    /* lines logged in the window */
+	unsigned unlogged;  /* rejections not logged in the window */
+	char last_why[96];  /* the last of those */
+};
+
+struct link_gate {
+	struct gate_place p[GATE_MAX];
+	unsigned n;
+	struct gate_addr a[GATE_ADDRS];
+};
+
+/* The host part of a peer ("1.2.3.4:5", "[::1]:5"). */
+static void peer_host(const char *peer, char *host, size_t len)
+{
+	const char *colon = strrchr(peer, ':');
+	size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(host, peer, n);
+	host[n] = '\0';
+}
+
+/* The entry of peer's address; with make, a new one (reusing the oldest)
+ * when there is none.  NULL without make when there is none. */
+static struct gate_addr *addr_of(struct link_gate *g, const char *peer, bool make)
+{
+	struct gate_addr *oldest = &g->a[0];
+	char host[sizeof(oldest->host)];
+	unsigned i;
+
+	peer_host(peer, host, sizeof(host));
+	for (i = 0; i < GATE_ADDRS; i++) {
+		if (!strcmp(g->a[i].host, host)) {
+			g->a[i].used_ns = rdx_now_ns();
+			return &g->a[i];
+		}
+		if (g->a[i].used_ns < oldest->used_ns)
+			oldest = &g->a[i];
+	}
+	if (!make)
+		return NULL;
+	memset(oldest, 0, sizeof(*oldest));
+	snprintf(oldest->host, sizeof(oldest->host), "%s", host);
+	oldest->used_ns = rdx_now_ns();
+	return oldest;
+}
+
+/* Says what was not logged of a's window, and opens a new one. */
+static void flush_window(struct gate_addr *a, uint64_t now)
+{
+	if (a->unlogged)
+		rdx_error("rejected %u more connection%s from %s in the last %u s (the last: %s)",
+			  a->unlogged, a->unlogged == 1 ? "" : "s", a->host,
+			  (unsigned)((now - a->window_ns) / 1000000000u), a->last_why);
+	a->window_ns = now;
+	a->logged = a->unlogged = 0;
+}
+
+/* Logs one rejection of peer: one line, or counted for a summary. */
+static void log_reject(struct link_gate *g, const char *peer, const char *why)
+{
+	struct gate_addr *a = addr_of(g, peer, true);
+	uint64_t now = rdx_now_ns();
+
+	if (now - a->window_ns >= (uint64_t)GATE_LOG_MS * 1000000)
+		flush_window(a, now);
+	if (a->logged < GATE_LOG_LINES) {
+		a->logged++;
+		rdx_error("rejected connection from %s: %s", peer, why);
+		return;
+	}
+	a->unlogged++;
+	snprintf(a->last_why, sizeof(a->last_why), "%s", why);
+}
+
+int link_gate_new(struct link_gate **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void link_gate_free(struct link_gate *g)
+{
+	unsigned i;
+
+	if (!g)
+		return;
+	for (i = 0; i < g->n; i++)
+		g->p[i].c->ops->close(g->p[i].c);
+	for (i = 0; i < GATE_ADDRS; i++)
+		if (g->a[i].host[0])
+			flush_window(&g->a[i], rdx_now_ns());
+	free(g);
+}
+
+void link_failed(struct rdx_session *s, const char *peer, const char *why)
+{
+	struct link_gate *g = s->gate;
+	struct gate_addr *a;
+	unsigned shift;
+
+	if (!g) {
+		rdx_error("rejected connection from %s: %s", peer, why);
+		return;
+	}
+	log_reject(g, peer, why);
+	a = addr_of(g, peer, true);
+	if (++a->fails <= GATE_FREE_FAILS)
+		return;
+	shift = a->fails - GATE_FREE_FAILS - 1;
+	a->until_ns = rdx_now_ns() +
+		      (shift >= 10 ? GATE_SLOW_MAX_MS
+				   : (GATE_SLOW_MS << shift) < GATE_SLOW_MAX_MS ? GATE_SLOW_MS << shift
+										: GATE_SLOW_MAX_MS) *
+			      1000000ull;
+}
+
+void link_succeeded(struct rdx_session *s, const char *peer)
+{
+	struct gate_addr *a = s->gate ? addr_of(s->gate, peer, false) : NULL;
+
+	if (a)
+		a->fails = 0, a->until_ns = 0;
+}
+
+/* An address being slowed down: its connection gets an ERROR saying for
+ * how long, and is closed.  True when c was turned away. */
+static bool turned_away(struct link_gate *g, struct rdx_conn *c)
+{
+	struct gate_addr *a = addr_of(g, c->peer, false);
+	uint64_t now = rdx_now_ns();
+	char why[128];
+
+	if (!a || a->until_ns <= now)
+		return false;
+	/* In tenths, rounded up: never "in 0.0 s". */
+	snprintf(why, sizeof(why), "too many failed handshakes from %s: try again in %.1f s",
+		 a->host, (double)((a->until_ns - now + 99999999) / 100000000) / 10);
+	log_reject(g, c->peer, why);
+	link_reject(c, RDX_EAUTH, why);
+	return true;
+}
+
+static void drop(struct link_gate *g, unsigned i)
+{
+	g->p[i] = g->p[--g->n];
+}
+
+/* Makes room: the oldest place gives way (none holds a whole frame:
+ * that would have gone on). */
+static void evict(struct link_gate *g)
+{
+	unsigned i, victim = 0;
+
+	for (i = 1; i < g->n; i++)
+		if (g->p[i].since_ns < g->p[victim].since_ns)
+			victim = i;
+	g->p[victim].c->ops->close(g->p[victim].c);
+	drop(g, victim);
+}
+
+int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
+		     uint64_t deadline, uint64_t first_ms, struct rdx_conn **out)
+{
+	struct link_gate *g = s->gate;
+	struct pollfd fds[GATE_MAX];
+
+	for (;;) {
+		uint64_t now = rdx_now_ns();
+		unsigned i, k, nfd = 0;
+		int ret;
+
+		if (s->o->interrupted && atomic_load(s->o->interrupted))
+			return sess_fail(s, -RDX_EINTR, "interrupted");
+		if (deadline && now >= deadline)
+			return -RDX_ETIMEOUT;
+		/* Every new connection, so that a real peer's is not left at
+		 * the end of a queue of strays; waiting for one only when none
+		 * is here.  A peer that spoke with its connect goes on at once. */
+		for (k = 0; k < GATE_ACCEPTS; k++) {
+			struct rdx_conn *c;
+			int fd;
+
+			ret = s->lis->ops->accept(s->lis, hs, g->n || k ? 0 : 200, &c);
+			if (ret == -EAGAIN)
+				break;
+			if (ret)
+				return sess_fail(s, -RDX_ECONNECT, "accept failed: %s",
+						 rdx_strerror(ret));
+			rdx_info(2, "connection from %s", c->peer);
+			if (turned_away(g, c))
+				continue;
+			/* The transport cannot tell, or it is all there. */
+			if (!c->ops->frame_ready || c->ops->frame_ready(c, &fd) > 0) {
+				*out = c;
+				return 0;
+			}
+			if (g->n == GATE_MAX)
+				evict(g);
+			g->p[g->n++] = (struct gate_place){ .c = c, .since_ns = rdx_now_ns() };
+		}
+		/* The first whole frame goes on; the dead and the late go. */
+		now = rdx_now_ns();
+		for (i = 0; i < g->n;) {
+			struct rdx_conn *c = g->p[i].c;
+			int fd = -1;
+
+			ret = c->ops->frame_ready(c, &fd);
+			if (ret > 0) {
+				*out = c;
+				drop(g, i);
+				return 0;
+			}
+			if (ret < 0 || now - g->p[i].since_ns >= first_ms * 1000000) {
+				log_reject(g, c->peer, ret < 0 ? link_hs_reason(ret)
+							       : link_hs_reason(-RDX_ETIMEOUT));
+				c->ops->close(c);
+				drop(g, i);
+				continue;
+			}
+			fds[nfd++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+			i++;
+		}
+		if (nfd)
+			poll(fds, nfd, 50);
+	}
+}
