@@ -70,6 +70,8 @@ enum s3_key {
 	OPT_SERVE_PORT,
 	OPT_MAX_CONNS,
 	OPT_EXPIRE_UPLOADS,
+	OPT_MAX_PER_ADDR,
+	OPT_HEADER_TIMEOUT,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -106,6 +108,11 @@ static const struct rdx_opt s3_opts[] = {
 	  "serve: the port (default 0: any free one; the URL goes to stdout)", NULL },
 	{ "max-connections", OPT_MAX_CONNS, RDX_ARG_REQUIRED, "N",
 	  "serve: connections served at once, 1..1024 (default 64)", NULL },
+	{ "max-per-address", OPT_MAX_PER_ADDR, RDX_ARG_REQUIRED, "N",
+	  "serve: connections one client address may hold (default: three quarters of --max-connections); more get 503",
+	  NULL },
+	{ "header-timeout", OPT_HEADER_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
+	  "serve: a request's header must be in whole SECS after its first byte (default 10)", NULL },
 	{ "expire-uploads", OPT_EXPIRE_UPLOADS, RDX_ARG_REQUIRED, "DAYS",
 	  "serve: remove incomplete multipart uploads begun DAYS ago, at the start and hourly (default 7; 0: never)",
 	  NULL },
@@ -186,6 +193,7 @@ struct s3_cmd {
 	const char *listen;
 	unsigned port, max_conns;
 	unsigned expire_days; /* serve --expire-uploads */
+	unsigned max_per_addr, header_secs; /* serve: 0 for the defaults */
 	bool expire_set;
 	bool serve_opt; /* a serve-only option was given */
 };
@@ -258,6 +266,22 @@ static int handle(int key, const char *arg, void *ctx)
 			return -1;
 		}
 		s->port = (unsigned)v;
+		s->serve_opt = true;
+		return 0;
+	case OPT_MAX_PER_ADDR:
+		if (rdx_parse_uint(arg, 1, 1024, &v)) {
+			rdx_error("invalid value '%s' for --max-per-address: expected a number from 1 to 1024", arg);
+			return -1;
+		}
+		s->max_per_addr = (unsigned)v;
+		s->serve_opt = true;
+		return 0;
+	case OPT_HEADER_TIMEOUT:
+		if (rdx_parse_uint(arg, 1, 3600, &v)) {
+			rdx_error("invalid value '%s' for --header-timeout: expected seconds from 1 to 3600", arg);
+			return -1;
+		}
+		s->header_secs = (unsigned)v;
 		s->serve_opt = true;
 		return 0;
 	case OPT_EXPIRE_UPLOADS:
@@ -1030,6 +1054,7 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 		.no_sign = s->cfg.no_sign,
 		.max_conns = s->max_conns ? s->max_conns : 64,
 		.upload_expiry_days = s->expire_set ? s->expire_days : 7,
+		.header_secs = s->header_secs ? s->header_secs : 10,
 		.timeout_secs = (unsigned)((s->c.o.timeout_ms + 999) / 1000),
 		.verbose = s->c.verbose,
 		.stop = &interrupted,
@@ -1043,6 +1068,10 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 	o.root = args[0];
 	if (!o.timeout_secs)
 		o.timeout_secs = 1;
+	/* By default a quarter of the places stay for other addresses. */
+	o.max_per_addr = s->max_per_addr ? s->max_per_addr : o.max_conns - o.max_conns / 4;
+	if (o.max_per_addr > o.max_conns)
+		o.max_per_addr = o.max_conns;
 	return s3_serve(&o);
 }
 
@@ -1150,7 +1179,7 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 		return RDX_EXIT_USAGE;
 	}
 	if (s->serve_opt && strcmp(c, "serve")) {
-		rdx_error("--listen, --port, --max-connections and --expire-uploads are for serve");
+		rdx_error("--listen, --port, --max-connections, --max-per-address, --header-timeout and --expire-uploads are for serve");
 		return RDX_EXIT_USAGE;
 	}
 	if (!strcmp(c, "put"))

@@ -51,6 +51,12 @@ struct server {
 	pthread_cond_t cond;
 	unsigned active;
 	atomic_int shed; /* idle connections to close for waiting ones */
+	/* Connections held per address (lock), max_conns entries: one
+	 * address cannot take every place. */
+	struct addr_count {
+		char host[INET6_ADDRSTRLEN];
+		unsigned n;
+	} *addrs;
 };
 
 /* One request's context. */
@@ -1776,7 +1782,34 @@ struct conn_arg {
 	struct server *s;
 	int fd;
 	char peer[64];
+	struct addr_count *from; /* its address's count (lock) */
 };
+
+/* Counts a connection from host, unless host has max_per_addr already.
+ * Under s->lock.  The entry counted, or NULL. */
+static struct addr_count *addr_take(struct server *s, const char *host)
+{
+	struct addr_count *free_one = NULL;
+	unsigned i;
+
+	for (i = 0; i < s->o->max_conns; i++) {
+		struct addr_count *a = &s->addrs[i];
+
+		if (a->n && !strcmp(a->host, host)) {
+			if (a->n >= s->o->max_per_addr)
+				return NULL;
+			a->n++;
+			return a;
+		}
+		if (!a->n && !free_one)
+			free_one = a;
+	}
+	if (!free_one) /* cannot be: active < max_conns */
+		return NULL;
+	snprintf(free_one->host, sizeof(free_one->host), "%s", host);
+	free_one->n = 1;
+	return free_one;
+}
 
 static void *conn_main(void *arg)
 {
@@ -1788,6 +1821,7 @@ static void *conn_main(void *arg)
 	if (c && r) {
 		c->fd = a->fd;
 		c->timeout_secs = s->o->timeout_secs;
+		c->header_secs = s->o->header_secs;
 		c->stop = s->o->stop;
 		c->shed = &s->shed;
 		snprintf(c->peer, sizeof(c->peer), "%s", a->peer);
@@ -1832,6 +1866,7 @@ static void *conn_main(void *arg)
 	free(c);
 	free(r);
 	pthread_mutex_lock(&s->lock);
+	a->from->n--;
 	s->active--;
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -1920,6 +1955,12 @@ int s3_serve(const struct s3_serve_opts *o)
 		close(s.root);
 		return RDX_EXIT_CONN;
 	}
+	s.addrs = calloc(o->max_conns, sizeof(*s.addrs));
+	if (!s.addrs) {
+		close(lfd);
+		close(s.root);
+		return RDX_EXIT_FAIL;
+	}
 	sweep_uploads(&s, true);
 	swept = time(NULL);
 	pthread_mutex_init(&s.lock, NULL);
@@ -1981,16 +2022,34 @@ int s3_serve(const struct s3_serve_opts *o)
 				port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 			}
 			snprintf(a->peer, sizeof(a->peer), "%s:%u", h, port);
+			pthread_mutex_lock(&s.lock);
+			a->from = addr_take(&s, h);
+			if (a->from)
+				s.active++;
+			pthread_mutex_unlock(&s.lock);
 		}
-		pthread_mutex_lock(&s.lock);
-		s.active++;
-		pthread_mutex_unlock(&s.lock);
-		if (pthread_create(&t, &attr, conn_main, a)) {
+		if (!a->from) {
+			/* Its address holds its share: S3's answer to too many
+			 * requests (clients back off and retry). */
+			static const char busy[] =
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+				"Retry-After: 1\r\nConnection: close\r\n\r\n";
+
+			if (send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+				rdx_info(2, "%s: %s", a->peer, strerror(errno));
+			rdx_info(1, "%s: turned away: its address holds %u connections (--max-per-address)",
+				 a->peer, o->max_per_addr);
 			close(fd);
 			free(a);
+			continue;
+		}
+		if (pthread_create(&t, &attr, conn_main, a)) {
+			close(fd);
 			pthread_mutex_lock(&s.lock);
+			a->from->n--;
 			s.active--;
 			pthread_mutex_unlock(&s.lock);
+			free(a);
 		}
 	}
 	close(lfd);
@@ -2001,6 +2060,7 @@ int s3_serve(const struct s3_serve_opts *o)
 		pthread_cond_wait(&s.cond, &s.lock);
 	pthread_mutex_unlock(&s.lock);
 	pthread_attr_destroy(&attr);
+	free(s.addrs);
 	close(s.root);
 	rdx_info(1, "stopped");
 	return RDX_EXIT_OK;

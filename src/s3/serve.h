@@ -20,6 +20,8 @@ struct s3_serve_opts {
 	const char *secret_key; /* with; NULL with no_sign */
 	bool no_sign;		/* serve anyone, nothing is checked */
 	unsigned max_conns;	/* connections served at once */
+	unsigned max_per_addr;	/* ... of them from one address */
+	unsigned header_secs;	/* a request's header in whole within this */
 	unsigned timeout_secs;	/* an idle or stalled connection is closed */
 	unsigned upload_expiry_days; /* incomplete multipart uploads begun this
 				      * long ago are removed (0: never) */

@@ -32,13 +32,20 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Whether this idle connection is one the server wants closed (it has
- * a new one waiting and no room): takes one from the count if so. */
+/* A header that takes longer than this to arrive is a stray's, not a
+ * real client's: the connection gives way like an idle one. */
+#define SLOW_HEAD_MS 1000
+
+/* Whether this connection is one the server wants closed (it has a new
+ * one waiting and no room): an idle one, or one whose header has been
+ * trickling in for over SLOW_HEAD_MS (a slowloris); takes one from the
+ * count if so. */
 static bool shed_me(struct sv_conn *c)
 {
 	int n;
 
-	if (!c->idle || !c->shed)
+	if (!c->shed ||
+	    !(c->idle || (c->head_since_ms && now_ms() - c->head_since_ms >= SLOW_HEAD_MS)))
 		return false;
 	n = atomic_load(c->shed);
 	while (n > 0)
@@ -52,6 +59,9 @@ static bool shed_me(struct sv_conn *c)
 static int wait_io(struct sv_conn *c, short ev)
 {
 	int64_t end = now_ms() + (int64_t)c->timeout_secs * 1000;
+
+	if (c->io_deadline_ms && c->io_deadline_ms < end)
+		end = c->io_deadline_ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = c->fd, .events = ev };
@@ -343,6 +353,7 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 	char *term = NULL;
 
 	r->head[0] = '\0';
+	c->head_since_ms = 0;
 	memset((char *)r + offsetof(struct sv_req, method), 0,
 	       sizeof(*r) - offsetof(struct sv_req, method));
 	/* Empty lines before a request are allowed (RFC 9112 2.2), also
@@ -375,10 +386,18 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 			return -RDX_EPROTO;
 		if (now_ms() > end)
 			return -ETIMEDOUT; /* a trickle is not a request */
+		/* Once it has begun, the whole header within header_secs. */
+		if (have && !c->head_since_ms && c->header_secs) {
+			c->head_since_ms = now_ms();
+			if (c->head_since_ms + (int64_t)c->header_secs * 1000 < end)
+				end = c->head_since_ms + (int64_t)c->header_secs * 1000;
+		}
 		c->in_off = c->in_len = 0;
 		c->idle = !have;
+		c->io_deadline_ms = have ? end : 0;
 		n = conn_recv(c, c->in, sizeof(c->in));
 		c->idle = false;
+		c->io_deadline_ms = 0;
 		if (n < 0)
 			return (int)n;
 		if (!n)
@@ -389,6 +408,7 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 		       (c->in[c->in_off] == '\r' || c->in[c->in_off] == '\n'))
 			c->in_off++;
 	}
+	c->head_since_ms = 0;
 	if (strlen(r->head) != (size_t)(term + 2 - r->head))
 		return -RDX_EPROTO; /* a NUL inside */
 	return parse_head(r, r->head);

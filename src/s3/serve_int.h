@@ -37,6 +37,10 @@ struct sv_conn {
 	const atomic_int *stop;
 	atomic_int *shed;	/* idle connections the server wants closed, or NULL */
 	bool idle;		/* between requests, nothing of the next one read */
+	unsigned header_secs;	/* a request's header must be in this long after
+				 * its first byte (client_header_timeout) */
+	int64_t head_since_ms;	/* that first byte's time; 0: no header under way */
+	int64_t io_deadline_ms; /* no wait goes past it; 0: none */
 	char in[SV_INBUF];	/* bytes read and not yet used */
 	size_t in_off, in_len;
 	bool broken;		/* cannot carry another request */

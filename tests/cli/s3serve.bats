@@ -1236,30 +1236,57 @@ keys_of_listing() {
 	assert_rc one "$WAIT_RC" 0
 }
 
-@test "with no room left, an idle kept-alive connection gives way to a new one; one in the middle of a request does not" {
+@test "with no room left, an idle connection or one whose header trickles gives way to a new one; one in the middle of a body does not" {
 	mkdir "$D/store"
-	serve_bg two "$D/store" --max-connections 2 --timeout 30
+	serve_bg two "$D/store" --max-connections 2 --timeout 30 --no-sign-request
 	port=${SRV_URL##*:}
-	exec {idle}<>"/dev/tcp/127.0.0.1/$port"
-	exec {part}<>"/dev/tcp/127.0.0.1/$port"
-	printf 'GET / HTTP/1.1\r\nHost: x\r\n' >&"$part"
-	sleep 1
-	# Both places are taken: without giving way this waits 30 s.
-	t0=$SECONDS
-	run_t --secs 40 "$RDS3" --endpoint "$SRV_URL" --timeout 35 ls
-	assert_status 0
-	[ $((SECONDS - t0)) -lt 10 ] || fail "waited $((SECONDS - t0)) s for a place"
-	run_t --secs 5 bash -c "cat <&$idle >/dev/null"
-	[ "$status" -ne 124 ] || fail "the idle connection is still open"
-	# The one with half a request was kept: it gets its answer (403:
-	# unsigned, to a server that wants signatures).
-	printf '\r\n' >&"$part"
-	got=$(timeout 5 head -c 12 <&"$part")
-	[ "$got" = "HTTP/1.1 403" ] || fail "the connection in the middle of a request: '$got'"
-	exec {idle}>&- {part}>&-
+	hcurl -X PUT "$SRV_URL/gw-$B"
+	want_code 200
+	# A body under way: its header in whole, half of its 10 bytes.
+	exec {body}<>"/dev/tcp/127.0.0.1/$port"
+	printf 'PUT /gw-%s/k HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n01234' "$B" >&"$body"
+	for stray in idle trickle; do
+		exec {s}<>"/dev/tcp/127.0.0.1/$port"
+		[ "$stray" = idle ] || printf 'GET / HTTP/1.1\r\nHost: x\r\n' >&"$s"
+		sleep 1.5
+		# Both places are taken: without giving way this waits 30 s.
+		t0=$SECONDS
+		run_t --secs 40 "$RDS3" --endpoint "$SRV_URL" --no-sign-request --timeout 35 ls "s3://gw-$B"
+		assert_status 0
+		[ $((SECONDS - t0)) -lt 10 ] || fail "$stray: waited $((SECONDS - t0)) s for a place"
+		run_t --secs 5 bash -c "cat <&$s >/dev/null"
+		[ "$status" -ne 124 ] || fail "the $stray connection is still open"
+		exec {s}>&-
+	done
+	# The body under way was kept: it ends, and gets its answer.
+	printf '56789' >&"$body"
+	got=$(timeout 5 head -c 12 <&"$body")
+	[ "$got" = "HTTP/1.1 200" ] || fail "the connection in the middle of a body: '$got'"
+	exec {body}>&-
 	kill -TERM "$SRV_PID"
 	wait_exit "$SRV_PID" 5
 	assert_rc two "$WAIT_RC" 0
+}
+
+@test "slowloris: 100 connections trickling their headers from one address; a real client is served within 5 s, the strays time out and are capped" {
+	[ -x "$RDX_BUILD/tests/badpeer" ] || fail "badpeer not built"
+	mkdir "$D/store"
+	serve_bg slow "$D/store" --max-connections 16 --header-timeout 3 --no-sign-request
+	port=${SRV_URL##*:}
+	hcurl -X PUT "$SRV_URL/sl-$B"
+	want_code 200
+	BADPEER_BIND=127.0.0.2 bg_start loris "$RDX_BUILD/tests/badpeer" slowloris 100 127.0.0.1 "$port"
+	sleep 3
+	for i in 1 2 3; do
+		t0=$(date +%s%N)
+		hcurl "$SRV_URL/sl-$B?list-type=2"
+		want_code 200
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		echo "# a real request under the attack took $ms ms" >&3
+		[ "$ms" -le 5000 ] || fail "a real request took $ms ms under the attack"
+		sleep 1
+	done
+	assert_file_match "$D/slow.err" "127\.0\.0\.2:[0-9]+: turned away: its address holds 12 connections"
 }
 
 @test "the URL line (--port, --listen ::1), -v: one line a request, SIGTERM and SIGINT exit 0, a PUT in flight at the stop or a SIGKILL leaves nothing" {

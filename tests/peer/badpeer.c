@@ -4,7 +4,7 @@
  * Usage: badpeer MODE HOST PORT
  *        badpeer corrupt HOST PORT LISTEN_PORT
  *        badpeer strip-encrypt HOST PORT LISTEN_PORT
- *        badpeer flood|wrong-keys N HOST PORT
+ *        badpeer flood|wrong-keys|slowloris N HOST PORT
  *
  *   garbage      4 KiB of random bytes
  *   short-hello  a valid HELLO header (len 40), then only 10 payload bytes
@@ -21,6 +21,9 @@
  *   wrong-keys N a valid HELLO and an AUTH with a random MAC, N times, one
  *                connection each, as fast as the receiver answers: a key
  *                guesser
+ *   slowloris N  (an HTTP server: rds3 serve) N connections, each sending
+ *                the start of a request header and then one byte every
+ *                2 s, reconnecting when dropped, for 30 s
  *   (BADPEER_BIND=ADDR: connect from that local address, 127.0.0.2 say)
  *   strip-encrypt  the same man in the middle, but it clears the encrypt
  *                byte of the sender's AUTH options (a downgrade attack)
@@ -561,6 +564,36 @@ static int run_flood(int n, const char *host, const char *port)
 	return 0;
 }
 
+/* slowloris: n HTTP headers that never end, one byte every 2 s each. */
+static int run_slowloris(int n, const char *host, const char *port)
+{
+	static const char start[] = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	int *fd = calloc((size_t)n, sizeof(*fd));
+	time_t end = time(NULL) + 30;
+	int i;
+
+	if (!fd)
+		return 1;
+	for (i = 0; i < n; i++)
+		fd[i] = -1;
+	while (time(NULL) < end) {
+		for (i = 0; i < n; i++) {
+			if (fd[i] >= 0 && send(fd[i], "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+				continue;
+			if (fd[i] >= 0)
+				close(fd[i]);
+			fd[i] = dial(host, port);
+			if (fd[i] >= 0 && send_full(fd[i], (const unsigned char *)start,
+						    sizeof(start) - 1) < 0) {
+				close(fd[i]);
+				fd[i] = -1;
+			}
+		}
+		sleep(2);
+	}
+	return 0;
+}
+
 /* wrong-keys: n handshakes with a random MAC, one after the other. */
 static int run_wrong_keys(int n, const char *host, const char *port)
 {
@@ -583,7 +616,7 @@ static int usage(void)
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
 			"bad-version|bad-auth|silent|trickle|oversize|undersize HOST PORT\n"
 			"       badpeer corrupt|strip-encrypt HOST PORT LISTEN_PORT\n"
-			"       badpeer flood|wrong-keys N HOST PORT\n");
+			"       badpeer flood|wrong-keys|slowloris N HOST PORT\n");
 	return 2;
 }
 
@@ -599,11 +632,14 @@ int main(int argc, char **argv)
 		return run_corrupt(argv[2], argv[3], argv[4], 0);
 	if (argc == 5 && !strcmp(argv[1], "strip-encrypt"))
 		return run_corrupt(argv[2], argv[3], argv[4], 1);
-	if (argc == 5 && (!strcmp(argv[1], "flood") || !strcmp(argv[1], "wrong-keys"))) {
+	if (argc == 5 && (!strcmp(argv[1], "flood") || !strcmp(argv[1], "wrong-keys") ||
+			  !strcmp(argv[1], "slowloris"))) {
 		int count = atoi(argv[2]);
 
 		if (count < 1 || count > 100000)
 			return usage();
+		if (!strcmp(argv[1], "slowloris"))
+			return run_slowloris(count, argv[3], argv[4]);
 		return !strcmp(argv[1], "flood") ? run_flood(count, argv[3], argv[4])
 						 : run_wrong_keys(count, argv[3], argv[4]);
 	}
