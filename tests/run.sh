@@ -4,6 +4,12 @@
 #
 # Usage: bash tests/run.sh            (from anywhere; paths are resolved)
 #
+# Flaky tests: `make check-stress` (tests/stress.sh) runs the unit and CLI
+# tests of the normal build five times at RDX_JOBS=4 beside a CPU hog on
+# every CPU, and lists every test that failed even once, with how often
+# (RDX_STRESS_PASSES, RDX_TESTS and RDX_FILTER narrow the hunt).  Run it
+# after adding tests that wait on timing or on other processes.
+#
 # Environment:
 #   RDX_BUILD   directory holding rdsend, rdrecv, tests/unit/* and
 #               tests/badpeer (default: build)
