@@ -8,8 +8,9 @@
  * handed over at once.
  *
  *   accept ──▶ turned away?  (its address is being slowed down: ERROR, close)
- *          ──▶ a place (GATE_MAX; when full, the one that has sent the
- *              least gives way, oldest first)
+ *          ──▶ a place (GATE_MAX; when full, the oldest of the address
+ *              that holds most gives way: a flood from one address
+ *              evicts its own, never a peer from elsewhere)
  *          ──▶ first frame whole ──▶ link_accept() returns it
  *          ──▶ nothing whole within the handshake's budget: dropped
  *
@@ -19,6 +20,11 @@
  * to a minute; a success forgets it.  Rejections are logged one line
  * each, but at most GATE_LOG_LINES per address in GATE_LOG_MS; beyond
  * that a summary line.
+ *
+ * Where this side speaks first (a listening sender), it greets every new
+ * connection with its HELLO, a fresh nonce each (link_greet), and waits
+ * for the answer the same way; the nonce of the connection handed over
+ * becomes the session's.
  *
  * Transports that cannot tell whether a frame is waiting (frame_ready
  * NULL: verbs, whose rdma_cm connections cost a queue pair each) pass
@@ -46,7 +52,9 @@
 
 struct gate_place {
 	struct rdx_conn *c;
+	char host[72];	  /* its address (peer_host) */
 	uint64_t since_ns;
+	uint8_t nonce[RDX_NONCE_LEN]; /* the HELLO it was greeted with */
 };
 
 struct gate_addr {
@@ -64,6 +72,7 @@ struct link_gate {
 	struct gate_place p[GATE_MAX];
 	unsigned n;
 	struct gate_addr a[GATE_ADDRS];
+	bool greet; /* greet each new one with a sender's HELLO */
 };
 
 /* The host part of a peer ("1.2.3.4:5", "[::1]:5"). */
@@ -151,6 +160,28 @@ void link_gate_free(struct link_gate *g)
 	free(g);
 }
 
+void link_greet(struct rdx_session *s, bool on)
+{
+	if (s->gate)
+		s->gate->greet = on;
+}
+
+/* Sends c a sender's HELLO with a fresh nonce, kept in nonce.  Returns 0
+ * or a negative error. */
+static int greet(struct rdx_conn *c, uint8_t nonce[RDX_NONCE_LEN])
+{
+	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
+	struct rdx_frame_hdr h = { .type = RDX_F_HELLO };
+	uint8_t buf[RDX_CTRL_MAX];
+	int ret = rdx_random(nonce, RDX_NONCE_LEN);
+
+	if (ret)
+		return ret;
+	memcpy(hello.nonce, nonce, RDX_NONCE_LEN);
+	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
+	return c->ops->send(c, &h, buf);
+}
+
 void link_failed(struct rdx_session *s, const char *peer, const char *why)
 {
 	struct link_gate *g = s->gate;
@@ -204,15 +235,31 @@ static void drop(struct link_gate *g, unsigned i)
 	g->p[i] = g->p[--g->n];
 }
 
-/* Makes room: the oldest place gives way (none holds a whole frame:
- * that would have gone on). */
+/* Places held by host. */
+static unsigned held_by(const struct link_gate *g, const char *host)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < g->n; i++)
+		n += !strcmp(g->p[i].host, host);
+	return n;
+}
+
+/* Makes room: the oldest place of the address that holds most gives
+ * way (none holds a whole frame: that would have gone on).  A flood from
+ * one address then only ever evicts its own. */
 static void evict(struct link_gate *g)
 {
-	unsigned i, victim = 0;
+	unsigned i, most = 0, victim = 0;
 
-	for (i = 1; i < g->n; i++)
-		if (g->p[i].since_ns < g->p[victim].since_ns)
+	for (i = 0; i < g->n; i++) {
+		unsigned n = held_by(g, g->p[i].host);
+
+		if (n > most || (n == most && g->p[i].since_ns < g->p[victim].since_ns)) {
+			most = n;
 			victim = i;
+		}
+	}
 	g->p[victim].c->ops->close(g->p[victim].c);
 	drop(g, victim);
 }
@@ -236,6 +283,7 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 		 * the end of a queue of strays; waiting for one only when none
 		 * is here.  A peer that spoke with its connect goes on at once. */
 		for (k = 0; k < GATE_ACCEPTS; k++) {
+			struct gate_place *place;
 			struct rdx_conn *c;
 			int fd;
 
@@ -248,14 +296,24 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 			rdx_info(2, "connection from %s", c->peer);
 			if (turned_away(g, c))
 				continue;
+			if (g->n == GATE_MAX)
+				evict(g);
+			place = &g->p[g->n];
+			*place = (struct gate_place){ .c = c, .since_ns = rdx_now_ns() };
+			peer_host(c->peer, place->host, sizeof(place->host));
+			if (g->greet && greet(c, place->nonce)) {
+				log_reject(g, c->peer, "closed during the handshake");
+				c->ops->close(c);
+				continue;
+			}
 			/* The transport cannot tell, or it is all there. */
 			if (!c->ops->frame_ready || c->ops->frame_ready(c, &fd) > 0) {
+				if (g->greet)
+					memcpy(s->nonce_s, place->nonce, RDX_NONCE_LEN);
 				*out = c;
 				return 0;
 			}
-			if (g->n == GATE_MAX)
-				evict(g);
-			g->p[g->n++] = (struct gate_place){ .c = c, .since_ns = rdx_now_ns() };
+			g->n++;
 		}
 		/* The first whole frame goes on; the dead and the late go. */
 		now = rdx_now_ns();
@@ -265,6 +323,8 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 
 			ret = c->ops->frame_ready(c, &fd);
 			if (ret > 0) {
+				if (g->greet)
+					memcpy(s->nonce_s, g->p[i].nonce, RDX_NONCE_LEN);
 				*out = c;
 				drop(g, i);
 				return 0;

@@ -327,20 +327,35 @@ static int hs_failed(struct rdx_session *s, struct hs_err *e, int ret,
 	return ret;
 }
 
-/* HELLO both ways: our nonce out, the receiver's nonce and proof back. */
-static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
+/* Our HELLO, with a fresh nonce (s->nonce_s), into buf and *h. */
+static int make_hello(struct rdx_session *s, uint8_t *buf, struct rdx_frame_hdr *h)
 {
-	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
-	struct rdx_frame_hdr h = { .type = RDX_F_HELLO };
-	int ret;
+	int ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
 
-	ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
 	if (ret)
 		return sess_fail(s, ret, "no randomness available");
 	memcpy(hello.nonce, s->nonce_s, RDX_NONCE_LEN);
-	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
-	ret = sess_send(&s->streams[0], &h, buf);
+	*h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
+	h->len = (uint32_t)rdx_hello_encode(&hello, buf);
+	return 0;
+}
+
+/* HELLO both ways: our nonce out (unless the gate sent it: sent), the
+ * receiver's nonce and proof back. */
+static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e, bool sent)
+{
+	struct rdx_conn *c = s->streams[0].conn;
+	struct rdx_hello hello;
+	struct rdx_frame_hdr h;
+	int ret = 0;
+
+	if (!sent) {
+		ret = make_hello(s, buf, &h);
+		if (ret)
+			return ret;
+		ret = sess_send(&s->streams[0], &h, buf);
+	}
 	if (!ret)
 		ret = sess_recv_ctrl(s, c, &h, buf, false, &e->em);
 	if (!ret && h.type != RDX_F_HELLO)
@@ -409,14 +424,15 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 	struct rdx_session *s = &x->s;
 	uint64_t wait = link_wait_deadline(s);
 
+	/* Listening, the gate greets every connection with our HELLO and
+	 * hands over one whose answer is in (s->nonce_s its nonce). */
+	link_greet(s, !link_dials(s));
 	for (;;) {
 		struct hs_err e = { 0 };
 		struct rdx_conn *c;
 		int ret;
 
-		/* The sender speaks first: a listening one cannot wait for
-		 * its peer's first frame (no gate). */
-		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, false, &c);
+		ret = link_dials(s) ? link_dial(s, 0, &c) : link_accept(s, wait, true, &c);
 		if (ret == -RDX_ETIMEOUT)
 			return sess_fail(s, ret, "no authenticated receiver within %g s (--connect-timeout)",
 					 (double)s->o->wait_ms / 1000);
@@ -428,9 +444,13 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 		 * Ctrl-C; the data phase relies on socket timeouts and
 		 * shutdown instead. */
 		c->ops->set_deadline(c, link_hs_deadline(s, wait), s->o->interrupted);
-		ret = exchange_hello(s, buf, &e);
+		ret = exchange_hello(s, buf, &e, !link_dials(s));
 		if (!ret)
 			ret = exchange_auth(s, buf, &e);
+		if (!ret) {
+			link_greet(s, false); /* the JOINs speak first */
+			link_succeeded(s, c->peer);
+		}
 		if (!ret || sess_error(s))
 			return sess_error(s);
 		if (e.from_peer && link_dials(s))

@@ -242,6 +242,11 @@ void link_gate_free(struct link_gate *g);
 int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 		     uint64_t deadline, uint64_t first_ms, struct rdx_conn **out);
 
+/* A listener that speaks first (a sender): with on, the gate greets every
+ * connection it takes in with a HELLO of a fresh nonce and hands over one
+ * whose answer is in, its nonce in s->nonce_s. */
+void link_greet(struct rdx_session *s, bool on);
+
 /* A listener rejected peer's handshake (why): logged, one line or in a
  * summary, and peer's address is slowed down after a few. */
 void link_failed(struct rdx_session *s, const char *peer, const char *why);

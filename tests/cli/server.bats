@@ -119,6 +119,27 @@ server_start() {
 	assert_same "$D/src" "$D/dst"
 }
 
+@test "server: 1000 silent connections do not hold rdsend --server: a real receiver completes within 5 s" {
+	# The listening sender greets each connection with its HELLO (a
+	# nonce each) and waits for the answers all at once (src/core/gate.c).
+	local badpeer=$RDX_BUILD/tests/badpeer
+	[ -x "$badpeer" ] || fail "badpeer not built: $badpeer"
+	mkrand "$D/src" 100000
+	echo "$KEY" >"$D/s.in"
+	server_start s rdsend --timeout 10 --connect-timeout 30 "$D/src"
+	BADPEER_BIND=127.0.0.2 bg_start flood "$badpeer" flood 1000 127.0.0.1 "$SRV_PORT"
+	sleep 2
+	t0=$(date +%s%N)
+	RDX_KEY=$KEY run_t "$RDRECV" --timeout 10 --connect 127.0.0.1 "$SRV_PORT" "$D/dst"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	assert_status 0
+	echo "# the real receiver took $ms ms" >&3
+	[ "$ms" -le 5000 ] || fail "the real receiver took $ms ms under the flood"
+	wait_exit "$SRV_PID" 20
+	assert_rc s "$WAIT_RC" 0
+	assert_same "$D/src" "$D/dst"
+}
+
 @test "server: a wrong key against rdrecv --server is rejected and it keeps waiting" {
 	mkrand "$D/src" 100000
 	echo "$KEY" >"$D/r.in"
