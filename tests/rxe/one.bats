@@ -119,7 +119,8 @@ rx_size() {
 	assert_xport "$D/recv.err"
 	echo stale >"$D/out/t/stale"
 	port=$(free_port)
-	start_recv -v -r --transport "$XPORT" --timeout $T "$port" "$KEY" "$D/out"
+	# The receiver's own --delete lets the sender list and remove.
+	start_recv -v -r --delete --transport "$XPORT" --timeout $T "$port" "$KEY" "$D/out"
 	wait_listen "$port" $T
 	run_t "$RDSEND" -v -r --sync --encrypt --delete --transport "$XPORT" --timeout $T \
 		"$RXE_ADDR" "$port" "$KEY" "$D/t"
