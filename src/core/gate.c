@@ -166,20 +166,28 @@ void link_greet(struct rdx_session *s, bool on)
 		s->gate->greet = on;
 }
 
-/* Sends c a sender's HELLO with a fresh nonce, kept in nonce.  Returns 0
- * or a negative error. */
-static int greet(struct rdx_conn *c, uint8_t nonce[RDX_NONCE_LEN])
+int link_hello(uint8_t nonce[RDX_NONCE_LEN], uint8_t *buf, struct rdx_frame_hdr *h)
 {
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
-	struct rdx_frame_hdr h = { .type = RDX_F_HELLO };
-	uint8_t buf[RDX_CTRL_MAX];
 	int ret = rdx_random(nonce, RDX_NONCE_LEN);
 
 	if (ret)
 		return ret;
 	memcpy(hello.nonce, nonce, RDX_NONCE_LEN);
-	h.len = (uint32_t)rdx_hello_encode(&hello, buf);
-	return c->ops->send(c, &h, buf);
+	*h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
+	h->len = (uint32_t)rdx_hello_encode(&hello, buf);
+	return 0;
+}
+
+/* Sends c a sender's HELLO with a fresh nonce, kept in nonce.  Returns 0
+ * or a negative error. */
+static int greet(struct rdx_conn *c, uint8_t nonce[RDX_NONCE_LEN])
+{
+	struct rdx_frame_hdr h;
+	uint8_t buf[RDX_CTRL_MAX];
+	int ret = link_hello(nonce, buf, &h);
+
+	return ret ? ret : c->ops->send(c, &h, buf);
 }
 
 void link_failed(struct rdx_session *s, const char *peer, const char *why)

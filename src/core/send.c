@@ -327,20 +327,6 @@ static int hs_failed(struct rdx_session *s, struct hs_err *e, int ret,
 	return ret;
 }
 
-/* Our HELLO, with a fresh nonce (s->nonce_s), into buf and *h. */
-static int make_hello(struct rdx_session *s, uint8_t *buf, struct rdx_frame_hdr *h)
-{
-	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
-	int ret = rdx_random(s->nonce_s, RDX_NONCE_LEN);
-
-	if (ret)
-		return sess_fail(s, ret, "no randomness available");
-	memcpy(hello.nonce, s->nonce_s, RDX_NONCE_LEN);
-	*h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
-	h->len = (uint32_t)rdx_hello_encode(&hello, buf);
-	return 0;
-}
-
 /* HELLO both ways: our nonce out (unless the gate sent it: sent), the
  * receiver's nonce and proof back. */
 static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e, bool sent)
@@ -351,9 +337,9 @@ static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
 	int ret = 0;
 
 	if (!sent) {
-		ret = make_hello(s, buf, &h);
+		ret = link_hello(s->nonce_s, buf, &h);
 		if (ret)
-			return ret;
+			return sess_fail(s, ret, "no randomness available");
 		ret = sess_send(&s->streams[0], &h, buf);
 	}
 	if (!ret)

@@ -247,6 +247,10 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
  * whose answer is in, its nonce in s->nonce_s. */
 void link_greet(struct rdx_session *s, bool on);
 
+/* A sender's HELLO with a fresh nonce (into nonce) in buf and *h.
+ * Returns 0 or -EIO. */
+int link_hello(uint8_t nonce[RDX_NONCE_LEN], uint8_t *buf, struct rdx_frame_hdr *h);
+
 /* A listener rejected peer's handshake (why): logged, one line or in a
  * summary, and peer's address is slowed down after a few. */
 void link_failed(struct rdx_session *s, const char *peer, const char *why);
