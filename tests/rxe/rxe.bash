@@ -65,8 +65,13 @@ mkdet() {
 }
 
 # Under TCG each head and sleep costs a process start: feed slowly, so a
-# transfer is still running when a test kills one end.
-rxe_slow_source() { slow_source 262144 0.1 /dev/zero; }
+# transfer is still running when a test kills one end.  Not zeros: a
+# receiver leaves blocks of zeros unwritten (holes), and wait_temp waits
+# for data.
+rxe_slow_source() {
+	head -c 262144 /dev/zero | tr '\0' x >"$D/xs"
+	slow_source 262144 0.1 "$D/xs"
+}
 
 # assert_err_file FILE TOOL ERE: FILE holds exactly one line, a TOOL error
 # matching ERE (case-insensitive).
