@@ -713,7 +713,7 @@ static int write_sparse(struct rdx_sink *k, const uint8_t *buf, size_t len, uint
 		bool zero = zero_block(buf + i, n);
 
 		/* The run of blocks that are all zero, or none of them. */
-		while (i < len) {
+		for (i += n; i < len;) {
 			n = len - i < SPARSE_BLOCK ? len - i : SPARSE_BLOCK;
 			if (zero_block(buf + i, n) != zero)
 				break;
@@ -825,7 +825,7 @@ int rdx_sink_publish(struct rdx_sink *k)
 	int err;
 
 	if (k->staged) {
-		err = rdx_tmpfile_publish(&k->stage, k->at, k->final);
+		err = rdx_tmpfile_publish(&k->stage, k->at, k->final, false);
 		if (err)
 			return err;
 		k->committed = true;

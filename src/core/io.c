@@ -270,14 +270,29 @@ int rdx_tmpfile_open(struct rdx_tmpfile *t, int dir, const char *base, int flags
 	return 0;
 }
 
-int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final)
+int rdx_rename_over(int dir, const char *from, const char *to, bool over_empty_dir)
+{
+	int err;
+
+	if (!renameat(dir, from, dir, to))
+		return 0;
+	err = errno;
+	/* An empty directory in the way goes, as with tar. */
+	if (!over_empty_dir || (err != EISDIR && err != ENOTEMPTY && err != EEXIST) ||
+	    unlinkat(dir, to, AT_REMOVEDIR))
+		return -err;
+	return renameat(dir, from, dir, to) ? -errno : 0;
+}
+
+int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final, bool over_empty_dir)
 {
 	char *tmp;
 	int err;
 
 	if (t->name) {
-		if (renameat(dir, t->name, dir, final))
-			return -errno;
+		err = rdx_rename_over(dir, t->name, final, over_empty_dir);
+		if (err)
+			return err;
 		free(t->name);
 		t->name = NULL;
 		return 0;
@@ -291,10 +306,8 @@ int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final)
 	if (!tmp)
 		return -ENOMEM;
 	err = rdx_link_anon(t->fd, dir, tmp);
-	if (!err && renameat(dir, tmp, dir, final)) {
-		err = -errno;
+	if (!err && (err = rdx_rename_over(dir, tmp, final, over_empty_dir)))
 		unlinkat(dir, tmp, 0);
-	}
 	free(tmp);
 	return err;
 }

@@ -102,11 +102,17 @@ struct rdx_tmpfile {
  * O_WRONLY).  Returns 0 or -errno. */
 int rdx_tmpfile_open(struct rdx_tmpfile *t, int dir, const char *base, int flags);
 
+/* renameat(2) of from to to in dir; with over_empty_dir an empty
+ * directory in the way is removed first, as tar does.  Returns 0 or
+ * -errno (from is left where it was). */
+int rdx_rename_over(int dir, const char *from, const char *to, bool over_empty_dir);
+
 /* Gives it the name final in dir, replacing a file of that name as
- * rename(2) would (and failing as it would: -EISDIR, -ENOTEMPTY...).  On
+ * rename(2) would (rdx_rename_over: with over_empty_dir an empty
+ * directory too), and failing as it would (-EISDIR, -ENOTEMPTY...).  On
  * success a named temporary's name is gone (t->name NULL).  Returns 0 or
  * -errno; nothing of it is left under another name either way. */
-int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final);
+int rdx_tmpfile_publish(struct rdx_tmpfile *t, int dir, const char *final, bool over_empty_dir);
 
 /* Removes a named temporary that was not published and frees its name;
  * the descriptor stays the caller's. */

@@ -23,15 +23,10 @@
 
 int tree_place(int dir, const char *tmp, const char *base)
 {
-	int ret = renameat(dir, tmp, dir, base);
+	int ret = rdx_rename_over(dir, tmp, base, true);
 
-	/* An empty directory in the way goes, as with tar. */
-	if (ret && errno == EISDIR && !unlinkat(dir, base, AT_REMOVEDIR))
-		ret = renameat(dir, tmp, dir, base);
-	if (!ret)
-		return 0;
-	ret = -errno;
-	unlinkat(dir, tmp, 0);
+	if (ret)
+		unlinkat(dir, tmp, 0);
 	return ret;
 }
 

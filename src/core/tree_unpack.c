@@ -695,31 +695,23 @@ static int write_named(struct rdx_tree_unpack *u, struct job *j, const char **wh
  * the system cannot do it (the caller writes it with write_named()). */
 static int write_anon(struct rdx_tree_unpack *u, struct job *j, const char **what)
 {
-	const char *base = base_name(j->final);
-	char *tmp = NULL;
-	int fd, err;
+	struct rdx_tmpfile t = { .name = NULL };
+	int err;
 
 	/* Made with its permission bits (no one can open it before it is
 	 * linked), so that the umask and a default ACL aside, its mode
 	 * needs no change of its own (tree_set_meta). */
-	fd = openat(j->dir->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, j->m.mode & 0777);
-	if (fd < 0)
+	t.fd = openat(j->dir->fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, j->m.mode & 0777);
+	if (t.fd < 0)
 		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 1 : -errno;
-	err = write_fd(u, j, fd);
+	err = write_fd(u, j, t.fd);
 	if (!err) {
 		*what = "create";
-		err = rdx_link_anon(fd, j->dir->fd, base);
-		if (err == -EEXIST) {
-			tmp = rdx_temp_name(base);
-			err = tmp ? rdx_link_anon(fd, j->dir->fd, tmp) : -ENOMEM;
-			if (!err)
-				err = tree_place(j->dir->fd, tmp, base);
-			free(tmp);
-		} else if (err == -ENOENT || err == -EPERM) {
+		err = rdx_tmpfile_publish(&t, j->dir->fd, base_name(j->final), true);
+		if (err == -ENOENT || err == -EPERM)
 			err = 1; /* neither /proc nor the capability to link it */
-		}
 	}
-	close(fd); /* unlinked, it goes with its descriptor */
+	close(t.fd); /* unlinked, it goes with its descriptor */
 	return err;
 }
 

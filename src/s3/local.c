@@ -228,8 +228,6 @@ int s3_out_open(struct s3_out *o, const char *dst, const char *key,
 		return -errno;
 	}
 	return open_stage(o, s3_last_part(o->final));
-	open_direct(o);
-	return 0;
 }
 
 int s3_out_open_at(struct s3_out *o, int dir, const char *base, const atomic_int *stop)
@@ -343,7 +341,7 @@ int s3_out_publish(struct s3_out *o)
 	/* An unnamed file is named while it is open: it goes with its
 	 * last descriptor. */
 	if (o->staged) {
-		int ret = rdx_tmpfile_publish(&o->stage, o->at, s3_last_part(o->final));
+		int ret = rdx_tmpfile_publish(&o->stage, o->at, s3_last_part(o->final), false);
 
 		if (ret) {
 			close(o->fd);

@@ -313,13 +313,11 @@ int sv_put_commit(struct sv_put *p, mode_t mode)
 
 	if (fchmod(p->fd, mode))
 		ret = -errno;
+	/* An empty directory of that name becomes the object; one with
+	 * objects under it is a prefix that stays. */
 	if (!ret)
-		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name);
-	/* An empty directory of that name becomes the object. */
-	if ((ret == -EISDIR || ret == -ENOTEMPTY || ret == -EEXIST) &&
-	    !unlinkat(p->dir, p->name, AT_REMOVEDIR))
-		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name);
-	else if (ret == -EISDIR || ret == -ENOTEMPTY)
+		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+	if (ret == -EISDIR || ret == -ENOTEMPTY)
 		ret = -EEXIST;
 	sv_put_abort(p);
 	return ret;
