@@ -96,16 +96,19 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/badpeer: tests/peer/badpeer.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
+# The hand-made peers share peer.c, and of src/ only SPAKE2 (pake.c).
+PEER_HS := tests/peer/peer.c src/core/pake.c
 
-# A hostile sender of tree streams (libarchive, libcrypto, xxhash; not src/).
-$(BUILD)/tests/evilpeer: tests/peer/evilpeer.c
+$(BUILD)/tests/badpeer: tests/peer/badpeer.c $(PEER_HS) tests/peer/peer.h src/core/pake.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(PEER_HS) $(LDLIBS)
+
+# A hostile sender of tree streams (libarchive, libcrypto, xxhash).
+$(BUILD)/tests/evilpeer: tests/peer/evilpeer.c $(PEER_HS) tests/peer/peer.h src/core/pake.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(PEER_HS) $(LDLIBS)
 
 # Not sanitized: it is preloaded into binaries that may not be.
 $(BUILD)/tests/shim.so: tests/peer/shim.c

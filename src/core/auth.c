@@ -96,9 +96,9 @@ int rdx_derive_keys(const struct rdx_key *key,
 
 	memcpy(salt, nonce_s, RDX_NONCE_LEN);
 	memcpy(salt + RDX_NONCE_LEN, nonce_r, RDX_NONCE_LEN);
-	ret = hkdf(key, salt, sizeof(salt), "rdxfer-1 sender to receiver", s2r);
+	ret = hkdf(key, salt, sizeof(salt), "rdxfer-2 sender to receiver", s2r);
 	if (!ret)
-		ret = hkdf(key, salt, sizeof(salt), "rdxfer-1 receiver to sender",
+		ret = hkdf(key, salt, sizeof(salt), "rdxfer-2 receiver to sender",
 			   r2s);
 	return ret;
 }

@@ -1,7 +1,8 @@
-/* Authentication from the shared key: HMAC-SHA256 challenge-response over
- * both nonces, and HKDF-SHA256 for the per-direction AES-256-GCM keys.
- * The key itself never crosses the wire.  Labels keep every MAC distinct so
- * that one can never be replayed as another (reflection). */
+/* The shared key, and what a session derives from its session key (the
+ * Ke of SPAKE2, pake.h): HMAC-SHA256 over both nonces, and HKDF-SHA256
+ * for the per-direction AES-256-GCM keys.  Neither key crosses the wire.
+ * Labels keep every MAC distinct so that one can never be replayed as
+ * another (reflection). */
 #ifndef RDX_AUTH_H
 #define RDX_AUTH_H
 
@@ -16,11 +17,11 @@ struct rdx_key {
 	size_t len;
 };
 
-#define RDX_LABEL_RECEIVER "rdxfer-1 receiver"
-#define RDX_LABEL_SENDER "rdxfer-1 sender"
-#define RDX_LABEL_ACCEPT "rdxfer-1 accept"
-#define RDX_LABEL_JOIN "rdxfer-1 join"
-#define RDX_LABEL_LIST "rdxfer-1 list" /* --checksum listing key, never sent */
+#define RDX_LABEL_RECEIVER "rdxfer-2 receiver"
+#define RDX_LABEL_SENDER "rdxfer-2 sender"
+#define RDX_LABEL_ACCEPT "rdxfer-2 accept"
+#define RDX_LABEL_JOIN "rdxfer-2 join"
+#define RDX_LABEL_LIST "rdxfer-2 list" /* --checksum listing key, never sent */
 
 /* Fills buf with cryptographically strong random bytes; 0 or -EIO. */
 int rdx_random(void *buf, size_t len);

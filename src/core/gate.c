@@ -22,9 +22,9 @@
  * that a summary line.
  *
  * Where this side speaks first (a listening sender), it greets every new
- * connection with its HELLO, a fresh nonce each (link_greet), and waits
- * for the answer the same way; the nonce of the connection handed over
- * becomes the session's.
+ * connection with its HELLO, a fresh nonce and SPAKE2 half each
+ * (link_greet), and waits for the answer the same way; the nonce and half
+ * of the connection handed over become the session's.
  *
  * Transports that cannot tell whether a frame is waiting (frame_ready
  * NULL: verbs, whose rdma_cm connections cost a queue pair each) pass
@@ -55,6 +55,7 @@ struct gate_place {
 	char host[72];	  /* its address (peer_host) */
 	uint64_t since_ns;
 	uint8_t nonce[RDX_NONCE_LEN]; /* the HELLO it was greeted with */
+	struct rdx_pake pake;	      /* ... and its secret half */
 };
 
 struct gate_addr {
@@ -152,8 +153,10 @@ void link_gate_free(struct link_gate *g)
 
 	if (!g)
 		return;
-	for (i = 0; i < g->n; i++)
+	for (i = 0; i < g->n; i++) {
 		g->p[i].c->ops->close(g->p[i].c);
+		rdx_pake_clear(&g->p[i].pake);
+	}
 	for (i = 0; i < GATE_ADDRS; i++)
 		if (g->a[i].host[0])
 			flush_window(&g->a[i], rdx_now_ns());
@@ -166,26 +169,31 @@ void link_greet(struct rdx_session *s, bool on)
 		s->gate->greet = on;
 }
 
-int link_hello(uint8_t nonce[RDX_NONCE_LEN], uint8_t *buf, struct rdx_frame_hdr *h)
+int link_hello(const struct rdx_key *key, uint8_t nonce[RDX_NONCE_LEN],
+	       struct rdx_pake *pake, uint8_t *buf, struct rdx_frame_hdr *h)
 {
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
 	int ret = rdx_random(nonce, RDX_NONCE_LEN);
 
+	if (!ret)
+		ret = rdx_pake_start(pake, RDX_PAKE_A, key->bytes, key->len);
 	if (ret)
 		return ret;
 	memcpy(hello.nonce, nonce, RDX_NONCE_LEN);
+	memcpy(hello.share, pake->share, RDX_PAKE_SHARE_LEN);
 	*h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
 	h->len = (uint32_t)rdx_hello_encode(&hello, buf);
 	return 0;
 }
 
-/* Sends c a sender's HELLO with a fresh nonce, kept in nonce.  Returns 0
- * or a negative error. */
-static int greet(struct rdx_conn *c, uint8_t nonce[RDX_NONCE_LEN])
+/* Sends c a sender's HELLO of its own, kept in place.  Returns 0 or a
+ * negative error. */
+static int greet(struct rdx_session *s, struct rdx_conn *c,
+		 struct gate_place *place)
 {
 	struct rdx_frame_hdr h;
 	uint8_t buf[RDX_CTRL_MAX];
-	int ret = link_hello(nonce, buf, &h);
+	int ret = link_hello(&s->o->key, place->nonce, &place->pake, buf, &h);
 
 	return ret ? ret : c->ops->send(c, &h, buf);
 }
@@ -241,6 +249,19 @@ static bool turned_away(struct link_gate *g, struct rdx_conn *c)
 static void drop(struct link_gate *g, unsigned i)
 {
 	g->p[i] = g->p[--g->n];
+	rdx_pake_clear(&g->p[g->n].pake);
+}
+
+/* Hands place's connection over as the session's: the HELLO it was
+ * greeted with becomes the session's own. */
+static struct rdx_conn *hand_over(struct rdx_session *s, struct gate_place *place)
+{
+	if (s->gate->greet) {
+		memcpy(s->nonce_s, place->nonce, RDX_NONCE_LEN);
+		s->pake = place->pake;
+		rdx_pake_clear(&place->pake);
+	}
+	return place->c;
 }
 
 /* Places held by host. */
@@ -309,16 +330,15 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 			place = &g->p[g->n];
 			*place = (struct gate_place){ .c = c, .since_ns = rdx_now_ns() };
 			peer_host(c->peer, place->host, sizeof(place->host));
-			if (g->greet && greet(c, place->nonce)) {
+			if (g->greet && greet(s, c, place)) {
+				rdx_pake_clear(&place->pake);
 				log_reject(g, c->peer, "closed during the handshake");
 				c->ops->close(c);
 				continue;
 			}
 			/* The transport cannot tell, or it is all there. */
 			if (!c->ops->frame_ready || c->ops->frame_ready(c, &fd) > 0) {
-				if (g->greet)
-					memcpy(s->nonce_s, place->nonce, RDX_NONCE_LEN);
-				*out = c;
+				*out = hand_over(s, place);
 				return 0;
 			}
 			g->n++;
@@ -331,9 +351,7 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 
 			ret = c->ops->frame_ready(c, &fd);
 			if (ret > 0) {
-				if (g->greet)
-					memcpy(s->nonce_s, g->p[i].nonce, RDX_NONCE_LEN);
-				*out = c;
+				*out = hand_over(s, &g->p[i]);
 				drop(g, i);
 				return 0;
 			}

@@ -327,7 +327,7 @@ static int dial_streams(struct rdx_session *s)
 			return ret;
 		join_index(i, idx);
 		memcpy(j.nonce_r, s->nonce_r, RDX_NONCE_LEN);
-		ret = rdx_mac(&s->o->key, RDX_LABEL_JOIN, s->nonce_s, s->nonce_r,
+		ret = rdx_mac(&s->sk, RDX_LABEL_JOIN, s->nonce_s, s->nonce_r,
 			      idx, sizeof(idx), j.mac);
 		if (ret)
 			return sess_fail(s, ret, "cannot compute MAC");
@@ -386,7 +386,7 @@ static int accept_streams(struct rdx_session *s)
 			join_index(j.index, idx);
 			if (j.index >= s->nstreams || s->streams[j.index].conn ||
 			    memcmp(j.nonce_r, s->nonce_r, RDX_NONCE_LEN) ||
-			    !rdx_mac_check(&s->o->key, RDX_LABEL_JOIN, s->nonce_s,
+			    !rdx_mac_check(&s->sk, RDX_LABEL_JOIN, s->nonce_s,
 					   s->nonce_r, idx, sizeof(idx), j.mac))
 				ret = -RDX_EAUTH;
 		}

@@ -153,13 +153,14 @@ size_t rdx_hello_encode(const struct rdx_hello *m, uint8_t *out)
 	put16(out + 4, m->version);
 	put16(out + 6, 0);
 	memcpy(out + 8, m->nonce, RDX_NONCE_LEN);
-	if (!m->has_mac)
+	memcpy(out + 8 + RDX_NONCE_LEN, m->share, RDX_PAKE_SHARE_LEN);
+	if (!m->has_confirm)
 		return RDX_HELLO_S_LEN;
-	memcpy(out + 40, m->mac, RDX_MAC_LEN);
+	memcpy(out + RDX_HELLO_S_LEN, m->confirm, RDX_PAKE_CONFIRM_LEN);
 	return RDX_HELLO_R_LEN;
 }
 
-int rdx_hello_decode(const uint8_t *in, size_t len, bool want_mac,
+int rdx_hello_decode(const uint8_t *in, size_t len, bool want_confirm,
 		     struct rdx_hello *m)
 {
 	/* Check the magic and version before the length so that a future
@@ -169,13 +170,14 @@ int rdx_hello_decode(const uint8_t *in, size_t len, bool want_mac,
 	m->version = get16(in + 4);
 	if (m->version != RDX_PROTO_VERSION)
 		return -RDX_EVERSION;
-	if (len != (want_mac ? RDX_HELLO_R_LEN : RDX_HELLO_S_LEN) ||
+	if (len != (want_confirm ? RDX_HELLO_R_LEN : RDX_HELLO_S_LEN) ||
 	    get16(in + 6) != 0)
 		return -RDX_EPROTO;
 	memcpy(m->nonce, in + 8, RDX_NONCE_LEN);
-	m->has_mac = want_mac;
-	if (want_mac)
-		memcpy(m->mac, in + 40, RDX_MAC_LEN);
+	memcpy(m->share, in + 8 + RDX_NONCE_LEN, RDX_PAKE_SHARE_LEN);
+	m->has_confirm = want_confirm;
+	if (want_confirm)
+		memcpy(m->confirm, in + RDX_HELLO_S_LEN, RDX_PAKE_CONFIRM_LEN);
 	return 0;
 }
 
@@ -192,18 +194,20 @@ void rdx_opts_encode(const struct rdx_opts_wire *o, uint8_t out[RDX_OPTS_LEN])
 
 size_t rdx_auth_encode(const struct rdx_auth *m, uint8_t *out)
 {
-	memcpy(out, m->mac, RDX_MAC_LEN);
-	rdx_opts_encode(&m->opts, out + RDX_MAC_LEN);
+	memcpy(out, m->confirm, RDX_PAKE_CONFIRM_LEN);
+	memcpy(out + RDX_PAKE_CONFIRM_LEN, m->mac, RDX_MAC_LEN);
+	rdx_opts_encode(&m->opts, out + RDX_PAKE_CONFIRM_LEN + RDX_MAC_LEN);
 	return RDX_AUTH_LEN;
 }
 
 int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 {
-	const uint8_t *o = in + RDX_MAC_LEN;
+	const uint8_t *o = in + RDX_PAKE_CONFIRM_LEN + RDX_MAC_LEN;
 
 	if (len != RDX_AUTH_LEN)
 		return -RDX_EPROTO;
-	memcpy(m->mac, in, RDX_MAC_LEN);
+	memcpy(m->confirm, in, RDX_PAKE_CONFIRM_LEN);
+	memcpy(m->mac, in + RDX_PAKE_CONFIRM_LEN, RDX_MAC_LEN);
 	memcpy(m->opts_raw, o, RDX_OPTS_LEN);
 	m->opts.slot_size = get32(o);
 	m->opts.slots = get32(o + 4);

@@ -1,9 +1,11 @@
-/* rdxfer wire protocol, version 1: frame header and message codecs.
- * The full ladder and field tables are in docs/PROTOCOL.md.
+/* rdxfer wire protocol, version 2: frame header and message codecs.
+ * The full ladder and field tables are in docs/PROTOCOL.md.  The MACs
+ * are keyed with the session key Ke that SPAKE2 (pake.h) yields, never
+ * with the shared key itself.
  *
- *   sender   -> HELLO(version, nonce_s)
- *   receiver -> HELLO(version, nonce_r, mac_r)        sender checks mac_r
- *   sender   -> AUTH(mac_s, opts)                     receiver checks mac_s
+ *   sender   -> HELLO(version, nonce_s, pA)
+ *   receiver -> HELLO(version, nonce_r, pB, cB)       sender checks cB
+ *   sender   -> AUTH(cA, mac_s, opts)                 receiver checks cA, mac_s
  *   receiver -> ACCEPT(accept, mac_a)                 sender checks mac_a
  *   sender   -> JOIN(index, nonce_r, mac_j)           on streams 1..N-1
  *   sender   -> DATA(seq, payload)...                 on any stream
@@ -21,7 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RDX_PROTO_VERSION 1
+#include "pake.h"
+
+#define RDX_PROTO_VERSION 2
 #define RDX_MAGIC "RDXF"
 #define RDX_NONCE_LEN 32
 #define RDX_MAC_LEN 32
@@ -97,18 +101,20 @@ struct rdx_accept_wire {
 struct rdx_hello {
 	uint16_t version;
 	uint8_t nonce[RDX_NONCE_LEN];
-	uint8_t mac[RDX_MAC_LEN]; /* receiver's HELLO only */
-	bool has_mac;
+	uint8_t share[RDX_PAKE_SHARE_LEN];     /* pA or pB */
+	uint8_t confirm[RDX_PAKE_CONFIRM_LEN]; /* receiver's HELLO only: cB */
+	bool has_confirm;
 };
-#define RDX_HELLO_S_LEN 40
-#define RDX_HELLO_R_LEN 72
+#define RDX_HELLO_S_LEN (8 + RDX_NONCE_LEN + RDX_PAKE_SHARE_LEN)
+#define RDX_HELLO_R_LEN (RDX_HELLO_S_LEN + RDX_PAKE_CONFIRM_LEN)
 
 struct rdx_auth {
+	uint8_t confirm[RDX_PAKE_CONFIRM_LEN]; /* cA */
 	uint8_t mac[RDX_MAC_LEN];
 	uint8_t opts_raw[RDX_OPTS_LEN]; /* the bytes the MAC covers */
 	struct rdx_opts_wire opts;
 };
-#define RDX_AUTH_LEN (RDX_MAC_LEN + RDX_OPTS_LEN)
+#define RDX_AUTH_LEN (RDX_PAKE_CONFIRM_LEN + RDX_MAC_LEN + RDX_OPTS_LEN)
 
 struct rdx_accept {
 	uint8_t raw[RDX_ACCEPT_LEN];
@@ -160,7 +166,7 @@ int rdx_hdr_decode(const uint8_t in[RDX_HDR_LEN], uint32_t max_data,
  * returns the length; each decoder returns 0, -RDX_EPROTO for a malformed
  * payload or -RDX_EVERSION for a version it does not speak. */
 size_t rdx_hello_encode(const struct rdx_hello *m, uint8_t *out);
-int rdx_hello_decode(const uint8_t *in, size_t len, bool want_mac,
+int rdx_hello_decode(const uint8_t *in, size_t len, bool want_confirm,
 		     struct rdx_hello *m);
 
 void rdx_opts_encode(const struct rdx_opts_wire *o, uint8_t out[RDX_OPTS_LEN]);

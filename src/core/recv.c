@@ -714,19 +714,24 @@ static int hs_reject(struct hs_err *e, int err, const char *fmt, ...)
 	return 1;
 }
 
-/* HELLO in, HELLO with our proof out, AUTH in and checked.  Returns 0 when
- * the sender proved the key (auth filled), 1 when the connection was
- * rejected (closed, e says why), or a recorded error that ends rdrecv (the
+/* HELLO in, HELLO with our SPAKE2 share and confirmation out, AUTH in and
+ * checked: its confirmation is the one guess the connection gets, its MAC
+ * (keyed with the session key) covers the options.  Returns 0 when the
+ * sender proved the key (auth filled), 1 when the connection was rejected
+ * (closed, e says why), or a recorded error that ends rdrecv (the
  * connection closed). */
 static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 			struct rdx_auth *auth, struct hs_err *e)
 {
 	const struct rdx_xfer_opts *o = s->o;
 	struct rdx_hello hello;
+	struct rdx_pake_result r = { 0 };
+	uint8_t peer[RDX_PAKE_SHARE_LEN];
 	struct rdx_errmsg em;
 	struct rdx_frame_hdr h;
 	uint8_t buf[RDX_CTRL_MAX + RDX_TAG_LEN];
 	const char *why = NULL;
+	bool ok;
 	int ret;
 
 	ret = sess_recv_ctrl(s, c, &h, buf, false, &em);
@@ -746,14 +751,27 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 		why = ret == -RDX_EPROTO ? "not an rdxfer sender" : link_hs_reason(ret);
 	if (!ret) {
 		memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
-		hello.has_mac = true;
 		if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
-		    rdx_mac(&o->key, RDX_LABEL_RECEIVER, s->nonce_s, s->nonce_r,
-			    NULL, 0, hello.mac)) {
+		    rdx_pake_start(&s->pake, RDX_PAKE_B, o->key.bytes, o->key.len)) {
 			c->ops->close(c);
-			return sess_fail(s, -EIO, "cannot compute MAC");
+			return sess_fail(s, -EIO, "cannot start the key exchange");
 		}
+		/* Our HELLO is built in the sender's: its share goes to
+		 * the exchange first. */
 		memcpy(hello.nonce, s->nonce_r, RDX_NONCE_LEN);
+		memcpy(peer, hello.share, RDX_PAKE_SHARE_LEN);
+		memcpy(hello.share, s->pake.share, RDX_PAKE_SHARE_LEN);
+		ret = sess_pake_finish(s, peer, &r);
+		if (ret && sess_error(s)) {
+			c->ops->close(c);
+			return ret;
+		}
+		if (ret)
+			why = "not an rdxfer sender";
+	}
+	if (!ret) {
+		memcpy(hello.confirm, r.conf_b, RDX_PAKE_CONFIRM_LEN);
+		hello.has_confirm = true;
 		h = (struct rdx_frame_hdr){ .type = RDX_F_HELLO };
 		h.len = (uint32_t)rdx_hello_encode(&hello, buf);
 		ret = c->ops->send(c, &h, buf);
@@ -764,6 +782,8 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 		if (ret)
 			why = ret == -RDX_EPROTO ? "malformed authentication" : link_hs_reason(ret);
 	}
+	if (ret)
+		rdx_pake_result_clear(&r);
 	if (ret == -RDX_EINTR) {
 		c->ops->close(c);
 		return sess_fail(s, -RDX_EINTR, "interrupted");
@@ -778,14 +798,21 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 		c->ops->close(c);
 		return hs_reject(e, ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret, "%s", why);
 	}
-	if (!rdx_mac_check(&o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
-			   auth->opts_raw, RDX_OPTS_LEN, auth->mac)) {
-		/* Its HELLO carried no proof: a wrong key and options
-		 * altered on the way look the same from here. */
+	ok = rdx_pake_confirm_ok(r.conf_a, auth->confirm);
+	rdx_pake_result_clear(&r);
+	if (!ok) {
 		link_reject(c, RDX_EAUTH, "authentication failed (wrong key?)");
 		e->wrong_key = true;
+		return hs_reject(e, -RDX_EAUTH, "authentication failed (wrong key?)");
+	}
+	/* The key is proven: a MAC that fails now means the options were
+	 * changed on the way. */
+	if (!rdx_mac_check(&s->sk, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
+			   auth->opts_raw, RDX_OPTS_LEN, auth->mac)) {
+		link_reject(c, RDX_EAUTH, "authentication failed: options altered on the way");
 		return hs_reject(e, -RDX_EAUTH,
-				 "authentication failed (wrong key, or its options altered on the way)");
+				 "authentication failed: the sender proved the key but its options "
+				 "were altered on the way");
 	}
 	return 0;
 }
@@ -813,7 +840,7 @@ static int accept_sender(struct receiver *x, struct rdx_conn *c,
 	if (ret)
 		return ret;
 	rdx_accept_wire_encode(&acc.acc, acc.raw);
-	if (rdx_mac(&o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r, acc.raw,
+	if (rdx_mac(&s->sk, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r, acc.raw,
 		    RDX_ACCEPT_LEN, acc.mac))
 		return sess_fail(s, -EIO, "cannot compute MAC");
 	h.len = (uint32_t)rdx_accept_encode(&acc, buf);

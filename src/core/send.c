@@ -327,9 +327,11 @@ static int hs_failed(struct rdx_session *s, struct hs_err *e, int ret,
 	return ret;
 }
 
-/* HELLO both ways: our nonce out (unless the gate sent it: sent), the
- * receiver's nonce and proof back. */
-static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e, bool sent)
+/* HELLO both ways: our nonce and SPAKE2 share out (unless the gate sent
+ * them: sent), the receiver's nonce, share and confirmation back; r gets
+ * the exchange's result. */
+static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
+			  bool sent, struct rdx_pake_result *r)
 {
 	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_hello hello;
@@ -337,7 +339,7 @@ static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
 	int ret = 0;
 
 	if (!sent) {
-		ret = link_hello(s->nonce_s, buf, &h);
+		ret = link_hello(&s->o->key, s->nonce_s, &s->pake, buf, &h);
 		if (ret)
 			return sess_fail(s, ret, "no randomness available");
 		ret = sess_send(&s->streams[0], &h, buf);
@@ -351,14 +353,19 @@ static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
 	if (ret)
 		return hs_failed(s, e, ret, "hello");
 	memcpy(s->nonce_r, hello.nonce, RDX_NONCE_LEN);
-	if (!rdx_mac_check(&s->o->key, RDX_LABEL_RECEIVER, s->nonce_s,
-			   s->nonce_r, NULL, 0, hello.mac))
+	ret = sess_pake_finish(s, hello.share, r);
+	if (ret)
+		return sess_error(s) ? ret : hs_failed(s, e, ret, "hello");
+	/* The one guess this connection allows: the receiver's. */
+	if (!rdx_pake_confirm_ok(r->conf_b, hello.confirm))
 		return hs_failed(s, e, -RDX_EAUTH, "authentication failed (wrong key?)");
 	return 0;
 }
 
-/* AUTH with our options, ACCEPT with what the receiver settled on. */
-static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
+/* AUTH with our confirmation and options, ACCEPT with what the receiver
+ * settled on. */
+static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
+			 const struct rdx_pake_result *r)
 {
 	struct rdx_conn *c = s->streams[0].conn;
 	struct rdx_frame_hdr h = { .type = RDX_F_AUTH };
@@ -368,7 +375,8 @@ static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
 
 	auth.opts = s->opts;
 	rdx_opts_encode(&auth.opts, auth.opts_raw);
-	ret = rdx_mac(&s->o->key, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
+	memcpy(auth.confirm, r->conf_a, RDX_PAKE_CONFIRM_LEN);
+	ret = rdx_mac(&s->sk, RDX_LABEL_SENDER, s->nonce_s, s->nonce_r,
 		      auth.opts_raw, RDX_OPTS_LEN, auth.mac);
 	if (ret)
 		return sess_fail(s, ret, "cannot compute MAC");
@@ -387,7 +395,7 @@ static int exchange_auth(struct rdx_session *s, uint8_t *buf, struct hs_err *e)
 		ret = -RDX_EPROTO;
 	if (ret)
 		return hs_failed(s, e, ret, "authentication");
-	if (!rdx_mac_check(&s->o->key, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
+	if (!rdx_mac_check(&s->sk, RDX_LABEL_ACCEPT, s->nonce_s, s->nonce_r,
 			   acc.raw, RDX_ACCEPT_LEN, acc.mac) ||
 	    acc.acc.streams > s->opts.streams)
 		return hs_failed(s, e, -RDX_EAUTH,
@@ -411,10 +419,12 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 	uint64_t wait = link_wait_deadline(s);
 
 	/* Listening, the gate greets every connection with our HELLO and
-	 * hands over one whose answer is in (s->nonce_s its nonce). */
+	 * hands over one whose answer is in (s->nonce_s and s->pake its
+	 * HELLO's). */
 	link_greet(s, !link_dials(s));
 	for (;;) {
 		struct hs_err e = { 0 };
+		struct rdx_pake_result r;
 		struct rdx_conn *c;
 		int ret;
 
@@ -430,9 +440,10 @@ static int meet_receiver(struct sender *x, uint8_t *buf)
 		 * Ctrl-C; the data phase relies on socket timeouts and
 		 * shutdown instead. */
 		c->ops->set_deadline(c, link_hs_deadline(s, wait), s->o->interrupted);
-		ret = exchange_hello(s, buf, &e, !link_dials(s));
+		ret = exchange_hello(s, buf, &e, !link_dials(s), &r);
 		if (!ret)
-			ret = exchange_auth(s, buf, &e);
+			ret = exchange_auth(s, buf, &e, &r);
+		rdx_pake_result_clear(&r);
 		if (!ret) {
 			link_greet(s, false); /* the JOINs speak first */
 			link_succeeded(s, c->peer);

@@ -67,6 +67,8 @@ void sess_release(struct rdx_session *s)
 	rdx_seal_free(s->ctrl_tx);
 	rdx_seal_free(s->ctrl_rx);
 	XXH3_freeState(s->hash);
+	rdx_pake_clear(&s->pake);
+	OPENSSL_cleanse(s->ke, sizeof(s->ke));
 	OPENSSL_cleanse(s->key_tx, sizeof(s->key_tx));
 	OPENSSL_cleanse(s->key_rx, sizeof(s->key_rx));
 	pthread_cond_destroy(&s->cond);
@@ -174,12 +176,39 @@ int sess_error(struct rdx_session *s)
 	return err;
 }
 
+int sess_pake_finish(struct rdx_session *s,
+		     const uint8_t peer[RDX_PAKE_SHARE_LEN],
+		     struct rdx_pake_result *r)
+{
+	static const char id_a[] = "rdxfer-2 sender", id_b[] = "rdxfer-2 receiver";
+	uint8_t aad[2 * RDX_NONCE_LEN];
+	struct rdx_pake_ctx ctx = {
+		.id_a = id_a, .id_a_len = sizeof(id_a) - 1,
+		.id_b = id_b, .id_b_len = sizeof(id_b) - 1,
+		.aad = aad, .aad_len = sizeof(aad),
+	};
+	int ret;
+
+	memcpy(aad, s->nonce_s, RDX_NONCE_LEN);
+	memcpy(aad + RDX_NONCE_LEN, s->nonce_r, RDX_NONCE_LEN);
+	ret = rdx_pake_finish(&s->pake, &ctx, peer, r);
+	rdx_pake_clear(&s->pake);
+	if (ret == -EINVAL)
+		return -RDX_EPROTO;
+	if (ret)
+		return sess_fail(s, ret, "cannot run the key exchange");
+	memcpy(s->ke, r->ke, sizeof(s->ke));
+	s->sk.bytes = s->ke;
+	s->sk.len = sizeof(s->ke);
+	return 0;
+}
+
 int sess_setup_crypto(struct rdx_session *s, bool sender)
 {
 	uint8_t s2r[32], r2s[32];
 	int ret;
 
-	ret = rdx_derive_keys(&s->o->key, s->nonce_s, s->nonce_r, s2r, r2s);
+	ret = rdx_derive_keys(&s->sk, s->nonce_s, s->nonce_r, s2r, r2s);
 	memcpy(s->key_tx, sender ? s2r : r2s, 32);
 	memcpy(s->key_rx, sender ? r2s : s2r, 32);
 	OPENSSL_cleanse(s2r, sizeof(s2r));
@@ -195,7 +224,7 @@ int sess_setup_crypto(struct rdx_session *s, bool sender)
 
 int sess_list_key(struct rdx_session *s, uint8_t *out)
 {
-	if (rdx_mac(&s->o->key, RDX_LABEL_LIST, s->nonce_s, s->nonce_r, NULL, 0, out))
+	if (rdx_mac(&s->sk, RDX_LABEL_LIST, s->nonce_s, s->nonce_r, NULL, 0, out))
 		return sess_fail(s, -EIO, "cannot derive the listing's key");
 	return 0;
 }

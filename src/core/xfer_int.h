@@ -2,6 +2,7 @@
 #ifndef RDX_XFER_INT_H
 #define RDX_XFER_INT_H
 
+#include "auth.h"
 #include "progress.h"
 #include "proto.h"
 #include "ring.h"
@@ -33,9 +34,15 @@ struct rdx_session {
 	struct rdx_listener *lis; /* listening side only (link.c) */
 	struct link_gate *gate;	  /* ... and its strays (gate.c) */
 
-	/* Settled by the handshake, then read-only. */
+	/* Settled by the handshake, then read-only.  Every MAC and key of
+	 * the session comes from sk (SPAKE2's Ke), none from the shared
+	 * key: a peer that does not know it learns nothing to test a
+	 * guess against. */
 	uint8_t nonce_s[RDX_NONCE_LEN];
 	uint8_t nonce_r[RDX_NONCE_LEN];
+	struct rdx_pake pake; /* this side's half, until the peer's share is in */
+	uint8_t ke[RDX_PAKE_KEY_LEN];
+	struct rdx_key sk; /* ke, as a key */
 	uint8_t key_tx[32];
 	uint8_t key_rx[32];
 	struct rdx_opts_wire opts; /* as the sender proposed them */
@@ -96,13 +103,21 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	      const char *peer_role);
 void sess_release(struct rdx_session *s);
 
+/* Runs SPAKE2 to its end with the peer's share (both nonces known, this
+ * side's half in s->pake): sets the session key s->sk and fills r with
+ * both confirmations.  Returns 0, -RDX_EPROTO for a share that is not a
+ * valid point, or a recorded error. */
+int sess_pake_finish(struct rdx_session *s,
+		     const uint8_t peer[RDX_PAKE_SHARE_LEN],
+		     struct rdx_pake_result *r);
+
 /* Derives this session's keys (both nonces are known) and the control
  * frame contexts, the right way round for the sending or receiving side.
  * Returns 0 or a recorded error. */
 int sess_setup_crypto(struct rdx_session *s, bool sender);
 
 /* --checksum: the key a listing's content hashes are keyed with, from
- * the shared key and both nonces (RDX_LIST_KEY_LEN bytes).  Returns 0 or
+ * the session key and both nonces (RDX_LIST_KEY_LEN bytes).  Returns 0 or
  * a recorded error. */
 int sess_list_key(struct rdx_session *s, uint8_t *out);
 
@@ -243,13 +258,15 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 		     uint64_t deadline, uint64_t first_ms, struct rdx_conn **out);
 
 /* A listener that speaks first (a sender): with on, the gate greets every
- * connection it takes in with a HELLO of a fresh nonce and hands over one
- * whose answer is in, its nonce in s->nonce_s. */
+ * connection it takes in with a HELLO of its own (a fresh nonce and SPAKE2
+ * half each) and hands over one whose answer is in, with its nonce and
+ * half in s->nonce_s and s->pake. */
 void link_greet(struct rdx_session *s, bool on);
 
-/* A sender's HELLO with a fresh nonce (into nonce) in buf and *h.
- * Returns 0 or -EIO. */
-int link_hello(uint8_t nonce[RDX_NONCE_LEN], uint8_t *buf, struct rdx_frame_hdr *h);
+/* A sender's HELLO in buf and *h: a fresh nonce (into nonce) and the
+ * share of a fresh SPAKE2 half over key (into pake).  Returns 0 or -EIO. */
+int link_hello(const struct rdx_key *key, uint8_t nonce[RDX_NONCE_LEN],
+	       struct rdx_pake *pake, uint8_t *buf, struct rdx_frame_hdr *h);
 
 /* A listener rejected peer's handshake (why): logged, one line or in a
  * summary, and peer's address is slowed down after a few. */

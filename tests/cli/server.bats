@@ -106,6 +106,32 @@ server_start() {
 	assert_file_match "$D/s.err" '^rdsend: rejected connection from 127\.0\.0\.1:[0-9]+: authentication failed \(wrong key\?\)$'
 }
 
+@test "server: a failed exchange gives a guessing receiver nothing to test keys against offline" {
+	# The listening sender speaks first (its share); badpeer answers as a
+	# receiver with a wrong key.  Only an AUTH (the sender's confirmation)
+	# would carry something of the key: rdsend sends it only to a
+	# receiver that proved the key, so none of the list verifies.
+	[ -x "$RDX_BUILD/tests/badpeer" ] || fail "badpeer not built"
+	mkrand "$D/src" 100000
+	printf '%s\n' 123456 dragon2023 "$KEY" letmein >"$D/dict"
+	echo "$KEY" >"$D/s.in"
+	server_start s rdsend --timeout 10 --connect-timeout 20 "$D/src"
+	run_t "$RDX_BUILD/tests/badpeer" guess-receiver "wrong-$KEY" "$D/dict" 127.0.0.1 "$SRV_PORT"
+	assert_status 0
+	[ "$output" = "$(printf 'online: wrong\nanswer: ERROR\nverified: 0')" ] ||
+		fail "badpeer: $output"
+	# The check is real: with the right key the AUTH comes, and verifies.
+	run_t "$RDX_BUILD/tests/badpeer" guess-receiver "$KEY" "$D/dict" 127.0.0.1 "$SRV_PORT"
+	assert_status 0
+	[ "$output" = "$(printf 'online: right\nanswer: AUTH\nverifies: %s\nverified: 1' "$KEY")" ] ||
+		fail "badpeer: $output"
+	RDX_KEY=$KEY run_t "$RDRECV" --timeout 10 --connect 127.0.0.1 "$SRV_PORT" "$D/dst"
+	assert_status 0
+	wait_exit "$SRV_PID" 20
+	assert_rc s "$WAIT_RC" 0
+	assert_same "$D/src" "$D/dst"
+}
+
 @test "server: a stray connection does not stop rdsend --server" {
 	mkrand "$D/src" 100000
 	echo "$KEY" >"$D/s.in"

@@ -5,11 +5,12 @@
  *        badpeer corrupt HOST PORT LISTEN_PORT
  *        badpeer strip-encrypt HOST PORT LISTEN_PORT
  *        badpeer flood|wrong-keys|slowloris N HOST PORT
+ *        badpeer guess-sender|guess-receiver GUESS DICT HOST PORT
  *
  *   garbage      4 KiB of random bytes
- *   short-hello  a valid HELLO header (len 40), then only 10 payload bytes
+ *   short-hello  a valid HELLO header (len 105), then only 10 payload bytes
  *   huge-len     a HELLO header with len 0xFFFFFFFF, then a few bytes
- *   bad-version  a complete 40-byte HELLO with version 99
+ *   bad-version  a complete HELLO with version 99
  *   silent       connect and send nothing for 30 s
  *   corrupt      a man in the middle: accepts one connection on
  *                127.0.0.1:LISTEN_PORT, relays it to HOST PORT, and flips
@@ -18,18 +19,28 @@
  *   flood N      opens N connections that say nothing, holds them for
  *                30 s (or until killed), opening a new one for each the
  *                receiver closes: the strays of a lockout attempt
- *   wrong-keys N a valid HELLO and an AUTH with a random MAC, N times, one
- *                connection each, as fast as the receiver answers: a key
- *                guesser
+ *   wrong-keys N the whole exchange with a random key (a real share, the
+ *                confirmation for it), N times, one connection each, as
+ *                fast as the receiver answers: an online key guesser
+ *   guess-sender GUESS DICT HOST PORT
+ *                one exchange with key GUESS as a sender dialing rdrecv;
+ *                then, offline, every line of DICT is tried against what
+ *                the receiver sent (its share and confirmation).  Prints
+ *                "online: right|wrong", "answer: ACCEPT|ERROR|closed",
+ *                "verifies: KEY" per key that checks out, "verified: N"
+ *   guess-receiver GUESS DICT HOST PORT
+ *                the same as a receiver dialing rdsend --server: answers
+ *                its HELLO with a share and confirmation for GUESS; only
+ *                an AUTH (cA) would carry anything to try DICT against
  *   slowloris N  (an HTTP server: rds3 serve) N connections, each sending
  *                the start of a request header and then one byte every
  *                2 s, reconnecting when dropped, for 30 s
  *   (BADPEER_BIND=ADDR: connect from that local address, 127.0.0.2 say)
  *   strip-encrypt  the same man in the middle, but it clears the encrypt
  *                byte of the sender's AUTH options (a downgrade attack)
- *   bad-auth     a valid HELLO, read the receiver's HELLO, then an AUTH
- *                with plausible options but a random MAC (a sender that
- *                ignores mac_r and does not know the key)
+ *   bad-auth     one exchange with a random key: a real share, the
+ *                receiver's HELLO read, an AUTH with plausible options and
+ *                the confirmation for the wrong key
  *   trickle      a valid HELLO sent one byte every 2 s (slowloris): the
  *                receiver must give up on it within its handshake budget
  *   oversize     (needs RDX_KEY) authenticates properly, announces a
@@ -45,14 +56,14 @@
  * short-hello closes at once: a truncated frame followed by EOF.
  *
  * Exit codes: 0 sent (whatever the receiver did afterwards), 1 could not
- * connect or send, 2 usage.  Sockets and libcrypto's HMAC only; nothing
- * from src/ is used so this keeps working whatever state the project code
- * is in.
+ * connect or send, 2 usage.  Sockets, libcrypto and the handshake of
+ * peer.h (SPAKE2 from src/core/pake.c, nothing else from src/).
  *
  * Frame header (docs/PROTOCOL.md), 24 bytes, big-endian:
  *   type u8 | flags u8 | stream u16 | len u32 | plain_len u32 |
  *   reserved u32 | seq u64
- * Sender HELLO payload: "RDXF" | version u16 | reserved u16 | nonce[32].
+ * Sender HELLO payload: "RDXF" | version u16 | reserved u16 | nonce[32] |
+ * pA[65] (peer.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -77,29 +88,17 @@
 #include <stdbool.h>
 #include <xxhash.h>
 
-#define HDR_LEN	    24
-#define HELLO_LEN   40
-#define AUTH_LEN    56
+#include "peer.h"
+
+#define HDR_LEN	    PEER_HDR_LEN
+#define HELLO_LEN   PEER_HELLO_S_LEN
+#define AUTH_LEN    PEER_AUTH_LEN
 #define CTRL_MAX    4096
 #define FRAME_HELLO 1
 #define FRAME_AUTH  2
 #define FRAME_DATA  5
 #define FRAME_EOS   6
 #define FRAME_JOIN_ACCEPT 3
-
-static void put_be16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)(v >> 8);
-	p[1] = (unsigned char)v;
-}
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
 
 /* Fills buf with bytes from /dev/urandom, or from rand() if that fails. */
 static void fill_random(unsigned char *buf, size_t n)
@@ -137,90 +136,114 @@ static void make_hdr(unsigned char *h, uint8_t type, uint32_t len)
 	/* plain_len, reserved and seq stay 0 */
 }
 
-/* Writes a 40-byte sender HELLO payload announcing the given version. */
+/* A random key, as a guesser would try one. */
+static void guess_key(char key[33])
+{
+	static const char digits[] = "0123456789abcdef";
+	unsigned char b[16];
+	int i;
+
+	fill_random(b, sizeof(b));
+	for (i = 0; i < 16; i++) {
+		key[2 * i] = digits[b[i] >> 4];
+		key[2 * i + 1] = digits[b[i] & 15];
+	}
+	key[32] = '\0';
+}
+
+/* Writes a sender HELLO payload (HELLO_LEN bytes, a real share for a
+ * random key) announcing the given version. */
 static void make_hello(unsigned char *p, uint16_t version)
 {
-	memcpy(p, "RDXF", 4);
+	struct peer_hs h;
+	char key[33];
+
+	guess_key(key);
+	if (peer_hello(&h, key, p) < 0)
+		fill_random(p + 8, HELLO_LEN - 8);
 	put_be16(p + 4, version);
-	put_be16(p + 6, 0);
-	fill_random(p + 8, 32);
 }
 
-/* Sends all n bytes; returns 0, or -1 with errno set. */
-static int send_full(int fd, const unsigned char *buf, size_t n)
+/* Reads one frame whose payload fits buf (CTRL_MAX): 0, or -1. */
+static int recv_frame(int fd, unsigned char *buf, uint8_t *type, uint32_t *len)
 {
-	while (n > 0) {
-		ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		buf += w;
-		n -= (size_t)w;
-	}
+	if (recv_full(fd, buf, HDR_LEN) < 0)
+		return -1;
+	*type = buf[0];
+	*len = get_be32(buf + 4);
+	if (*len > CTRL_MAX || recv_full(fd, buf + HDR_LEN, *len) < 0)
+		return -1;
 	return 0;
 }
 
-/* Reads exactly n bytes; returns 0, or -1 on error or EOF. */
-static int recv_full(int fd, unsigned char *buf, size_t n)
+/* Plausible options: slot_size, slots, streams 1, no compression or
+ * encryption, flags, size (src/core/proto.h, rdx_opts_wire). */
+static void make_opts(unsigned char opts[PEER_OPTS_LEN], uint32_t slot,
+		      uint32_t flags, uint32_t size)
 {
-	while (n > 0) {
-		ssize_t r = recv(fd, buf, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		buf += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static uint32_t get_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+	memset(opts, 0, PEER_OPTS_LEN);
+	put_be32(opts, slot);
+	put_be32(opts + 4, 16);
+	put_be16(opts + 8, 1);
+	put_be32(opts + 12, flags);
+	put_be32(opts + 20, size); /* the low half of the u64 */
 }
 
 /*
- * bad-auth: a correct HELLO, then the receiver's HELLO is read and
- * answered with an AUTH frame carrying a random MAC and zero options.
- * Returns 0 once the AUTH went out, -1 if the exchange broke earlier.
+ * The sender's side of the handshake with key, up to and including AUTH
+ * (plausible options, 1 MiB slots unless opts is given).  Returns 1 when
+ * the receiver proved key, 0 when it did not (a guess that failed: the
+ * AUTH went out all the same, as a guesser's would), -1 when the exchange
+ * broke.  cb gets the receiver's confirmation when not NULL.
  */
-static int send_bad_auth(int fd)
+static int sender_handshake(int fd, struct peer_hs *h, const char *key,
+			    const unsigned char *opts, unsigned char cb[32])
 {
-	unsigned char buf[HDR_LEN + CTRL_MAX];
+	unsigned char buf[HDR_LEN + CTRL_MAX], o[PEER_OPTS_LEN];
 	uint32_t len;
+	uint8_t type;
+	int ok;
 
 	make_hdr(buf, FRAME_HELLO, HELLO_LEN);
-	make_hello(buf + HDR_LEN, 1);
-	if (send_full(fd, buf, HDR_LEN + HELLO_LEN) < 0)
+	if (peer_hello(h, key, buf + HDR_LEN) < 0 ||
+	    send_full(fd, buf, HDR_LEN + HELLO_LEN) < 0)
 		return -1;
-	if (recv_full(fd, buf, HDR_LEN) < 0) {
+	if (recv_frame(fd, buf, &type, &len) < 0) {
 		fprintf(stderr, "badpeer: no HELLO from the receiver\n");
 		return -1;
 	}
-	len = get_be32(buf + 4);
-	if (buf[0] != FRAME_HELLO || len > CTRL_MAX ||
-	    recv_full(fd, buf + HDR_LEN, len) < 0) {
+	ok = type == FRAME_HELLO ? peer_hello_reply(h, buf + HDR_LEN, len) : -1;
+	if (ok < 0) {
 		fprintf(stderr, "badpeer: unexpected reply (type %u len %u)\n",
-			buf[0], (unsigned)len);
+			type, (unsigned)len);
 		return -1;
 	}
-	/*
-	 * Plausible options, so only the MAC is wrong: slot_size u32 = 1M,
-	 * slots u32 = 16, streams u16 = 1, compress u8 = 0, encrypt u8 = 0,
-	 * flags u32 = 0, size u64 = 0 (src/core/proto.h, rdx_opts_wire).
-	 */
+	if (cb)
+		memcpy(cb, buf + HDR_LEN + PEER_HELLO_S_LEN, 32);
+	if (!opts) {
+		make_opts(o, 1u << 20, 0, 0);
+		opts = o;
+	}
 	make_hdr(buf, FRAME_AUTH, AUTH_LEN);
-	fill_random(buf + HDR_LEN, 32);
-	memset(buf + HDR_LEN + 32, 0, AUTH_LEN - 32);
-	put_be32(buf + HDR_LEN + 32, 1u << 20);
-	put_be32(buf + HDR_LEN + 36, 16);
-	put_be16(buf + HDR_LEN + 40, 1);
-	return send_full(fd, buf, HDR_LEN + AUTH_LEN);
+	if (peer_auth(h, opts, buf + HDR_LEN) < 0 ||
+	    send_full(fd, buf, HDR_LEN + AUTH_LEN) < 0)
+		return -1;
+	return ok;
+}
+
+/*
+ * bad-auth: the whole exchange with a random key, as a guesser runs it:
+ * a real share, the receiver's HELLO read, an AUTH carrying the
+ * confirmation for the guess.  Returns 0 once the AUTH went out, -1 if
+ * the exchange broke earlier.
+ */
+static int send_bad_auth(int fd)
+{
+	struct peer_hs h;
+	char key[33];
+
+	guess_key(key);
+	return sender_handshake(fd, &h, key, NULL, NULL) < 0 ? -1 : 0;
 }
 
 /*
@@ -230,47 +253,19 @@ static int send_bad_auth(int fd)
  */
 static int send_sized(int fd, const char *key, bool under)
 {
-	unsigned char buf[HDR_LEN + CTRL_MAX], ns[32], nr[32], msg[128];
-	unsigned char opts[24], chunk[HDR_LEN + 4096];
-	unsigned int mlen = 0;
+	unsigned char buf[HDR_LEN + CTRL_MAX], opts[PEER_OPTS_LEN];
+	unsigned char chunk[HDR_LEN + 4096];
+	struct peer_hs h;
 	uint32_t len;
+	uint8_t type;
 	int i;
 
-	make_hdr(buf, FRAME_HELLO, HELLO_LEN);
-	make_hello(buf + HDR_LEN, 1);
-	memcpy(ns, buf + HDR_LEN + 8, 32);
-	if (send_full(fd, buf, HDR_LEN + HELLO_LEN) < 0 ||
-	    recv_full(fd, buf, HDR_LEN) < 0)
-		return -1;
-	len = get_be32(buf + 4);
-	if (buf[0] != FRAME_HELLO || len != 72 ||
-	    recv_full(fd, buf + HDR_LEN, len) < 0)
-		return -1;
-	memcpy(nr, buf + HDR_LEN + 8, 32);
-
-	memset(opts, 0, sizeof(opts));
-	put_be32(opts, 4096);	   /* slot_size */
-	put_be32(opts + 4, 16);	   /* slots */
-	put_be16(opts + 8, 1);	   /* streams */
-	put_be32(opts + 12, 1);	   /* flags: size known */
-	put_be32(opts + 20, under ? 8192 : 4096); /* size (low half of the u64) */
-	memcpy(msg, "rdxfer-1 sender", 15);
-	memcpy(msg + 15, ns, 32);
-	memcpy(msg + 47, nr, 32);
-	memcpy(msg + 79, opts, 24);
-	make_hdr(buf, FRAME_AUTH, AUTH_LEN);
-	if (!HMAC(EVP_sha256(), key, (int)strlen(key), msg, 103,
-		  buf + HDR_LEN, &mlen))
-		return -1;
-	memcpy(buf + HDR_LEN + 32, opts, 24);
-	if (send_full(fd, buf, HDR_LEN + AUTH_LEN) < 0 ||
-	    recv_full(fd, buf, HDR_LEN) < 0 || buf[0] != FRAME_JOIN_ACCEPT) {
+	make_opts(opts, 4096, 1 /* size known */, under ? 8192 : 4096);
+	if (sender_handshake(fd, &h, key, opts, NULL) != 1 ||
+	    recv_frame(fd, buf, &type, &len) < 0 || type != FRAME_JOIN_ACCEPT) {
 		fprintf(stderr, "badpeer: not accepted (wrong RDX_KEY?)\n");
 		return -1;
 	}
-	len = get_be32(buf + 4);
-	if (len > CTRL_MAX || recv_full(fd, buf + HDR_LEN, len) < 0)
-		return -1;
 	for (i = 0; i < (under ? 1 : 2); i++) {
 		make_hdr(chunk, FRAME_DATA, 4096);
 		put_be32(chunk + 8, 4096);		/* plain_len */
@@ -280,14 +275,14 @@ static int send_sized(int fd, const char *key, bool under)
 			return -1;
 	}
 	if (under) { /* EOS: total 4096, 1 chunk, the hash of what was sent */
-		XXH128_canonical_t h;
+		XXH128_canonical_t hash;
 
-		XXH128_canonicalFromHash(&h, XXH3_128bits(chunk + HDR_LEN, 4096));
+		XXH128_canonicalFromHash(&hash, XXH3_128bits(chunk + HDR_LEN, 4096));
 		make_hdr(buf, FRAME_EOS, 32);
 		memset(buf + HDR_LEN, 0, 16);
 		put_be32(buf + HDR_LEN + 4, 4096);
 		put_be32(buf + HDR_LEN + 12, 1);
-		memcpy(buf + HDR_LEN + 16, h.digest, 16);
+		memcpy(buf + HDR_LEN + 16, hash.digest, 16);
 		if (send_full(fd, buf, HDR_LEN + 32) < 0)
 			return -1;
 	}
@@ -399,10 +394,10 @@ static int linger_until_closed(int fd, int ms)
 /*
  * Frame tracker for the sender-to-receiver direction of the corrupt
  * proxy: flips one bit in the middle of the second DATA payload, or
- * (strip) clears the encrypt byte of AUTH's options (after the 32-byte
+ * (strip) clears the encrypt byte of AUTH's options (after cA and the
  * MAC: slot_size u32, slots u32, streams u16, compress u8, encrypt u8).
  */
-#define AUTH_ENCRYPT_AT (32 + 11)
+#define AUTH_ENCRYPT_AT (RDX_PAKE_CONFIRM_LEN + 32 + 11)
 
 struct tracker {
 	int strip;	  /* strip-encrypt, not corrupt */
@@ -594,7 +589,7 @@ static int run_slowloris(int n, const char *host, const char *port)
 	return 0;
 }
 
-/* wrong-keys: n handshakes with a random MAC, one after the other. */
+/* wrong-keys: n exchanges with a random key, one after the other. */
 static int run_wrong_keys(int n, const char *host, const char *port)
 {
 	int i;
@@ -611,12 +606,138 @@ static int run_wrong_keys(int n, const char *host, const char *port)
 	return 0;
 }
 
+/*
+ * Offline: does candidate key c make the transcript check out?  As the
+ * attacker in role `role` with its own secret scalar and share (from h),
+ * the peer's share, and what the peer sent that depends on the key
+ * (want: cB when the attacker was the sender, cA when it was the
+ * receiver).  An attacker can do no better than redo the exchange with
+ * w(c) in place of the w it masked with; only when c is the key it sent
+ * with can the result match (docs/PROTOCOL.md, "Security").
+ */
+static bool candidate_verifies(const struct peer_hs *h, const char *c,
+			       const unsigned char want[32])
+{
+	struct rdx_pake t = h->pake;
+	struct rdx_pake_result r;
+	struct rdx_pake_ctx ctx;
+	uint8_t aad[2 * PEER_NONCE_LEN];
+
+	if (rdx_pake_w(c, strlen(c), t.w))
+		return false;
+	peer_hs_ctx(h, aad, &ctx);
+	if (rdx_pake_finish(&t, &ctx, h->peer_share, &r))
+		return false;
+	return rdx_pake_confirm_ok(t.role == RDX_PAKE_A ? r.conf_b : r.conf_a, want);
+}
+
+/* Names the frame that answered: ACCEPT, AUTH, ERROR or closed. */
+static const char *answer_name(int fd)
+{
+	unsigned char buf[HDR_LEN + CTRL_MAX];
+	uint32_t len;
+	uint8_t type;
+
+	if (recv_frame(fd, buf, &type, &len) < 0)
+		return "closed";
+	return type == FRAME_JOIN_ACCEPT ? "ACCEPT" : type == FRAME_AUTH ? "AUTH" :
+	       type == 8 ? "ERROR" : "other";
+}
+
+/*
+ * guess-sender / guess-receiver: one handshake with key guess, as the
+ * sender (dialing rdrecv) or as the receiver (dialing rdsend --server,
+ * which greets first).  Prints "online: right|wrong" (what the exchange
+ * itself told), "answer: FRAME" (what the peer sent next), then tries
+ * every line of dict against the transcript offline and prints
+ * "verifies: KEY" for each that checks out and "verified: N".
+ */
+static int run_guess(bool as_sender, const char *guess, const char *dict,
+		     const char *host, const char *port)
+{
+	unsigned char buf[HDR_LEN + CTRL_MAX], want[32] = {0};
+	const char *answer;
+	struct peer_hs h;
+	bool have = false;
+	char line[512];
+	unsigned verified = 0;
+	uint32_t len;
+	uint8_t type;
+	FILE *f;
+	int fd = dial(host, port), ok = -1;
+
+	if (fd < 0)
+		return 1;
+	if (as_sender) {
+		ok = sender_handshake(fd, &h, guess, NULL, want);
+		have = ok >= 0;
+		answer = ok < 0 ? "closed" : answer_name(fd);
+	} else if (recv_frame(fd, buf, &type, &len) == 0 && type == FRAME_HELLO &&
+		   len == PEER_HELLO_S_LEN) {
+		/* The sender's HELLO: nonce_s and pA.  Ours answers it. */
+		uint8_t aad[2 * PEER_NONCE_LEN];
+		struct rdx_pake_ctx ctx;
+
+		memcpy(h.ns, buf + HDR_LEN + 8, PEER_NONCE_LEN);
+		memcpy(h.peer_share, buf + HDR_LEN + 8 + PEER_NONCE_LEN, RDX_PAKE_SHARE_LEN);
+		fill_random(h.nr, PEER_NONCE_LEN);
+		peer_hs_ctx(&h, aad, &ctx);
+		if (rdx_pake_start(&h.pake, RDX_PAKE_B, guess, strlen(guess)) ||
+		    rdx_pake_finish(&h.pake, &ctx, h.peer_share, &h.r)) {
+			close(fd);
+			return 1;
+		}
+		make_hdr(buf, FRAME_HELLO, PEER_HELLO_R_LEN);
+		memcpy(buf + HDR_LEN, "RDXF", 4);
+		put_be16(buf + HDR_LEN + 4, PEER_VERSION);
+		put_be16(buf + HDR_LEN + 6, 0);
+		memcpy(buf + HDR_LEN + 8, h.nr, PEER_NONCE_LEN);
+		memcpy(buf + HDR_LEN + 8 + PEER_NONCE_LEN, h.pake.share, RDX_PAKE_SHARE_LEN);
+		memcpy(buf + HDR_LEN + PEER_HELLO_S_LEN, h.r.conf_b, RDX_PAKE_CONFIRM_LEN);
+		answer = "closed";
+		if (send_full(fd, buf, HDR_LEN + PEER_HELLO_R_LEN) == 0 &&
+		    recv_frame(fd, buf, &type, &len) == 0) {
+			answer = type == FRAME_AUTH ? "AUTH" : type == 8 ? "ERROR" : "other";
+			/* Only an AUTH carries something of the key: cA. */
+			if (type == FRAME_AUTH && len == PEER_AUTH_LEN) {
+				memcpy(want, buf + HDR_LEN, 32);
+				have = true;
+				ok = rdx_pake_confirm_ok(h.r.conf_a, want);
+			} else {
+				ok = 0;
+			}
+		}
+	} else {
+		fprintf(stderr, "badpeer: no HELLO from the sender\n");
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	printf("online: %s\nanswer: %s\n", ok > 0 ? "right" : "wrong", answer);
+	f = fopen(dict, "r");
+	if (!f) {
+		fprintf(stderr, "badpeer: %s: %s\n", dict, strerror(errno));
+		return 1;
+	}
+	while (have && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] && candidate_verifies(&h, line, want)) {
+			printf("verifies: %s\n", line);
+			verified++;
+		}
+	}
+	fclose(f);
+	printf("verified: %u\n", verified);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: badpeer garbage|short-hello|huge-len|"
 			"bad-version|bad-auth|silent|trickle|oversize|undersize HOST PORT\n"
 			"       badpeer corrupt|strip-encrypt HOST PORT LISTEN_PORT\n"
-			"       badpeer flood|wrong-keys|slowloris N HOST PORT\n");
+			"       badpeer flood|wrong-keys|slowloris N HOST PORT\n"
+			"       badpeer guess-sender|guess-receiver GUESS DICT HOST PORT\n");
 	return 2;
 }
 
@@ -628,6 +749,9 @@ int main(int argc, char **argv)
 	int fd, linger_ms = 3000;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc == 6 && (!strcmp(argv[1], "guess-sender") || !strcmp(argv[1], "guess-receiver")))
+		return run_guess(!strcmp(argv[1], "guess-sender"), argv[2], argv[3], argv[4],
+				 argv[5]);
 	if (argc == 5 && !strcmp(argv[1], "corrupt"))
 		return run_corrupt(argv[2], argv[3], argv[4], 0);
 	if (argc == 5 && !strcmp(argv[1], "strip-encrypt"))

@@ -41,8 +41,7 @@
  *
  * Exit codes: 0 the stream went out or the receiver refused it with an
  * ERROR, 1 could not connect, listen, handshake or send, 2 usage.
- * Sockets, libcrypto, xxhash and libarchive only; nothing from src/ is
- * used, so this keeps working whatever state the project code is in.
+ * Sockets, libcrypto, xxhash, libarchive and the handshake of peer.h.
  *
  * Frame header (docs/PROTOCOL.md), 24 bytes, big-endian:
  *   type u8 | flags u8 | stream u16 | len u32 | plain_len u32 |
@@ -77,12 +76,9 @@
 #include <openssl/rand.h>
 #include <xxhash.h>
 
-#define HDR_LEN	       24
-#define HELLO_S_LEN    40
-#define HELLO_R_LEN    72
-#define AUTH_LEN       56
-#define OPTS_LEN       24
-#define ACCEPT_LEN     40
+#include "peer.h"
+
+#define HDR_LEN	       PEER_HDR_LEN
 #define CTRL_MAX       4096
 #define SLOT_SIZE      (1u << 20)
 #define IO_TIMEOUT_S   15
@@ -124,8 +120,7 @@ enum { STEP_OK = 0, STEP_REFUSED = 1, STEP_FAILED = -1 };
 struct peer {
 	int fd;
 	const char *key;
-	uint8_t ns[32]; /* our nonce */
-	uint8_t nr[32]; /* the receiver's */
+	struct peer_hs hs;
 };
 
 /* The archive as it is built: a growing buffer. */
@@ -166,71 +161,6 @@ static const struct attack attacks[] = {
 	/* the tree that follows the listing */
 	{"list", true, {{'d', "@"}, {'f', "@/a", HONEST}}},
 };
-
-static void put_be16(unsigned char *p, uint16_t v)
-{
-	p[0] = (unsigned char)(v >> 8);
-	p[1] = (unsigned char)v;
-}
-
-static void put_be32(unsigned char *p, uint32_t v)
-{
-	put_be16(p, (uint16_t)(v >> 16));
-	put_be16(p + 2, (uint16_t)v);
-}
-
-static void put_be64(unsigned char *p, uint64_t v)
-{
-	put_be32(p, (uint32_t)(v >> 32));
-	put_be32(p + 4, (uint32_t)v);
-}
-
-static uint16_t get_be16(const unsigned char *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-
-/* Sends all n bytes; returns 0, or -1 with errno set. */
-static int send_full(int fd, const void *buf, size_t n)
-{
-	const unsigned char *b = buf;
-
-	while (n > 0) {
-		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Reads exactly n bytes; returns 0, or -1 on error, timeout or EOF. */
-static int recv_full(int fd, void *buf, size_t n)
-{
-	unsigned char *b = buf;
-
-	while (n > 0) {
-		ssize_t r = recv(fd, b, n, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		b += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
 
 /* Sends one frame on stream 0 (flags 0); DATA passes plain_len = len. */
 static int send_frame(int fd, uint8_t type, uint64_t seq, const void *payload,
@@ -284,44 +214,22 @@ static void show_error(const unsigned char *p, uint32_t len)
 	fputc('\n', stderr);
 }
 
-/* HMAC-SHA256(key, label || ns || nr || extra) into out[32]. */
-static int mac(const struct peer *p, const char *label, const void *extra,
-	       size_t extra_len, unsigned char out[32])
-{
-	unsigned char msg[64 + 64 + CTRL_MAX];
-	size_t ll = strlen(label);
-	unsigned int olen = 0;
-
-	memcpy(msg, label, ll);
-	memcpy(msg + ll, p->ns, 32);
-	memcpy(msg + ll + 32, p->nr, 32);
-	if (extra_len)
-		memcpy(msg + ll + 64, extra, extra_len);
-	if (!HMAC(EVP_sha256(), p->key, (int)strlen(p->key), msg,
-		  ll + 64 + extra_len, out, &olen) ||
-	    olen != 32)
-		return -1;
-	return 0;
-}
-
 /*
- * HELLO, the receiver's HELLO (its MAC checked), AUTH with the given
- * option flags, ACCEPT (its MAC checked, one stream, no encryption).
- * Returns STEP_OK, STEP_REFUSED after an ERROR, or STEP_FAILED.
+ * HELLO, the receiver's HELLO (its confirmation checked), AUTH with the
+ * given option flags, ACCEPT (its MAC checked, one stream, no
+ * encryption).  Returns STEP_OK, STEP_REFUSED after an ERROR, or
+ * STEP_FAILED.
  */
 static int handshake(struct peer *p, uint32_t flags)
 {
-	unsigned char buf[CTRL_MAX], opts[OPTS_LEN] = {0}, want[32];
+	unsigned char buf[CTRL_MAX], opts[PEER_OPTS_LEN] = {0}, want[32];
 	uint32_t len;
 	uint8_t type;
+	int ok;
 
-	if (RAND_bytes(p->ns, sizeof(p->ns)) != 1)
+	if (peer_hello(&p->hs, p->key, buf) < 0)
 		return STEP_FAILED;
-	memcpy(buf, "RDXF", 4);
-	put_be16(buf + 4, 1);
-	put_be16(buf + 6, 0);
-	memcpy(buf + 8, p->ns, 32);
-	if (send_frame(p->fd, F_HELLO, 0, buf, HELLO_S_LEN) < 0 ||
+	if (send_frame(p->fd, F_HELLO, 0, buf, PEER_HELLO_S_LEN) < 0 ||
 	    recv_frame(p->fd, &type, buf, &len) < 0) {
 		fprintf(stderr, "evilpeer: no HELLO from the receiver\n");
 		return STEP_FAILED;
@@ -330,14 +238,13 @@ static int handshake(struct peer *p, uint32_t flags)
 		show_error(buf, len);
 		return STEP_REFUSED;
 	}
-	if (type != F_HELLO || len != HELLO_R_LEN || memcmp(buf, "RDXF", 4)) {
+	ok = type == F_HELLO ? peer_hello_reply(&p->hs, buf, len) : -1;
+	if (ok < 0) {
 		fprintf(stderr, "evilpeer: bad HELLO (type %u len %u)\n", type,
 			(unsigned)len);
 		return STEP_FAILED;
 	}
-	memcpy(p->nr, buf + 8, 32);
-	if (mac(p, "rdxfer-1 receiver", NULL, 0, want) < 0 ||
-	    CRYPTO_memcmp(want, buf + 40, 32)) {
+	if (!ok) {
 		fprintf(stderr, "evilpeer: wrong key (receiver's HELLO)\n");
 		return STEP_FAILED;
 	}
@@ -347,10 +254,9 @@ static int handshake(struct peer *p, uint32_t flags)
 	put_be32(opts + 4, 16);
 	put_be16(opts + 8, 1);
 	put_be32(opts + 12, flags);
-	if (mac(p, "rdxfer-1 sender", opts, sizeof(opts), buf) < 0)
+	if (peer_auth(&p->hs, opts, buf) < 0)
 		return STEP_FAILED;
-	memcpy(buf + 32, opts, sizeof(opts));
-	if (send_frame(p->fd, F_AUTH, 0, buf, AUTH_LEN) < 0 ||
+	if (send_frame(p->fd, F_AUTH, 0, buf, PEER_AUTH_LEN) < 0 ||
 	    recv_frame(p->fd, &type, buf, &len) < 0) {
 		fprintf(stderr, "evilpeer: no answer to AUTH\n");
 		return STEP_FAILED;
@@ -359,8 +265,8 @@ static int handshake(struct peer *p, uint32_t flags)
 		show_error(buf, len);
 		return STEP_REFUSED;
 	}
-	if (type != F_ACCEPT || len != ACCEPT_LEN ||
-	    mac(p, "rdxfer-1 accept", buf, 8, want) < 0 ||
+	if (type != F_ACCEPT || len != PEER_ACCEPT_LEN ||
+	    peer_mac(&p->hs, "rdxfer-2 accept", buf, 8, want) < 0 ||
 	    CRYPTO_memcmp(want, buf + 8, 32)) {
 		fprintf(stderr, "evilpeer: bad ACCEPT (type %u len %u)\n", type,
 			(unsigned)len);

@@ -66,10 +66,18 @@ static void test_hello(void)
 	size_t n;
 
 	memset(m.nonce, 0xab, sizeof(m.nonce));
+	memset(m.share, 0x04, sizeof(m.share));
+	m.share[64] = 0xcd;
+	memset(m.confirm, 0xef, sizeof(m.confirm));
 	n = rdx_hello_encode(&m, buf);
-	CHECK(n == RDX_HELLO_S_LEN, "sender hello is 40 bytes");
-	CHECK(rdx_hello_decode(buf, n, false, &d) == 0 && d.nonce[31] == 0xab,
+	CHECK(n == RDX_HELLO_S_LEN, "sender hello is 105 bytes");
+	CHECK(rdx_hello_decode(buf, n, false, &d) == 0 && d.nonce[31] == 0xab &&
+	      !memcmp(d.share, m.share, sizeof(d.share)),
 	      "sender hello round trip");
+	buf[5] = 1;
+	CHECK(rdx_hello_decode(buf, 40, false, &d) == -RDX_EVERSION && d.version == 1,
+	      "a version 1 hello (40 bytes) is reported as version 1");
+	buf[5] = RDX_PROTO_VERSION;
 	CHECK(rdx_hello_decode(buf, n, true, &d) == -RDX_EPROTO,
 	      "sender hello where a receiver hello is due rejected");
 	CHECK(rdx_hello_decode(buf, n - 1, false, &d) == -RDX_EPROTO, "short hello rejected");
@@ -81,9 +89,10 @@ static void test_hello(void)
 	buf[5] = 99;
 	CHECK(rdx_hello_decode(buf, n, false, &d) == -RDX_EVERSION && d.version == 99,
 	      "other version reported as such");
-	m.has_mac = true;
+	m.has_confirm = true;
 	n = rdx_hello_encode(&m, buf);
-	CHECK(n == RDX_HELLO_R_LEN && rdx_hello_decode(buf, n, true, &d) == 0,
+	CHECK(n == RDX_HELLO_R_LEN && rdx_hello_decode(buf, n, true, &d) == 0 &&
+	      !memcmp(d.confirm, m.confirm, sizeof(d.confirm)) && d.share[64] == 0xcd,
 	      "receiver hello round trip");
 }
 
@@ -140,7 +149,7 @@ static void test_auth(void)
 static void test_others(void)
 {
 	struct rdx_eos e = { .total = 5, .nchunks = 2 }, ed;
-	struct rdx_join j = { .version = 1, .index = 3 }, jd;
+	struct rdx_join j = { .version = RDX_PROTO_VERSION, .index = 3 }, jd;
 	struct rdx_errmsg em;
 	uint8_t buf[RDX_CTRL_MAX];
 	char big[RDX_ERRTEXT_MAX + 50];
