@@ -22,7 +22,7 @@ SAN ?=
 CFLAGS ?= $(OPT)
 PKGS := libzstd libcrypto libxxhash libibverbs librdmacm libcurl expat libarchive
 ALL_CFLAGS := -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-missing-field-initializers \
-	-D_GNU_SOURCE -DRDX_VERSION='"$(VERSION)"' -pthread $(SAN) $(CFLAGS) \
+	-Isrc -D_GNU_SOURCE -DRDX_VERSION='"$(VERSION)"' -pthread $(SAN) $(CFLAGS) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm -lcurl -lexpat -larchive) -pthread
 ALL_LDFLAGS := $(SAN) $(LDFLAGS)
@@ -33,9 +33,14 @@ else
 Q := @
 endif
 
-CORE_SRC := $(wildcard src/core/*.c src/s3/*.c)
+# The layers, each a folder (README "Layout"): the streaming core with its
+# verbs transport and trees, which knows nothing of S3 or SSH; the S3
+# library with its server; rdcp's SSH side; the commands.
+CORE_SRC := $(wildcard src/core/*.c src/core/*/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
-CLI_OBJ := $(BUILD)/src/cmd/cli.o
+S3_SRC := $(wildcard src/s3/*.c src/s3/*/*.c)
+S3_OBJ := $(S3_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(BUILD)/src/cmd/cli.o $(BUILD)/src/cmd/opt.o
 # rdcp's own modules (SSH through libssh), linked into rdcp only.
 CP_SRC := $(wildcard src/cp/*.c)
 CP_OBJ := $(CP_SRC:%.c=$(BUILD)/%.o)
@@ -47,13 +52,15 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
 PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/evilpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so
 LIB := $(BUILD)/librdx.a
+S3LIB := $(BUILD)/librdxs3.a
 # libFuzzer targets for the decoders of everything a peer sends (clang only).
 CLANG ?= clang
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c src/s3/xml.c \
-	src/core/tree.c src/core/tree_pack.c src/core/tree_unpack.c src/core/tree_disk.c src/core/io.c src/core/log.c src/core/fileio.c src/core/rules.c src/core/units.c \
-	src/s3/serve_http.c src/s3/buf.c src/s3/sigv4.c
+	src/core/tree/tree.c src/core/tree/tree_pack.c src/core/tree/tree_unpack.c src/core/tree/tree_disk.c \
+	src/core/io.c src/core/log.c src/core/fileio.c src/core/tree/rules.c src/core/units.c \
+	src/s3/serve/serve_http.c src/s3/buf.c src/s3/sigv4.c
 
 .PHONY: all check check-stress demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
@@ -64,6 +71,10 @@ $(BUILD)/%.o: %.c
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(LIB): $(CORE_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(S3LIB): $(S3_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -78,11 +89,11 @@ $(BUILD)/src/cp/%.o: src/cp/%.c
 
 # rds3's commands: rds3 itself, and rdcp for s3:// addresses.
 S3CMD_OBJ := $(BUILD)/src/cmd/s3cmd.o
-$(BUILD)/rds3: $(BUILD)/src/cmd/rds3.o $(S3CMD_OBJ) $(CLI_OBJ) $(LIB)
+$(BUILD)/rds3: $(BUILD)/src/cmd/rds3.o $(S3CMD_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3CMD_OBJ) $(CP_OBJ) $(CLI_OBJ) $(LIB)
+$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3CMD_OBJ) $(CP_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 
@@ -92,7 +103,7 @@ $(BUILD)/tests/unit/test_cp: $(BUILD)/tests/unit/test_cp.o $(BUILD)/src/cp/addr.
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(LIB)
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -121,10 +132,10 @@ $(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/core/*.h src/s3/*.h)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/*/*.h src/*/*/*.h)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR) \
+	$(Q)$(CLANG) -std=gnu11 -Isrc -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR) \
 		-fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_CORE) $(LDLIBS)
 
 fuzz: $(FUZZ_BIN)
@@ -189,7 +200,7 @@ uninstall:
 		      $(DESTDIR)$(BASHCOMPDIR)/$$t $(DESTDIR)$(ZSHCOMPDIR)/_$$t; done
 
 format:
-	clang-format -i --style=file src/*/*.[ch] tests/unit/*.[ch] tests/peer/*.c
+	clang-format -i --style=file src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.[ch] tests/peer/*.c
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -1,8 +1,8 @@
-#include "cli.h"
+#include "cmd/cli.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <malloc.h>

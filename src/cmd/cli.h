@@ -3,8 +3,8 @@
 #ifndef RDX_CMD_CLI_H
 #define RDX_CMD_CLI_H
 
-#include "../core/opt.h"
-#include "../core/xfer.h"
+#include "cmd/opt.h"
+#include "core/xfer.h"
 
 #include <stdbool.h>
 

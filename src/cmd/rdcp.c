@@ -2,15 +2,15 @@
  * over SSH, the data moved by the rdxfer core (src/cp); between two remote
  * hosts, both ends started over SSH (src/cp/relay.c); both ends local, a
  * local copy (src/cp/local.c). */
-#include "cli.h"
-#include "s3cmd.h"
+#include "cmd/cli.h"
+#include "cmd/s3cmd.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
-#include "../cp/copy.h"
-#include "../cp/local.h"
-#include "../cp/relay.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
+#include "cp/copy.h"
+#include "cp/local.h"
+#include "cp/relay.h"
 
 #include <errno.h>
 #include <stdio.h>

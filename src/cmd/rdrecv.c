@@ -1,9 +1,9 @@
 /* rdrecv: receive one stream from rdsend into a file or stdout. */
-#include "cli.h"
+#include "cmd/cli.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>

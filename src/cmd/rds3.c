@@ -1,5 +1,5 @@
 /* rds3: an S3 client for scripts (the commands are in s3cmd.c). */
-#include "s3cmd.h"
+#include "cmd/s3cmd.h"
 
 int main(int argc, char **argv)
 {

@@ -1,9 +1,9 @@
 /* rdsend: send a file or stdin to a waiting rdrecv. */
-#include "cli.h"
+#include "cmd/cli.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>

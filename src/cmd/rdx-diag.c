@@ -1,13 +1,13 @@
 /* rdx-diag: what this host offers for RDMA, and which transport rdsend
  * would get to HOST.  The report goes to stdout (text, or one JSON object
  * with --json); the verdict, when it is bad, is one line on stderr. */
-#include "cli.h"
+#include "cmd/cli.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
-#include "../core/verbs_probe.h"
-#include "../core/xport.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
+#include "core/verbs/verbs_probe.h"
+#include "core/xport.h"
 
 #include <stdio.h>
 #include <stdlib.h>

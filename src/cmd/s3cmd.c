@@ -10,22 +10,22 @@
  * Data goes to stdout only for cat and get -, listings and stat for the
  * rest; everything human goes to stderr.  Files are written under a
  * temporary name next to the target and renamed when complete. */
-#include "s3cmd.h"
+#include "cmd/s3cmd.h"
 
-#include "cli.h"
+#include "cmd/cli.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/progress.h"
-#include "../core/units.h"
-#include "../s3/config.h"
-#include "../s3/local.h"
-#include "../s3/multipart.h"
-#include "../s3/pool.h"
-#include "../s3/s3.h"
-#include "../s3/serve.h"
-#include "../s3/sigv4.h"
-#include "../s3/sync.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/units.h"
+#include "s3/config.h"
+#include "s3/local.h"
+#include "s3/multipart.h"
+#include "s3/pool.h"
+#include "s3/s3.h"
+#include "s3/serve/serve.h"
+#include "s3/sigv4.h"
+#include "s3/sync.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-#include "addr.h"
+#include "core/addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
-#include "auth.h"
+#include "core/auth.h"
 
-#include "err.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>

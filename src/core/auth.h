@@ -6,7 +6,7 @@
 #ifndef RDX_AUTH_H
 #define RDX_AUTH_H
 
-#include "proto.h"
+#include "core/proto.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "err.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <string.h>

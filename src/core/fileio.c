@@ -1,6 +1,6 @@
-#include "fileio.h"
+#include "core/fileio.h"
 
-#include "io.h"
+#include "core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -29,11 +29,11 @@
  * Transports that cannot tell whether a frame is waiting (frame_ready
  * NULL: verbs, whose rdma_cm connections cost a queue pair each) pass
  * straight through, as before.  One thread: the session's main thread. */
-#include "xfer_int.h"
+#include "core/xfer_int.h"
 
-#include "err.h"
-#include "log.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <poll.h>

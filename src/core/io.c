@@ -1,5 +1,5 @@
-#include "io.h"
-#include "xxh.h"
+#include "core/io.h"
+#include "core/xxh.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,11 +16,11 @@
  * is logged and dropped and the next one awaited.  A dialer has nobody
  * else to wait for: every failure ends it.
  */
-#include "xfer_int.h"
+#include "core/xfer_int.h"
 
-#include "err.h"
-#include "log.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "log.h"
+#include "core/log.h"
 
 #include <pthread.h>
 #include <stdio.h>

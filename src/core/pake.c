@@ -1,4 +1,4 @@
-#include "pake.h"
+#include "core/pake.h"
 
 #include <errno.h>
 #include <openssl/bn.h>

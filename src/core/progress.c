@@ -1,7 +1,7 @@
-#include "progress.h"
+#include "core/progress.h"
 
-#include "log.h"
-#include "units.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-#include "proto.h"
+#include "core/proto.h"
 
-#include "err.h"
+#include "core/err.h"
 
 #include <string.h>
 #include <zstd.h>

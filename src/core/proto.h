@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pake.h"
+#include "core/pake.h"
 
 #define RDX_PROTO_VERSION 2
 #define RDX_MAGIC "RDXF"

@@ -12,14 +12,14 @@
  *   at the end         totals and hash against EOS, then commit (rename)
  *                      and only then DONE to the sender
  */
-#include "xfer_int.h"
+#include "core/xfer_int.h"
 
-#include "err.h"
-#include "fileio.h"
-#include "log.h"
-#include "tree.h"
-#include "units.h"
-#include "zpack.h"
+#include "core/err.h"
+#include "core/fileio.h"
+#include "core/log.h"
+#include "core/tree/tree.h"
+#include "core/units.h"
+#include "core/zpack.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
-#include "ring.h"
+#include "core/ring.h"
 
-#include "err.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,7 +1,7 @@
-#include "seal.h"
+#include "core/seal.h"
 
-#include "err.h"
-#include "proto.h"
+#include "core/err.h"
+#include "core/proto.h"
 
 #include <errno.h>
 #include <limits.h>

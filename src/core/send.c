@@ -10,14 +10,14 @@
  *                                                  signals; EOS once every
  *                                                  stream thread is finished
  */
-#include "xfer_int.h"
+#include "core/xfer_int.h"
 
-#include "err.h"
-#include "fileio.h"
-#include "log.h"
-#include "tree.h"
-#include "units.h"
-#include "zpack.h"
+#include "core/err.h"
+#include "core/fileio.h"
+#include "core/log.h"
+#include "core/tree/tree.h"
+#include "core/units.h"
+#include "core/zpack.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /* What the sending and receiving sides share: failure recording, control
  * frames, keepalives, the main thread's tick loop and the final report. */
-#include "xfer_int.h"
+#include "core/xfer_int.h"
 
-#include "err.h"
-#include "log.h"
-#include "units.h"
-#include "verbs_probe.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
+#include "core/verbs/verbs_probe.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>

@@ -1,9 +1,9 @@
 /* Write-behind for one file (wpool.h): a queue of filled buffers, a list
  * of free ones, and writer threads between them, all under one lock. */
-#include "wpool.h"
+#include "core/wpool.h"
 
-#include "io.h"
-#include "log.h"
+#include "core/io.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <pthread.h>

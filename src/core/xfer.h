@@ -3,8 +3,8 @@
 #ifndef RDX_XFER_H
 #define RDX_XFER_H
 
-#include "auth.h"
-#include "rules.h"
+#include "core/auth.h"
+#include "core/tree/rules.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

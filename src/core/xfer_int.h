@@ -2,14 +2,14 @@
 #ifndef RDX_XFER_INT_H
 #define RDX_XFER_INT_H
 
-#include "auth.h"
-#include "progress.h"
-#include "proto.h"
-#include "ring.h"
-#include "seal.h"
-#include "xfer.h"
-#include "xport.h"
-#include "xxh.h"
+#include "core/auth.h"
+#include "core/progress.h"
+#include "core/proto.h"
+#include "core/ring.h"
+#include "core/seal.h"
+#include "core/xfer.h"
+#include "core/xport.h"
+#include "core/xxh.h"
 
 #include <pthread.h>
 #include <stdarg.h>

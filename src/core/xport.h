@@ -11,7 +11,7 @@
 #ifndef RDX_XPORT_H
 #define RDX_XPORT_H
 
-#include "proto.h"
+#include "core/proto.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -2,12 +2,12 @@
  * sendmsg (header + payload) and received straight into the caller's slot.
  * Silence is bounded by SO_RCVTIMEO/SO_SNDTIMEO and TCP_USER_TIMEOUT, so a
  * dead peer or a pulled cable surfaces as -RDX_ETIMEOUT, never a hang. */
-#include "xport.h"
+#include "core/xport.h"
 
-#include "addr.h"
+#include "core/addr.h"
 
-#include "err.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
-#include "zpack.h"
+#include "core/zpack.h"
 
-#include "err.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <stdlib.h>

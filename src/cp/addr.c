@@ -1,4 +1,4 @@
-#include "addr.h"
+#include "cp/addr.h"
 
 #include <errno.h>
 #include <stdlib.h>

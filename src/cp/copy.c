@@ -1,9 +1,9 @@
-#include "copy_int.h"
+#include "cp/copy_int.h"
 
-#include "../core/auth.h"
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/auth.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>

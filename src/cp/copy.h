@@ -5,9 +5,9 @@
 #ifndef RDX_CP_COPY_H
 #define RDX_CP_COPY_H
 
-#include "../core/xfer.h"
-#include "addr.h"
-#include "remote.h"
+#include "core/xfer.h"
+#include "cp/addr.h"
+#include "cp/remote.h"
 
 struct cp_opts {
 	struct cp_ssh_opts ssh;	 /* host and user come from the address */

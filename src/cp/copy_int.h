@@ -4,8 +4,8 @@
 #ifndef RDX_CP_COPY_INT_H
 #define RDX_CP_COPY_INT_H
 
-#include "copy.h"
-#include "shquote.h"
+#include "cp/copy.h"
+#include "cp/shquote.h"
 
 /* How long a far side waits for its peer once listening, and we for its
  * port line: SSH round trips and a cold start, with room to spare. */

@@ -1,12 +1,12 @@
-#include "local.h"
+#include "cp/local.h"
 
-#include "../core/err.h"
-#include "../core/fileio.h"
-#include "../core/io.h"
-#include "../core/log.h"
-#include "../core/tree.h"
-#include "../core/units.h"
-#include "../core/xxh.h"
+#include "core/err.h"
+#include "core/fileio.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/tree/tree.h"
+#include "core/units.h"
+#include "core/xxh.h"
 
 #include <errno.h>
 #include <fcntl.h>

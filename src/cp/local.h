@@ -4,7 +4,7 @@
 #ifndef RDX_CP_LOCAL_H
 #define RDX_CP_LOCAL_H
 
-#include "copy.h"
+#include "cp/copy.h"
 
 /* Copies the file src to dst; a dst that is a directory gets src's base
  * name in it, as cp does.  A new file gets src's permission bits less the

@@ -1,11 +1,11 @@
-#include "relay.h"
+#include "cp/relay.h"
 
-#include "copy_int.h"
+#include "cp/copy_int.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/progress.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>

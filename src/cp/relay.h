@@ -15,7 +15,7 @@
 #ifndef RDX_CP_RELAY_H
 #define RDX_CP_RELAY_H
 
-#include "copy.h"
+#include "cp/copy.h"
 
 /* Copies src on one remote host to dst on another (or the same) one, the
  * data going directly between them; dst as cp_copy() treats it.  Prints

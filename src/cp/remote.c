@@ -1,10 +1,10 @@
-#include "remote.h"
+#include "cp/remote.h"
 
-#include "sshcfg.h"
+#include "cp/sshcfg.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <fcntl.h>

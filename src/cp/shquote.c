@@ -1,4 +1,4 @@
-#include "shquote.h"
+#include "cp/shquote.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* A reader for one keyword of an ssh_config(5) file (see sshcfg.h). */
-#include "sshcfg.h"
+#include "cp/sshcfg.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "buf.h"
+#include "s3/buf.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
  * ("slicing by 8": table k holds a byte's effect followed by k zero
  * bytes), which works for either width as long as a 32-bit CRC's upper
  * half stays zero. */
-#include "checksum.h"
+#include "s3/checksum.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "config.h"
+#include "s3/config.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* DeleteObjects (multi-object delete): the quiet request body, sent
  * with the Content-MD5 S3 requires, and the DeleteResult's per-key errors. */
-#include "../core/err.h"
-#include "s3_int.h"
+#include "core/err.h"
+#include "s3/s3_int.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

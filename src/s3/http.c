@@ -1,6 +1,6 @@
-#include "http.h"
+#include "s3/http.h"
 
-#include "../core/err.h"
+#include "core/err.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -9,8 +9,8 @@
 #ifndef RDS3_HTTP_H
 #define RDS3_HTTP_H
 
-#include "buf.h"
-#include "sigv4.h"
+#include "s3/buf.h"
+#include "s3/sigv4.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

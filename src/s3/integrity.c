@@ -4,14 +4,14 @@
  * what came against a plain-MD5 ETag, or, for a multipart ETag ("MD5-N",
  * whose MD5 covers the parts' MD5s, which a GET does not give), that N
  * parts can make the size at all. */
-#include "s3.h"
+#include "s3/s3.h"
 
-#include "../core/err.h"
-#include "../core/io.h"
-#include "../core/log.h"
-#include "multipart.h"
-#include "multipart_int.h"
-#include "s3_int.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "s3/multipart.h"
+#include "s3/multipart_int.h"
+#include "s3/s3_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

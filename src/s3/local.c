@@ -1,8 +1,8 @@
-#include "local.h"
-#include "s3.h"
+#include "s3/local.h"
+#include "s3/s3.h"
 
-#include "../core/err.h"
-#include "../core/io.h"
+#include "core/err.h"
+#include "core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>

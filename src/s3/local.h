@@ -4,7 +4,7 @@
 #ifndef RDS3_LOCAL_H
 #define RDS3_LOCAL_H
 
-#include "../core/io.h"
+#include "core/io.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

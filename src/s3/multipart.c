@@ -1,14 +1,14 @@
 /* The parallel multipart upload (see multipart.h for the ladder) and what
  * it shares with the ranged download in ranged.c (multipart_int.h). */
-#include "multipart.h"
-#include "multipart_int.h"
+#include "s3/multipart.h"
+#include "s3/multipart_int.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "../core/units.h"
-#include "http.h"
-#include "s3_int.h"
-#include "sigv4.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
+#include "s3/http.h"
+#include "s3/s3_int.h"
+#include "s3/sigv4.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -15,8 +15,8 @@
 #ifndef RDS3_MULTIPART_H
 #define RDS3_MULTIPART_H
 
-#include "local.h"
-#include "s3.h"
+#include "s3/local.h"
+#include "s3/s3.h"
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -3,7 +3,7 @@
 #ifndef RDS3_MULTIPART_INT_H
 #define RDS3_MULTIPART_INT_H
 
-#include "multipart.h"
+#include "s3/multipart.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>

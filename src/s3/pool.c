@@ -1,6 +1,6 @@
-#include "pool.h"
+#include "s3/pool.h"
 
-#include "multipart_int.h"
+#include "s3/multipart_int.h"
 
 #include <errno.h>
 #include <pthread.h>

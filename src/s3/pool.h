@@ -6,7 +6,7 @@
 #ifndef RDS3_POOL_H
 #define RDS3_POOL_H
 
-#include "s3.h"
+#include "s3/s3.h"
 
 #include <stddef.h>
 

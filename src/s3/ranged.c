@@ -4,13 +4,13 @@
  * what came is checked against the ETag (s3_check_download).  For
  * --resume the ranges may start past byte 0, and the bytes complete from
  * the start (ranges finish out of order) are recorded as they grow. */
-#include "multipart.h"
-#include "multipart_int.h"
+#include "s3/multipart.h"
+#include "s3/multipart_int.h"
 
-#include "../core/err.h"
-#include "../core/io.h"
-#include "../core/log.h"
-#include "../core/wpool.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/wpool.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -10,11 +10,11 @@
  * The record is rewritten (after an fdatasync of the data) each time the
  * bytes complete from the start grow; ranges finish out of order, so the
  * partial's length alone proves nothing and is cut back to the record. */
-#include "multipart.h"
-#include "multipart_int.h"
+#include "s3/multipart.h"
+#include "s3/multipart_int.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
+#include "core/err.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <inttypes.h>

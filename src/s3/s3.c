@@ -1,12 +1,12 @@
-#include "s3.h"
+#include "s3/s3.h"
 
-#include "../core/err.h"
-#include "../core/units.h"
-#include "../core/log.h"
-#include "http.h"
-#include "multipart.h"
-#include "s3_int.h"
-#include "sigv4.h"
+#include "core/err.h"
+#include "core/units.h"
+#include "core/log.h"
+#include "s3/http.h"
+#include "s3/multipart.h"
+#include "s3/s3_int.h"
+#include "s3/sigv4.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -14,10 +14,10 @@
 #ifndef RDS3_S3_H
 #define RDS3_S3_H
 
-#include "buf.h"
-#include "config.h"
-#include "sigv4.h"
-#include "xml.h"
+#include "s3/buf.h"
+#include "s3/config.h"
+#include "s3/sigv4.h"
+#include "s3/xml.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

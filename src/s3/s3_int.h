@@ -4,9 +4,9 @@
 #ifndef RDS3_S3_INT_H
 #define RDS3_S3_INT_H
 
-#include "http.h"
-#include "s3.h"
-#include "sigv4.h"
+#include "s3/http.h"
+#include "s3/s3.h"
+#include "s3/sigv4.h"
 
 struct s3_client {
 	struct s3_client_opts o;

@@ -1,4 +1,4 @@
-#include "sigv4.h"
+#include "s3/sigv4.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -12,7 +12,7 @@
 #ifndef RDS3_SIGV4_H
 #define RDS3_SIGV4_H
 
-#include "buf.h"
+#include "s3/buf.h"
 
 #include <stdbool.h>
 #include <stddef.h>

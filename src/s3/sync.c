@@ -1,11 +1,11 @@
-#include "sync.h"
+#include "s3/sync.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
-#include "local.h"
-#include "pool.h"
-#include "s3_int.h"
-#include "sigv4.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "s3/local.h"
+#include "s3/pool.h"
+#include "s3/s3_int.h"
+#include "s3/sigv4.h"
 
 #include <errno.h>
 #include <fcntl.h>

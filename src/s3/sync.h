@@ -24,8 +24,8 @@
 #ifndef RDS3_SYNC_H
 #define RDS3_SYNC_H
 
-#include "multipart.h"
-#include "walk.h"
+#include "s3/multipart.h"
+#include "s3/walk.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

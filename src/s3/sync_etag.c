@@ -2,9 +2,9 @@
  * says, without downloading it.  A plain ETag is the MD5; a multipart
  * one is the MD5 of the parts' MD5s, which depends on the part size, so
  * the likely ones are tried (see sync.h). */
-#include "sync.h"
+#include "s3/sync.h"
 
-#include "../core/err.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

@@ -1,8 +1,8 @@
-#include "walk.h"
+#include "s3/walk.h"
 
-#include "../core/err.h"
-#include "../core/io.h"
-#include "../core/log.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
 
 #include <dirent.h>
 #include <errno.h>

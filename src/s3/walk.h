@@ -7,8 +7,8 @@
 #ifndef RDS3_WALK_H
 #define RDS3_WALK_H
 
-#include "../core/rules.h"
-#include "s3.h"
+#include "core/tree/rules.h"
+#include "s3/s3.h"
 
 #include <stdbool.h>
 #include <stddef.h>

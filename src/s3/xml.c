@@ -1,7 +1,7 @@
-#include "xml.h"
+#include "s3/xml.h"
 
-#include "../core/err.h"
-#include "../core/log.h"
+#include "core/err.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <expat.h>

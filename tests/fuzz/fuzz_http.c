@@ -6,7 +6,7 @@
  * request read has a method, a decoded path starting with '/', at most
  * SV_HDRS_MAX headers and SV_QUERY_MAX parameters, and a body no longer
  * than what was sent. */
-#include "../../src/s3/serve_int.h"
+#include "s3/serve/serve_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* libFuzzer target: DATA payloads after the frame header was accepted.
  * A hostile or corrupted frame must never decompress past its slot, never
  * come out of AES-GCM as plaintext without the right tag, and never crash. */
-#include "../../src/core/err.h"
-#include "../../src/core/proto.h"
-#include "../../src/core/seal.h"
-#include "../../src/core/zpack.h"
+#include "core/err.h"
+#include "core/proto.h"
+#include "core/seal.h"
+#include "core/zpack.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * handshake goes through these decoders.  Beyond "no crash, no
  * out-of-bounds" (ASan), checks that whatever decodes re-encodes to the
  * same bytes, so no decoder accepts more than the format says. */
-#include "../../src/core/err.h"
-#include "../../src/core/proto.h"
+#include "core/err.h"
+#include "core/proto.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * "no crash, no out-of-bounds, no leak" (ASan), checks the parsers'
  * promises: a failure leaves no partial list or field, entries always have
  * a name, and the Code fits its buffer with a NUL. */
-#include "../../src/core/err.h"
-#include "../../src/s3/xml.h"
+#include "core/err.h"
+#include "s3/xml.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * symlinks to it), no ".NAME.rdx-" temporary may be left behind (unless
  * the stream names such a file itself), and a
  * failed extraction must say why. */
-#include "../../src/core/tree.h"
+#include "core/tree/tree.h"
 
 #include <dirent.h>
 #include <ftw.h>

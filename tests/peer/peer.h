@@ -15,7 +15,7 @@
 #ifndef RDX_TEST_PEER_H
 #define RDX_TEST_PEER_H
 
-#include "../../src/core/pake.h"
+#include "core/pake.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,10 +18,10 @@
  *
  * Prints one line per check ("ok: ...", "FAIL: ..."); exit 0 when all pass.
  */
-#include "../../src/core/err.h"
-#include "../../src/core/units.h"
-#include "../../src/core/verbs.h"
-#include "../../src/core/xport.h"
+#include "core/err.h"
+#include "core/units.h"
+#include "core/verbs/verbs.h"
+#include "core/xport.h"
 
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>

@@ -1,8 +1,8 @@
 /* The handshake's cryptography: HMAC challenge-response, label separation,
  * HKDF, AES-GCM sealing with replay/reorder/tamper rejection, keys. */
-#include "../../src/core/auth.h"
-#include "../../src/core/err.h"
-#include "../../src/core/seal.h"
+#include "core/auth.h"
+#include "core/err.h"
+#include "core/seal.h"
 #include "tap.h"
 
 #include <errno.h>

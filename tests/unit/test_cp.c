@@ -1,8 +1,8 @@
 /* rdcp's pure parts: scp address forms, and shell quoting checked against
  * a real /bin/sh (what the quoted word comes out as is what went in). */
-#include "../../src/cp/addr.h"
-#include "../../src/cp/shquote.h"
-#include "../../src/cp/sshcfg.h"
+#include "cp/addr.h"
+#include "cp/shquote.h"
+#include "cp/sshcfg.h"
 #include "tap.h"
 
 #include <errno.h>

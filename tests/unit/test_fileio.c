@@ -2,9 +2,9 @@
  * the final name before publish, that a failed transfer leaves nothing,
  * modes, unaligned tails, and stdin's offset.  The write pool: producers
  * on several threads, each waiting for its own writes; a failed write. */
-#include "../../src/core/fileio.h"
-#include "../../src/core/io.h"
-#include "../../src/core/wpool.h"
+#include "core/fileio.h"
+#include "core/io.h"
+#include "core/wpool.h"
 #include "tap.h"
 
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* SPAKE2 (src/core/pake.c) against RFC 9382's test vectors, both roles
  * against each other, and every share it must refuse. */
-#include "../../src/core/pake.h"
+#include "core/pake.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* Frame header and message codecs: round trips, and every malformed length
  * or field a hostile peer could send. */
-#include "../../src/core/err.h"
-#include "../../src/core/proto.h"
+#include "core/err.h"
+#include "core/proto.h"
 #include "tap.h"
 
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Slot ring accounting: ownership by seq, order, duplicates, end, abort;
  * the in-order hooks, on publish and on take. */
-#include "../../src/core/err.h"
-#include "../../src/core/ring.h"
+#include "core/err.h"
+#include "core/ring.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* rds3's configuration: the AWS CLI's precedence between options, the
  * environment, ~/.aws/credentials and ~/.aws/config; INI quirks; endpoint
  * URLs; hostile files. */
-#include "../../src/s3/config.h"
+#include "s3/config.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -1,11 +1,11 @@
 /* rds3's integrity checks that need no server (src/s3/integrity.c): the
  * digests an upload sends, which ETags count as a plain MD5, a download's
  * MD5 against its ETag, and the part count a multipart ETag allows. */
-#include "../../src/core/err.h"
-#include "../../src/s3/checksum.h"
-#include "../../src/s3/multipart.h"
-#include "../../src/s3/s3.h"
-#include "../../src/s3/s3_int.h"
+#include "core/err.h"
+#include "s3/checksum.h"
+#include "s3/multipart.h"
+#include "s3/s3.h"
+#include "s3/s3_int.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -1,10 +1,10 @@
 /* The pieces of rds3's large-object support that need no server: the
  * multipart result fields, Content-Range parsing (every length from the
  * server is checked) and the part size for S3's 10000-part limit. */
-#include "../../src/core/err.h"
-#include "../../src/s3/http.h"
-#include "../../src/s3/multipart.h"
-#include "../../src/s3/xml.h"
+#include "core/err.h"
+#include "s3/http.h"
+#include "s3/multipart.h"
+#include "s3/xml.h"
 #include "tap.h"
 
 #include <errno.h>

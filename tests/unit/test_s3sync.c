@@ -2,10 +2,10 @@
  * paths, the --include/--exclude rules, S3's dates, the --checksum ETag
  * comparison (plain and multipart, part sizes rds3's and other tools'),
  * and that a destination is never written through a symlink. */
-#include "../../src/core/err.h"
-#include "../../src/s3/pool.h"
-#include "../../src/s3/sync.h"
-#include "../../src/s3/walk.h"
+#include "core/err.h"
+#include "s3/pool.h"
+#include "s3/sync.h"
+#include "s3/walk.h"
 #include "tap.h"
 
 #include <errno.h>

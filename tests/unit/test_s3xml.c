@@ -1,9 +1,9 @@
 /* The S3 XML parsers on real documents and on hostile ones: not well
  * formed, DTDs and entity bombs, deep nesting, oversized text, bad
  * numbers, wrong roots.  A failure leaves no partial result. */
-#include "../../src/core/err.h"
-#include "../../src/s3/s3.h"
-#include "../../src/s3/xml.h"
+#include "core/err.h"
+#include "s3/s3.h"
+#include "s3/xml.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -2,7 +2,7 @@
  * in tests/unit/sigv4/ (canonical request, string to sign and
  * Authorization checked separately) and the S3 examples from AWS's S3
  * documentation; then S3's own encoding rules and hostile input. */
-#include "../../src/s3/sigv4.h"
+#include "s3/sigv4.h"
 #include "tap.h"
 
 #include <dirent.h>

@@ -6,9 +6,9 @@
  * them, and a write failing in one.  Nothing may appear outside the
  * destination, and no file may sit under its final name unless its hash
  * matched. */
-#include "../../src/core/err.h"
-#include "../../src/core/proto.h"
-#include "../../src/core/tree.h"
+#include "core/err.h"
+#include "core/proto.h"
+#include "core/tree/tree.h"
 #include "tap.h"
 
 #include <archive.h>

@@ -1,5 +1,5 @@
 /* Parsing of sizes, counts and seconds given by users. */
-#include "../../src/core/units.h"
+#include "core/units.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -4,8 +4,8 @@
  * set as in a scripts/rxe-vm.sh guest (tests/rxe/diag.sh runs this there),
  * the address must resolve through RXE_DEV and the failures must come
  * back with a reason, within their timeout. */
-#include "../../src/core/units.h"
-#include "../../src/core/verbs_probe.h"
+#include "core/units.h"
+#include "core/verbs/verbs_probe.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -6,10 +6,10 @@
  * there when complete; what the server knows of it (ETag, parts, headers)
  * is the extended attribute "user.rds3", kept with the file's size and
  * mtime so that a file changed by another hand is hashed again. */
-#include "serve_int.h"
+#include "s3/serve/serve_int.h"
 
-#include "../core/io.h"
-#include "s3.h"
+#include "core/io.h"
+#include "s3/s3.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,16 +2,16 @@
  * max_conns), and the S3 operations over serve_store.c and
  * serve_list.c.  Each request is verified (serve_auth.c) before anything
  * is read from or written to ROOT. */
-#include "serve_int.h"
+#include "s3/serve/serve_int.h"
 
-#include "checksum.h"
-#include "s3.h"
-#include "xml.h"
+#include "s3/checksum.h"
+#include "s3/s3.h"
+#include "s3/xml.h"
 
-#include "../core/err.h"
-#include "../core/io.h"
-#include "../core/log.h"
-#include "../core/units.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <curl/curl.h>
 #include <openssl/crypto.h>

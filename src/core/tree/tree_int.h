@@ -3,8 +3,8 @@
 #ifndef RDX_TREE_INT_H
 #define RDX_TREE_INT_H
 
-#include "tree.h"
-#include "xxh.h"
+#include "core/tree/tree.h"
+#include "core/xxh.h"
 
 #include <pthread.h>
 #include <stdbool.h>

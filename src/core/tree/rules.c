@@ -1,4 +1,4 @@
-#include "rules.h"
+#include "core/tree/rules.h"
 
 #include <fnmatch.h>
 #include <stdlib.h>

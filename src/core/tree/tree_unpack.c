@@ -1,15 +1,15 @@
 /* The receiver's side of a tree: parse the pax stream and make what it
  * holds under the destination, every received name checked and every
  * regular file published only once its hash matched. */
-#include "tree_int.h"
+#include "core/tree/tree_int.h"
 
-#include "err.h"
-#include "fileio.h"
-#include "proto.h"
-#include "rules.h"
-#include "io.h"
-#include "log.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/fileio.h"
+#include "core/proto.h"
+#include "core/tree/rules.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -12,9 +12,9 @@
 #ifndef RDX_VERBS_INT_H
 #define RDX_VERBS_INT_H
 
-#include "ring.h"
-#include "verbs.h"
-#include "xport.h"
+#include "core/ring.h"
+#include "core/verbs/verbs.h"
+#include "core/xport.h"
 
 #include <infiniband/verbs.h>
 #include <pthread.h>

@@ -1,9 +1,9 @@
 /* Directory trees as one pax stream (see tree.h for the format): what the
  * sender (tree_pack.c) and the receiver (tree_unpack.c) share. */
-#include "tree_int.h"
+#include "core/tree/tree_int.h"
 
-#include "io.h"
-#include "units.h"
+#include "core/io.h"
+#include "core/units.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * whole directories passed over when no key in them can be listed (before
  * start_after, outside the prefix, or inside a common prefix already
  * given).  Only the directories on the way down are held in memory. */
-#include "serve_int.h"
+#include "s3/serve/serve_int.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
 #ifndef RDX_VERBS_H
 #define RDX_VERBS_H
 
-#include "xport.h"
+#include "core/xport.h"
 
 #include <stdbool.h>
 #include <stddef.h>

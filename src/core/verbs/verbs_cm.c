@@ -1,13 +1,13 @@
 /* rdma_cm for the verbs transport: resolve, connect with private data,
  * listen, accept (see verbs_int.h for the map, docs/RDMA.md for the
  * ladder).  Every CM event a step can get is handled with a message. */
-#include "verbs_int.h"
+#include "core/verbs/verbs_int.h"
 
-#include "addr.h"
+#include "core/addr.h"
 
-#include "err.h"
-#include "log.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -7,11 +7,11 @@
  * into a queue that recv() serves as a byte stream, runs the send_data
  * callbacks, and records the first failure in words (c->base.why).
  */
-#include "verbs_int.h"
-#include "verbs_probe.h"
+#include "core/verbs/verbs_int.h"
+#include "core/verbs/verbs_probe.h"
 
-#include "err.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/units.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-#include "opt.h"
+#include "cmd/opt.h"
 
-#include "log.h"
+#include "core/log.h"
 
 #include <getopt.h>
 #include <stdbool.h>

@@ -6,11 +6,11 @@
  *                     → rdma_resolve_route → ROUTE_RESOLVED | ROUTE_ERROR
  * Every wait is a poll() on the channel bounded by the caller's deadline,
  * so a silent neighbour or a wedged kernel cannot hang us. */
-#include "verbs_probe.h"
+#include "core/verbs/verbs_probe.h"
 
-#include "addr.h"
+#include "core/addr.h"
 
-#include "units.h"
+#include "core/units.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -5,9 +5,9 @@
  * be tokens, values carry no control characters, a length is digits
  * that fit, and every wait is cut by the connection's timeout and by
  * the stop flag (poll(2) in slices). */
-#include "serve_int.h"
+#include "s3/serve/serve_int.h"
 
-#include "../core/err.h"
+#include "core/err.h"
 
 #include <errno.h>
 #include <poll.h>

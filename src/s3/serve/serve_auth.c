@@ -3,7 +3,7 @@
  * client's own signer (sigv4.c) from what arrived and compared in
  * constant time.  The body's hash is what x-amz-content-sha256 says;
  * the caller checks the body against it as it arrives. */
-#include "serve_int.h"
+#include "s3/serve/serve_int.h"
 
 #include <openssl/crypto.h>
 

@@ -8,9 +8,9 @@
  * what is there, but cannot make us write outside it: the directory we
  * checked is the one we write into, and the final step is always a rename
  * within it (tree_place), which replaces a symlink rather than follow it. */
-#include "tree_int.h"
+#include "core/tree/tree_int.h"
 
-#include "io.h"
+#include "core/io.h"
 
 #include <errno.h>
 #include <fcntl.h>

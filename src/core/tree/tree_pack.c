@@ -1,15 +1,15 @@
 /* The sender's side of a tree: walk the sources (libarchive's walk),
  * read the files, and write them as one pax stream with a hash after
  * each; --sync's plan of what the receiver already has. */
-#include "tree_int.h"
+#include "core/tree/tree_int.h"
 
-#include "err.h"
-#include "fileio.h"
-#include "proto.h"
-#include "rules.h"
-#include "io.h"
-#include "log.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/fileio.h"
+#include "core/proto.h"
+#include "core/tree/rules.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
 
 #include <archive.h>
 #include <archive_entry.h>

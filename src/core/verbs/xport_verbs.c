@@ -15,10 +15,10 @@
  * This file is the vtable and the data path; connections and their
  * progress thread are in verbs_conn.c, rdma_cm in verbs_cm.c.
  */
-#include "verbs_int.h"
+#include "core/verbs/verbs_int.h"
 
-#include "err.h"
-#include "units.h"
+#include "core/err.h"
+#include "core/units.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,10 +4,10 @@
 #ifndef RDS3_SERVE_INT_H
 #define RDS3_SERVE_INT_H
 
-#include "../core/io.h"
-#include "buf.h"
-#include "serve.h"
-#include "sigv4.h"
+#include "core/io.h"
+#include "s3/buf.h"
+#include "s3/serve/serve.h"
+#include "s3/sigv4.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
