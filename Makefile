@@ -1,6 +1,7 @@
 # rdxfer — non-recursive build.  Out of tree in $(BUILD)/; V=1 shows commands.
 #
 #   make            build the tools          make check   deps + build + all tests
+#   make test       the inner loop: the normal build's unit and CLI tests only
 #   make check-stress  the CLI tests 5x beside a CPU hog: lists every flaky test
 #   make demo       deps + build + a 1 GiB loopback transfer
 #   make asan       ASan/UBSan build and unit + CLI tests in build-asan/
@@ -16,6 +17,7 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 
 CC ?= cc
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 OPT ?= -O2 -g
 WERROR ?= -Werror
 SAN ?=
@@ -62,7 +64,7 @@ FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c sr
 	src/core/io.c src/core/log.c src/core/fileio.c src/core/tree/rules.c src/core/units.c \
 	src/s3/serve/serve_http.c src/s3/buf.c src/s3/sigv4.c
 
-.PHONY: all check check-stress demo asan fuzz install uninstall format clean bench deps completions
+.PHONY: all check test check-stress demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
 
 $(BUILD)/%.o: %.c
@@ -132,11 +134,19 @@ $(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_CORE) $(wildcard src/*/*.h src/*/*/*.h)
+# The targets share one set of objects of the code under test.
+FUZZ_CFLAGS = -std=gnu11 -Isrc -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR)
+FUZZ_OBJ := $(FUZZ_CORE:%.c=$(BUILD)/fuzz/obj/%.o)
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CLANG   $<")
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -MMD -MP -c -o $@ $<
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  FUZZ    $@")
-	$(Q)$(CLANG) -std=gnu11 -Isrc -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR) \
-		-fsanitize=fuzzer,address,undefined -o $@ $< $(FUZZ_CORE) $(LDLIBS)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -MMD -MP -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
 
 fuzz: $(FUZZ_BIN)
 
@@ -149,12 +159,18 @@ deps:
 # the verbs transport on Soft-RoCE in QEMU guests: docs/RXE-VM.md), and
 # ends with "N passed, N failed".
 check: deps
-	$(Q)$(MAKE) --no-print-directory all fuzz
-	$(Q)$(MAKE) --no-print-directory BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all fuzz
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-asan OPT='-O1 -g -fno-omit-frame-pointer' \
 		SAN='-fsanitize=address,undefined -fno-sanitize-recover=undefined' all
-	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan OPT='-O1 -g' SAN='-fsanitize=thread' all
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) BUILD=build-tsan OPT='-O1 -g' SAN='-fsanitize=thread' all
 	$(Q)RDX_BUILD=$(BUILD) RDX_ASAN_BUILD=build-asan RDX_TSAN_BUILD=build-tsan \
 		RDX_FUZZ_BUILD=$(BUILD)/fuzz RDX_RXE=1 bash tests/run.sh
+
+# The inner loop while working on the code: no sanitizer builds, fuzz
+# targets or Soft-RoCE guest (make check runs those too).
+test: deps
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) all
+	$(Q)RDX_BUILD=$(BUILD) bash tests/run.sh
 
 # The flake hunt, not part of check: the normal build's unit and CLI tests
 # five times over at RDX_JOBS=4 beside a CPU hog; lists every test that

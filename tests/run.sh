@@ -63,12 +63,17 @@ passed=0
 failed=0
 skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/rdx-run.XXXXXX")
-trap 'rm -f "$log"' EXIT
+timings=$(mktemp "${TMPDIR:-/tmp}/rdx-times.XXXXXX") # ms <TAB> label <TAB> test
+trap 'rm -f "$log" "$timings"' EXIT
 
-# count_tap FILE: adds FILE's ok / not ok / skip lines to the totals and
-# sets tap_n to how many results it held (no subshell: totals must stick).
+# count_tap FILE [LABEL]: adds FILE's ok / not ok / skip lines to the
+# totals and sets tap_n to how many results it held (no subshell: totals
+# must stick).  With LABEL, the tests' times (bats --timing: "... in Nms")
+# go to the slowest-ten list.
 count_tap() {
 	local p f s
+	[ -z "${2:-}" ] ||
+		sed -n "s/^\(not \)\{0,1\}ok [0-9]* \(.*\) in \([0-9][0-9]*\)ms\$/\3\t$2\t\2/p" "$1" >>"$timings"
 	p=$(grep -cE '^ok ' "$1")
 	s=$(grep -ciE '^ok .*# *skip' "$1")
 	f=$(grep -cE '^not ok ' "$1")
@@ -101,6 +106,7 @@ run_unit() {
 		timeout -k 5 "$unit_timeout" "$t" </dev/null | tee "$log"
 		rc=${PIPESTATUS[0]}
 		echo "# $label unit: $name took $((SECONDS - t0)) s"
+		printf '%d\t%s unit\t%s\n' $(((SECONDS - t0) * 1000)) "$label" "$name" >>"$timings"
 		count_tap "$log"
 		n=$tap_n
 		bad=$(grep -cE '^not ok ' "$log")
@@ -156,7 +162,7 @@ run_cli() {
 	RDX_BUILD=$dir bats "${args[@]}" "$@" </dev/null | tee "$log"
 	rc=${PIPESTATUS[0]}
 	echo "# $label cli: took $((SECONDS - t0)) s"
-	count_tap "$log"
+	count_tap "$log" "$label"
 	bad=$(grep -cE '^not ok ' "$log")
 	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
 		echo "not ok - $label bats exited with status $rc"
@@ -325,7 +331,7 @@ run_rxe() {
 				on { print s }' "$clog" |
 				sed -E "s/^(not ok|ok)( [0-9]+)?( -)? /\1\2 $(sed 's/[\/&]/\\&/g' <<<"$name"): /" >"$log"
 			cat "$log"
-			count_tap "$log"
+			count_tap "$log" rxe
 			end=$(cat "$log.end" 2>/dev/null)
 			if [ -z "$end" ]; then
 				echo "not ok - $name: the guest stopped before it ended ($(rxe_why "$rc"))"
@@ -371,6 +377,12 @@ if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 
 	fi
 fi
 
+# The next slow test shows up here when it arrives.
+if [ -s "$timings" ]; then
+	echo "# the ten slowest tests:"
+	sort -t "$(printf '\t')" -k1,1nr "$timings" | head -n 10 |
+		awk -F '\t' '{ printf "#   %6.1f s  %s: %s\n", $1 / 1000, $2, $3 }'
+fi
 echo "# all: took $SECONDS s"
 summary="$passed passed, $failed failed"
 [ "$skipped" -gt 0 ] && summary+=", $skipped skipped"
