@@ -230,9 +230,8 @@ ssize_t rdx_source_read(struct rdx_source *s, void *buf, size_t cap,
 	return (ssize_t)want;
 }
 
-/* pread()s [off, off + len) of fd in order through fn. */
-static int read_through(int fd, uint64_t off, uint64_t len, rdx_prefix_fn fn, void *arg,
-			const atomic_int *stop)
+int rdx_read_through(int fd, uint64_t off, uint64_t len, rdx_prefix_fn fn, void *arg,
+		     const atomic_int *stop)
 {
 	enum { BUF = 1 << 20 };
 	char *buf = malloc(BUF);
@@ -269,7 +268,7 @@ int rdx_source_read_prefix(struct rdx_source *s, uint64_t len, rdx_prefix_fn fn,
 		return -ESPIPE;
 	if (len > s->size)
 		return -ESTALE;
-	return read_through(s->fd, s->base, len, fn, arg, s->stop);
+	return rdx_read_through(s->fd, s->base, len, fn, arg, s->stop);
 }
 
 void rdx_source_skip(struct rdx_source *s, uint64_t len)
@@ -629,7 +628,7 @@ err:
 
 int rdx_sink_read_prefix(struct rdx_sink *k, uint64_t len, rdx_prefix_fn fn, void *arg)
 {
-	return read_through(k->fd, 0, len, fn, arg, k->stop);
+	return rdx_read_through(k->fd, 0, len, fn, arg, k->stop);
 }
 
 int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size)

@@ -63,6 +63,12 @@ bool rdx_source_direct(const struct rdx_source *s);
  * a sink's partial, below), read in order through fn.  Returns 0, -ESTALE
  * when there are fewer, or -errno; -ECANCELED once *stop is set. */
 typedef void (*rdx_prefix_fn)(void *arg, const void *buf, size_t len);
+
+/* pread()s [off, off + len) of fd in order through fn, 1 MiB at a time.
+ * Returns 0, -ESTALE when the file ends before, -ECANCELED once *stop is
+ * set (stop may be NULL), or -errno. */
+int rdx_read_through(int fd, uint64_t off, uint64_t len, rdx_prefix_fn fn, void *arg,
+		     const atomic_int *stop);
 int rdx_source_read_prefix(struct rdx_source *s, uint64_t len, rdx_prefix_fn fn,
 			   void *arg);
 

@@ -8,6 +8,11 @@
  *   sender   -> AUTH(cA, mac_s, opts)                 receiver checks cA, mac_s
  *   receiver -> ACCEPT(accept, mac_a)                 sender checks mac_a
  *   sender   -> JOIN(index, nonce_r, mac_j)           on streams 1..N-1
+ *   receiver -> RESUME(bytes, xxh3-128)               --resume: what its partial has
+ *   sender   -> RESUME_FROM(bytes, xxh3-128)          where the data starts
+ *   sender   -> LIST_REQ(tops)                        --sync: the receiver's files?
+ *   receiver -> LIST(records)... LIST_END             each RDX_LIST_WINDOW acked by
+ *   sender   -> LIST_ACK                                the sender
  *   sender   -> DATA(seq, payload)...                 on any stream
  *   sender   -> EOS(total, nchunks, xxh3-128)         on stream 0, after all DATA
  *   receiver -> DONE(total, xxh3-128)                 after everything is written

@@ -196,6 +196,11 @@ void sess_busy_end(struct sess_busy *b);
  * --progress-lines (lines for rdcp), from the data's start. */
 void sess_progress_start(struct rdx_session *s);
 
+/* The main thread while the stream threads work: wakes at least every
+ * 100 ms (and on every signal of s->cond) to send KEEPALIVEs (on every
+ * stream, or stream 0 only) and update the progress display, until
+ * done(s) (called with s->lock held), a failure, or an interrupt, which
+ * it records. */
 void sess_tick_loop(struct rdx_session *s, bool all_streams,
 		    bool (*done)(struct rdx_session *s));
 

@@ -1,5 +1,6 @@
 #include "cp/copy_int.h"
 
+#include "core/hex.h"
 #include "core/auth.h"
 #include "core/err.h"
 #include "core/log.h"
@@ -36,10 +37,10 @@ static void *near_main(void *arg)
 int cp_make_key(char hex[65])
 {
 	unsigned char raw[32];
-	int i, ret = rdx_random(raw, sizeof(raw));
+	int ret = rdx_random(raw, sizeof(raw));
 
-	for (i = 0; i < 32 && !ret; i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	if (!ret)
+		rdx_hex_encode(raw, sizeof(raw), hex);
 	OPENSSL_cleanse(raw, sizeof(raw));
 	if (ret)
 		rdx_error("no randomness available for the session key");

@@ -170,48 +170,22 @@ static int sync_dir(const char *dir)
 	return ret;
 }
 
-/* The XXH3-128 of a file's first len bytes (fewer if it is shorter: then
- * -ENODATA).  Returns 0 or -errno. */
-static int hash_fd_prefix(int fd, uint64_t len, XXH128_hash_t *out)
-{
-	XXH3_state_t *h = XXH3_createState();
-	char *buf = malloc(RW_BUF);
-	uint64_t off = 0;
-	int ret = h && buf ? 0 : -ENOMEM;
-
-	if (!ret)
-		XXH3_128bits_reset(h);
-	while (!ret && off < len) {
-		size_t want = len - off < RW_BUF ? (size_t)(len - off) : RW_BUF;
-		ssize_t n = rdx_pread_full(fd, buf, want, (off_t)off);
-
-		if (n < (ssize_t)want)
-			ret = n < 0 ? (int)n : -ENODATA;
-		else
-			XXH3_128bits_update(h, buf, want);
-		off += want;
-	}
-	if (!ret)
-		*out = XXH3_128bits_digest(h);
-	XXH3_freeState(h);
-	free(buf);
-	return ret;
-}
-
 static void hash_into(void *arg, const void *buf, size_t len)
 {
 	XXH3_128bits_update(arg, buf, len);
 }
 
-/* The XXH3-128 of what the partial holds of its first len bytes. */
-static int hash_partial(struct rdx_sink *k, uint64_t len, XXH128_hash_t *out)
+/* The XXH3-128 of the first len bytes of the file fd, or (k non-NULL) of
+ * what the partial k holds of them. */
+static int hash_prefix(int fd, struct rdx_sink *k, uint64_t len, XXH128_hash_t *out)
 {
 	XXH3_state_t *h = XXH3_createState();
 	int ret = h ? 0 : -ENOMEM;
 
 	if (!ret) {
 		XXH3_128bits_reset(h);
-		ret = rdx_sink_read_prefix(k, len, hash_into, h);
+		ret = k ? rdx_sink_read_prefix(k, len, hash_into, h)
+			: rdx_read_through(fd, 0, len, hash_into, h, NULL);
 	}
 	if (!ret)
 		*out = XXH3_128bits_digest(h);
@@ -243,7 +217,7 @@ static int copy_resumed(const struct cp_opts *o, int in, const struct stat *ss,
 	}
 	if (have > size)
 		have = 0;
-	if (have && (hash_fd_prefix(in, have, &a) || hash_partial(k, have, &b) ||
+	if (have && (hash_prefix(in, NULL, have, &a) || hash_prefix(-1, k, have, &b) ||
 		     !XXH128_isEqual(a, b))) {
 		rdx_warn("the partial of '%s' differs from '%s': copying it whole", final, src);
 		have = 0;

@@ -6,6 +6,7 @@
  * parts can make the size at all. */
 #include "s3/s3.h"
 
+#include "core/hex.h"
 #include "core/err.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -25,18 +26,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-void s3_hex16(const unsigned char *d, char out[33])
-{
-	static const char hx[] = "0123456789abcdef";
-	int i;
-
-	for (i = 0; i < 16; i++) {
-		out[2 * i] = hx[d[i] >> 4];
-		out[2 * i + 1] = hx[d[i] & 15];
-	}
-	out[32] = '\0';
-}
 
 void s3_body_sum(const void *p, size_t n, struct s3_body_sum *out)
 {
@@ -77,7 +66,7 @@ int s3_check_put_etag(struct s3_client *c, const struct s3_body_sum *sum)
 			 c->resp.etag);
 		return 0;
 	}
-	s3_hex16(sum->md5, want);
+	rdx_hex_encode(sum->md5, 16, want);
 	if (s3_etag_md5(c->resp.etag, got) && !strcasecmp(got, want))
 		return 0;
 	return s3_bad_response(c, -RDX_EINTEGRITY, "",
@@ -346,7 +335,7 @@ int s3_parts_etag_match(const char *etag, const unsigned char (*md5)[16], unsign
 	char hex[33], want[33];
 
 	EVP_Digest(md5, (size_t)n * 16, d, &dl, EVP_md5(), NULL);
-	s3_hex16(d, hex);
+	rdx_hex_encode(d, 16, hex);
 	snprintf(made, len, "\"%s-%u\"", hex, n);
 	/* The ETag's MD5 part: its first 32 hex digits after any quote. */
 	snprintf(want, sizeof(want), "%.32s", etag + (etag[0] == '"'));
@@ -384,7 +373,7 @@ int s3_check_download(struct s3_client *c, const struct s3_object_info *info,
 		return check_parts(c, info->etag, info->size);
 	if (!md5)
 		return 0;
-	s3_hex16(md5, got);
+	rdx_hex_encode(md5, 16, got);
 	if (!strcasecmp(got, want))
 		return 0;
 	return s3_bad_response(c, -RDX_EINTEGRITY, "",

@@ -1,6 +1,7 @@
 #include "s3/local.h"
 #include "s3/s3.h"
 
+#include "core/hex.h"
 #include "core/err.h"
 #include "core/io.h"
 
@@ -23,33 +24,22 @@ const char *s3_last_part(const char *path)
 
 static int write_full(int fd, const void *p, size_t n)
 {
-	const char *c = p;
+	ssize_t w = rdx_write_full(fd, p, n, NULL);
 
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return w < 0 ? (int)w : 0;
 }
 
 /* Hashes the file fd from its start and gives its size. */
 int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 		  struct s3_body_sum *sum)
 {
-	static const char hx[] = "0123456789abcdef";
 	EVP_MD_CTX *md = EVP_MD_CTX_new(), *m5 = EVP_MD_CTX_new();
 	char *hex = sum->sha256_hex;
 	unsigned char d[32];
 	unsigned int dl = 0;
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap);
-	int ret = 0, i;
+	int ret = 0;
 	uint64_t off = 0;
 
 	if (!md || !m5 || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL) ||
@@ -82,11 +72,7 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 	}
 	EVP_DigestFinal_ex(md, d, &dl);
 	EVP_DigestFinal_ex(m5, sum->md5, &dl);
-	for (i = 0; i < 32; i++) {
-		hex[2 * i] = hx[d[i] >> 4];
-		hex[2 * i + 1] = hx[d[i] & 15];
-	}
-	hex[64] = '\0';
+	rdx_hex_encode(d, 32, hex);
 	*size = off;
 out:
 	EVP_MD_CTX_free(md);

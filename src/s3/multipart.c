@@ -3,7 +3,9 @@
 #include "s3/multipart.h"
 #include "s3/multipart_int.h"
 
+#include "core/hex.h"
 #include "core/err.h"
+#include "core/io.h"
 #include "core/log.h"
 #include "core/units.h"
 #include "s3/http.h"
@@ -64,46 +66,23 @@ int s3_xfer_client(struct s3_client **c, const struct s3_xfer_opts *o,
 	return s3_client_new(c, &co);
 }
 
-/* Reads up to n bytes; fewer only at end of input.  A signal is
+/* Reads up to n bytes; fewer only at end of input.  A stop is
  * -RDX_EINTR. */
 static ssize_t read_full(int fd, void *p, size_t n, const atomic_int *stop)
 {
-	size_t got = 0;
+	ssize_t r = rdx_read_full(fd, p, n, stop);
 
-	while (got < n) {
-		ssize_t r = read(fd, (char *)p + got, n - got);
-
-		if (r < 0 && errno == EINTR) {
-			if (stop && atomic_load(stop))
-				return -RDX_EINTR;
-			continue;
-		}
-		if (r < 0)
-			return -errno;
-		if (!r)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
+	return r == -ECANCELED ? -RDX_EINTR : r;
 }
 
+/* Exactly n bytes at off: the file shrinking under us is -ENODATA. */
 static int pread_full(int fd, void *p, size_t n, uint64_t off)
 {
-	size_t got = 0;
+	ssize_t r = rdx_pread_full(fd, p, n, (off_t)off);
 
-	while (got < n) {
-		ssize_t r =
-			pread(fd, (char *)p + got, n - got, (off_t)(off + got));
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (!r)
-			return -ENODATA; /* the file shrank under us */
-		got += (size_t)r;
-	}
-	return 0;
+	if (r < 0)
+		return (int)r;
+	return (size_t)r < n ? -ENODATA : 0;
 }
 
 /* ------------------------------------------------------------- upload */
@@ -320,24 +299,19 @@ fail:
 static int check_etag(struct s3_client *c, const struct up *u, unsigned n,
 		      const char *etag)
 {
-	static const char hx[] = "0123456789abcdef";
 	unsigned char d[16];
 	unsigned int dl;
 	char want[48], got[S3_ETAG_MAX];
 	size_t len = strlen(etag);
-	int i;
 
 	EVP_Digest(u->md5, (size_t)n * 16, d, &dl, EVP_md5(), NULL);
-	for (i = 0; i < 16; i++) {
-		want[2 * i] = hx[d[i] >> 4];
-		want[2 * i + 1] = hx[d[i] & 15];
-	}
+	rdx_hex_encode(d, 16, want);
 	snprintf(want + 32, sizeof(want) - 32, "-%u", n);
 	if (len >= 2 && etag[0] == '"' && etag[len - 1] == '"')
 		snprintf(got, sizeof(got), "%.*s", (int)(len - 2), etag + 1);
 	else
 		snprintf(got, sizeof(got), "%s", etag);
-	if (strlen(got) < 34 || got[32] != '-' || strspn(got, hx) != 32) {
+	if (strlen(got) < 34 || got[32] != '-' || !rdx_hex_is(got, 32)) {
 		rdx_info(1,
 			 "ETag %s is not an MD5 of parts (encrypted?): not checked",
 			 etag);

@@ -203,8 +203,6 @@ int s3_mpu_part_copy(struct s3_client *c, const char *bucket, const char *key,
 int s3_head_carry(struct s3_client *c, const char *bucket, const char *key,
 		  struct s3_object_info *info, char *carry, size_t cap);
 
-/* A 16-byte digest (an MD5) as 32 lower-case hex digits and a NUL. */
-void s3_hex16(const unsigned char *d, char out[33]);
 
 /* The MD5 of the file fd's first size bytes into md5[16]; read through
  * dfd instead (the same file opened with O_DIRECT) unless it is -1, so

@@ -1,3 +1,4 @@
+#include "core/hex.h"
 #include "s3/sigv4.h"
 
 #include <errno.h>
@@ -8,25 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char hexd[] = "0123456789abcdef";
-
-static void to_hex(const unsigned char *in, size_t n, char *out)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hexd[in[i] >> 4];
-		out[2 * i + 1] = hexd[in[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void s3_sha256_hex(const void *p, size_t n, char *out)
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
 
 	SHA256(p, n, md);
-	to_hex(md, sizeof(md), out);
+	rdx_hex_encode(md, sizeof(md), out);
 }
 
 static bool unreserved(unsigned char c)
@@ -419,7 +407,7 @@ int s3_sigv4_sign(const struct s3_creds *c, const struct s3_sign *s,
 	OPENSSL_cleanse(key, sizeof(key));
 	if (ret)
 		return ret;
-	to_hex(mac, sizeof(mac), sig->signature);
+	rdx_hex_encode(mac, sizeof(mac), sig->signature);
 	s3_buf_printf(&sig->authz,
 		      "AWS4-HMAC-SHA256 Credential=%s/%.8s/%s/%s/aws4_request, "
 		      "SignedHeaders=%s, Signature=%s",

@@ -1,14 +1,33 @@
-/* Parsing of sizes, counts and seconds given by users. */
+/* Parsing of sizes, counts and seconds given by users; hexadecimal. */
+#include "core/hex.h"
 #include "core/units.h"
 #include "tap.h"
 
 #include <errno.h>
 #include <string.h>
 
+static void test_hex(void)
+{
+	const unsigned char in[4] = { 0x00, 0x9f, 0xa0, 0xff };
+	unsigned char out[4];
+	char h[9];
+
+	rdx_hex_encode(in, sizeof(in), h);
+	CHECK(!strcmp(h, "009fa0ff"), "hex: lower case, NUL-terminated");
+	CHECK(rdx_hex_decode(h, 4, out) == 0 && !memcmp(in, out, 4), "hex: round trip");
+	CHECK(rdx_hex_decode("009FA0FF", 4, out) == -EINVAL, "hex: upper case refused");
+	CHECK(rdx_hex_decode("009fa0f", 4, out) == -EINVAL, "hex: too few digits refused");
+	CHECK(rdx_hex_decode("009fa0fg", 4, out) == -EINVAL, "hex: a non-digit refused");
+	CHECK(rdx_hex_is("0123456789abcdef", 16) && !rdx_hex_is("01x", 3) &&
+	      !rdx_hex_is("01", 3), "hex: rdx_hex_is stops at a non-digit or the end");
+}
+
 int main(void)
 {
 	uint64_t v;
 	char buf[32];
+
+	test_hex();
 
 	CHECK(rdx_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
 	CHECK(rdx_parse_size("64K", &v) == 0 && v == 65536, "K");

@@ -63,10 +63,10 @@ static void dir_drop(struct dirref *d)
 	}
 }
 
-/* A small regular file, received whole and its hash checked, to be
- * written as ".NAME.rdx-XXXXXXXX" in dir and renamed to NAME. */
-/* A small file, whole; or (sink set) a STAGE of a big file, for the
- * writers to write while the unpacker goes on. */
+/* What a writer writes while the unpacker goes on: a small regular file,
+ * received whole, whose hash the writer checks before it makes the file
+ * (unnamed, then linked under its name); or (sink set) a stage of a big
+ * file, len bytes at off. */
 struct job {
 	struct job *next;
 	struct dirref *dir;

@@ -8,6 +8,7 @@
 #include "s3/s3.h"
 #include "s3/xml.h"
 
+#include "core/hex.h"
 #include "core/err.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -40,7 +41,6 @@
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
-static const char hexd[] = "0123456789abcdef";
 
 struct server {
 	const struct s3_serve_opts *o;
@@ -353,11 +353,7 @@ static int take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16]
 		char hex[65];
 
 		EVP_DigestFinal_ex(sh, sha, NULL);
-		for (int i = 0; i < 32; i++) {
-			hex[2 * i] = hexd[sha[i] >> 4];
-			hex[2 * i + 1] = hexd[sha[i] & 15];
-		}
-		hex[64] = '\0';
+		rdx_hex_encode(sha, 32, hex);
 		if (strcmp(hex, k->payload)) {
 			ret = fail(k, 400, "XAmzContentSHA256Mismatch",
 				   "The provided 'x-amz-content-sha256' header does not match what was computed.") ? -EIO : 1;
@@ -499,19 +495,12 @@ static void list_text(struct s3_buf *b, const char *tag, const char *v, bool url
 
 static int hex_decode(const char *h, char *out, size_t cap)
 {
-	size_t n = strlen(h), i;
+	size_t n = strlen(h);
 
 	if (n % 2 || n / 2 >= cap)
 		return -EINVAL;
-	for (i = 0; i < n / 2; i++) {
-		const char *a = strchr(hexd, h[2 * i]), *c = strchr(hexd, h[2 * i + 1]);
-
-		if (!a || !c || !h[2 * i] || !h[2 * i + 1])
-			return -EINVAL;
-		out[i] = (char)((a - hexd) * 16 + (c - hexd));
-		if (!out[i])
-			return -EINVAL;
-	}
+	if (rdx_hex_decode(h, n / 2, out) || memchr(out, '\0', n / 2))
+		return -EINVAL;
 	out[n / 2] = '\0';
 	return 0;
 }
@@ -920,7 +909,7 @@ static int put_object(struct call *k, int bfd)
 		sv_meta_release(&m);
 		return ret < 0 ? ret : 0;
 	}
-	s3_hex16(md5, m.etag);
+	rdx_hex_encode(md5, 16, m.etag);
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0; /* the ETag is computed again when asked */
@@ -1081,7 +1070,7 @@ static int copy_object(struct call *k, int bfd)
 	close(sfd);
 	sv_meta_release(&sm);
 	if (!ret) {
-		s3_hex16(md5, m.etag);
+		rdx_hex_encode(md5, 16, m.etag);
 		ret = sv_meta_set(p.fd, &m);
 		if (ret == -ENOTSUP && !m.headers)
 			ret = 0;
@@ -1143,13 +1132,11 @@ static int upload_open(struct call *k, const char *id)
 	char info[SV_KEY_MAX + 128], want[SV_KEY_MAX + 128];
 	int up, fd;
 	ssize_t n;
-	size_t i;
 
 	if (!id || strlen(id) != 32)
 		return -ENOENT;
-	for (i = 0; i < 32; i++)
-		if (!strchr(hexd, id[i]) || !id[i])
-			return -ENOENT;
+	if (!rdx_hex_is(id, 32))
+		return -ENOENT;
 	up = upload_dir(k->s->root, id);
 	if (up < 0)
 		return -ENOENT;
@@ -1308,7 +1295,7 @@ static int create_upload(struct call *k)
 		free(hdrs);
 		return fail_errno(k, -EIO);
 	}
-	s3_hex16(rnd, id);
+	rdx_hex_encode(rnd, 16, id);
 	u = uploads_fd(k->s->root, true);
 	up = u < 0 ? u : mkdirat(u, id, 0700) ? -errno : upload_dir(k->s->root, id);
 	if (u >= 0)
@@ -1413,7 +1400,7 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 		sv_put_abort(&p);
 		return ret < 0 ? ret : 0;
 	}
-	s3_hex16(md5, m.etag);
+	rdx_hex_encode(md5, 16, m.etag);
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP)
 		ret = 0;
@@ -1527,11 +1514,7 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 			first = pm.size;
 		else if (i + 1 < parts.n ? pm.size != first : pm.size > first)
 			equal = false;
-		for (size_t j = 0; j < 16; j++) {
-			const char *h1 = strchr(hexd, want[2 * j]), *h2 = strchr(hexd, want[2 * j + 1]);
-
-			bin[j] = (unsigned char)((h1 - hexd) * 16 + (h2 - hexd));
-		}
+		rdx_hex_decode(want, 16, bin); /* checked by etag_ok */
 		EVP_DigestUpdate(all, bin, 16);
 		{
 			uint64_t left = pm.size;
@@ -1555,7 +1538,7 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 		off += pm.size;
 	}
 	EVP_DigestFinal_ex(all, md, NULL);
-	s3_hex16(md, m.etag);
+	rdx_hex_encode(md, 16, m.etag);
 	snprintf(m.etag + 32, sizeof(m.etag) - 32, "-%zu", parts.n);
 	m.parts = (unsigned)parts.n;
 	m.part_size = equal ? first : 0;

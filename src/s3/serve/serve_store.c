@@ -8,6 +8,7 @@
  * mtime so that a file changed by another hand is hashed again. */
 #include "s3/serve/serve_int.h"
 
+#include "core/hex.h"
 #include "core/io.h"
 #include "s3/s3.h"
 
@@ -26,7 +27,6 @@
 #define XATTR "user.rds3"
 #define XATTR_MAX 4096
 
-static const char hexd[] = "0123456789abcdef";
 
 void sv_meta_release(struct sv_meta *m)
 {
@@ -56,14 +56,11 @@ bool sv_bucket_ok(const char *name)
 
 bool sv_is_temp(const char *name)
 {
-	size_t n = strlen(name), i;
+	size_t n = strlen(name);
 
 	if (name[0] != '.' || n < 15 || memcmp(name + n - 13, ".rdx-", 5))
 		return false;
-	for (i = n - 8; i < n; i++)
-		if (!strchr(hexd, name[i]))
-			return false;
-	return true;
+	return rdx_hex_is(name + n - 8, 8);
 }
 
 int sv_key_ok(const char *key)
@@ -106,9 +103,8 @@ static bool etag_ok(const char *e)
 {
 	size_t i;
 
-	for (i = 0; i < 32; i++)
-		if (!strchr(hexd, e[i]))
-			return false;
+	if (!rdx_hex_is(e, 32))
+		return false;
 	if (!e[32])
 		return true;
 	if (e[32] != '-' || !e[33] || strlen(e) > 38)
@@ -170,7 +166,7 @@ int sv_meta_get(int fd, struct sv_meta *m)
 	 * the file system can keep it. */
 	if ((ret = s3_fd_md5(fd, -1, (uint64_t)st.st_size, NULL, md5)))
 		return ret == -ENODATA ? -EAGAIN : ret; /* shrank meanwhile */
-	s3_hex16(md5, m->etag);
+	rdx_hex_encode(md5, 16, m->etag);
 	m->size = (uint64_t)st.st_size;
 	m->mtime_ns = mtime_ns(&st);
 	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == m->size &&
