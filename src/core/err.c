@@ -1,6 +1,7 @@
 #include "core/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const rdx_messages[] = {
@@ -16,6 +17,16 @@ static const char *const rdx_messages[] = {
 	[RDX_ENOTSUP - RDX_EBASE] = "not supported",
 	[RDX_ELOCAL - RDX_EBASE] = "local I/O error",
 };
+
+bool rdx_fail_record(int *slot, char *why, size_t cap, bool replace, int err,
+		     const char *fmt, va_list ap)
+{
+	if (*slot && !replace)
+		return false;
+	*slot = err;
+	vsnprintf(why, cap, fmt, ap);
+	return true;
+}
 
 const char *rdx_strerror(int err)
 {

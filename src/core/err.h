@@ -7,6 +7,10 @@
 #ifndef RDX_ERR_H
 #define RDX_ERR_H
 
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+
 enum rdx_errcode {
 	RDX_EBASE = 10000,
 	RDX_EPROTO,	/* peer broke the wire protocol */
@@ -40,5 +44,13 @@ const char *rdx_strerror(int err);
 
 /* Maps a core error to the exit status a tool should return. */
 int rdx_exit_code(int err);
+
+/* The one "first failure wins, with its message" recorder: records err
+ * in *slot and the message (fmt) in why[cap] when *slot holds no failure
+ * yet, or when replace (a better explained one).  The caller holds
+ * whatever lock guards slot.  Returns true when this failure was
+ * recorded. */
+bool rdx_fail_record(int *slot, char *why, size_t cap, bool replace, int err,
+		     const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
 
 #endif

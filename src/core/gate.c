@@ -26,9 +26,12 @@
  * (link_greet), and waits for the answer the same way; the nonce and half
  * of the connection handed over become the session's.
  *
- * Transports that cannot tell whether a frame is waiting (frame_ready
- * NULL: verbs, whose rdma_cm connections cost a queue pair each) pass
- * straight through, as before.  One thread: the session's main thread. */
+ * Both transports can tell whether a first frame is in (frame_ready: TCP
+ * peeks at the socket, verbs looks at its arrivals, one SEND being one
+ * frame, and gives an eventfd to poll).  One that could not would pass
+ * straight through.  A waiting RDMA connection holds its queue pair and
+ * about 470 KiB of registered buffers.  One thread: the session's main
+ * thread. */
 #include "core/xfer_int.h"
 
 #include "core/err.h"

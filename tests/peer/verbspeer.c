@@ -15,6 +15,11 @@
  *                                     connection but never posts a receive:
  *                                     the peer's first SEND exhausts its RNR
  *                                     retries
+ *   verbspeer silent HOST PORT SECS   connects (as an rdxfer sender would,
+ *                                     through the transport), prints
+ *                                     "connected", and says nothing for
+ *                                     SECS: a stray that must not hold a
+ *                                     listener
  *
  * Prints one line per check ("ok: ...", "FAIL: ..."); exit 0 when all pass.
  */
@@ -252,6 +257,16 @@ static int norecv(const char *port, unsigned secs)
 	return 0;
 }
 
+static int silent(const char *host, const char *port, unsigned secs)
+{
+	struct rdx_conn *c = dial(host, port);
+
+	printf("connected\n");
+	sleep(secs);
+	c->ops->close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -261,6 +276,9 @@ int main(int argc, char **argv)
 		return client(argv[2], argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "norecv"))
 		return norecv(argv[2], (unsigned)atoi(argv[3]));
-	fprintf(stderr, "usage: verbspeer serve PORT | client HOST PORT | norecv PORT SECS\n");
+	if (argc == 5 && !strcmp(argv[1], "silent"))
+		return silent(argv[2], argv[3], (unsigned)atoi(argv[4]));
+	fprintf(stderr, "usage: verbspeer serve PORT | client HOST PORT | norecv PORT SECS | "
+			"silent HOST PORT SECS\n");
 	return 2;
 }

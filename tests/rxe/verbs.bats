@@ -153,3 +153,23 @@ vg_side() {
 	assert_same "$D/in" "$D/out"
 	grep -q '(rdma, 2 streams)' "$D/send.err"
 }
+
+@test "a silent RDMA connection does not hold rdrecv: a real sender goes first (the listener's gate)" {
+	# Without the gate, the handshake read the silent connection first
+	# and held every sender for --handshake-timeout (120 s here).
+	[ "$XPORT" = rdma ] || skip "verbs only"
+	port=$(free_port)
+	start_recv --transport rdma --handshake-timeout 120 --timeout 20 "$port" "$KEY" "$D/out"
+	wait_listen "$port" 20
+	bg_start silent "$PEER" silent "$RXE_ADDR" "$port" 150
+	wait_until 30 grep -q connected "$D/silent.out" || fail "verbspeer did not connect: $(cat "$D/silent.err")"
+	head -c 100000 /dev/urandom >"$D/in"
+	t0=$SECONDS
+	run_t --secs 90 "$RDSEND" --transport rdma --timeout 20 "$RXE_ADDR" "$port" "$KEY" "$D/in"
+	echo "# the real sender took $((SECONDS - t0)) s" >&3
+	assert_status 0
+	[ $((SECONDS - t0)) -lt 60 ] || fail "the real sender took $((SECONDS - t0)) s"
+	wait_recv 30
+	assert_rc recv "$RECV_RC" 0
+	assert_same "$D/in" "$D/out"
+}

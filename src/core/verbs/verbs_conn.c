@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vb_dev *devices;
@@ -32,14 +34,18 @@ int vb_fail(struct vb_conn *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!c->err) {
-		c->err = err;
-		va_start(ap, fmt);
-		vsnprintf(c->base.why, sizeof(c->base.why), fmt, ap);
-		va_end(ap);
-	}
-	pthread_cond_broadcast(&c->cond);
+	va_start(ap, fmt);
+	rdx_fail_record(&c->err, c->base.why, sizeof(c->base.why), false, err, fmt, ap);
+	va_end(ap);
+	vb_wake(c);
 	return c->err;
+}
+
+void vb_wake(struct vb_conn *c)
+{
+	pthread_cond_broadcast(&c->cond);
+	if (c->ready_watch && c->ready_fd >= 0)
+		eventfd_write(c->ready_fd, 1);
 }
 
 /* ---- devices and registrations ---------------------------------------- */
@@ -196,6 +202,7 @@ struct vb_conn *vb_conn_alloc(void)
 		return NULL;
 	c->base.ops = &rdx_xport_verbs;
 	c->cur_buf = -1;
+	c->ready_fd = -1;
 	c->timeout_ms = 60000;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -324,6 +331,8 @@ void vb_conn_destroy(struct vb_conn *c)
 	 * ring its owner is tearing down. */
 	free(c->pend);
 	free(c->hdrs);
+	if (c->ready_fd >= 0)
+		close(c->ready_fd);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -414,7 +423,7 @@ static void queue_arrival(struct vb_conn *c, bool data, uint32_t idx, uint32_t l
 	c->q[(c->qhead + c->qcount) % MAX_EVENTS] =
 		(struct arrival){ .data = data, .idx = idx, .len = len };
 	c->qcount++;
-	pthread_cond_broadcast(&c->cond);
+	vb_wake(c);
 }
 
 /* One completion.  Lock held; callbacks to run after unlocking are
@@ -431,7 +440,7 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 			 * because either side disconnected.  An end, not an
 			 * error; recv() still serves what arrived before. */
 			c->disconnected = true;
-			pthread_cond_broadcast(&c->cond);
+			vb_wake(c);
 			return;
 		}
 		if (wc->status == IBV_WC_WR_FLUSH_ERR)
@@ -581,7 +590,7 @@ static void *progress_main(void *arg)
 			on_wc(c, &wc[i], done, &ndone);
 		if (n == 0 && c->peer_left && !c->disconnected) {
 			c->disconnected = true;
-			pthread_cond_broadcast(&c->cond);
+			vb_wake(c);
 		}
 		pthread_mutex_unlock(&c->lock);
 		for (i = 0; i < ndone; i++)

@@ -131,6 +131,12 @@ struct vb_conn {
 	uint64_t deadline_ns;
 	const atomic_int *stop;
 
+	/* A listener's gate waiting for the first frame (frame_ready): an
+	 * eventfd written on every arrival, failure or disconnect until the
+	 * handshake's first recv() (ready_watch off); -1 until asked for. */
+	int ready_fd;
+	bool ready_watch;
+
 	/* The data phase. */
 	struct rdx_ring *ring;
 	struct vb_mr *ring_mr;
@@ -191,6 +197,9 @@ static inline uint64_t get64(const uint8_t *p)
 
 /* verbs_conn.c */
 struct vb_conn *vb_conn_alloc(void);
+/* Wakes whoever waits on c: recv() and the like (c->cond), and the gate
+ * (c->ready_fd) while it watches.  Lock held. */
+void vb_wake(struct vb_conn *c);
 /* Creates the PD (shared), CQ, QP and buffers on c->id and posts every
  * receive; nslots_hint sizes the queues. */
 int vb_setup_qp(struct vb_conn *c, unsigned nslots_hint);

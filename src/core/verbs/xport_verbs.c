@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 /* ---- sending and receiving ------------------------------------------------ */
 
@@ -137,6 +138,37 @@ static int next_arrival(struct vb_conn *c)
 	return 0;
 }
 
+/* Before the handshake, for the listener's gate: every SEND is one whole
+ * frame, so one arrival is the first frame in whole. */
+static int verbs_frame_ready(struct rdx_conn *cb, int *fd)
+{
+	struct vb_conn *c = vb_of(cb);
+	eventfd_t drained;
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->ready_fd < 0) {
+		c->ready_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (c->ready_fd < 0) {
+			pthread_mutex_unlock(&c->lock);
+			return -errno;
+		}
+		c->ready_watch = true;
+	}
+	eventfd_read(c->ready_fd, &drained); /* stale wake-ups: nothing */
+	*fd = c->ready_fd;
+	if (c->qcount)
+		ret = 1;
+	else if (c->err)
+		ret = c->err;
+	else if (c->disconnected || c->shut)
+		ret = -RDX_ECONNECT;
+	else
+		ret = 0;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
 /* Serves arrivals as a byte stream.  A DATA payload read into the very
  * place it was written to is not copied. */
 static int verbs_recv(struct rdx_conn *cb, void *buf, size_t len)
@@ -148,6 +180,7 @@ static int verbs_recv(struct rdx_conn *cb, void *buf, size_t len)
 	int ret = 0;
 
 	pthread_mutex_lock(&c->lock);
+	c->ready_watch = false; /* the handshake reads: the gate is done */
 	while (len) {
 		size_t k;
 
@@ -558,6 +591,7 @@ const struct rdx_xport_ops rdx_xport_verbs = {
 	.attach = verbs_attach,
 	.send_data = verbs_send_data,
 	.grant = verbs_grant,
+	.frame_ready = verbs_frame_ready,
 	.set_timeout = verbs_set_timeout,
 	.set_deadline = verbs_set_deadline,
 	.shutdown = verbs_shutdown,
