@@ -30,7 +30,8 @@ int rdx_hex_decode(const char *h, size_t n, void *out)
 	uint8_t *b = out;
 
 	for (size_t i = 0; i < n; i++) {
-		int hi = digit(h[2 * i]), lo = hi < 0 ? -1 : digit(h[2 * i + 1]);
+		int hi = digit(h[2 * i]),
+		    lo = hi < 0 ? -1 : digit(h[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -EINVAL;

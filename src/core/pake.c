@@ -142,7 +142,8 @@ int rdx_pake_start_with(struct rdx_pake *p, enum rdx_pake_role role,
 	wm = EC_POINT_new(e.g);
 	/* Two single multiplications, each on OpenSSL's constant-time path;
 	 * a combined x*G + w*M would take the variable-time one. */
-	if (!mask || !xg || !wm || !EC_POINT_mul(e.g, xg, bs, NULL, NULL, e.bn) ||
+	if (!mask || !xg || !wm ||
+	    !EC_POINT_mul(e.g, xg, bs, NULL, NULL, e.bn) ||
 	    !EC_POINT_mul(e.g, wm, NULL, mask, bw, e.bn) ||
 	    !EC_POINT_add(e.g, xg, xg, wm, e.bn) ||
 	    EC_POINT_point2oct(e.g, xg, POINT_CONVERSION_UNCOMPRESSED, p->share,
@@ -164,8 +165,8 @@ out:
 	return ret;
 }
 
-int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role,
-		   const void *key, size_t len)
+int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
+		   size_t len)
 {
 	uint8_t w[RDX_PAKE_SCALAR_LEN], s[RDX_PAKE_SCALAR_LEN];
 	struct ec e;
@@ -226,8 +227,8 @@ static int confirm_keys(const uint8_t ka[16], const struct rdx_pake_ctx *ctx,
 		memcpy(info + sizeof(label) - 1, ctx->aad, ctx->aad_len);
 	*q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
 						(char *)"SHA256", 0);
-	*q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
-						 (void *)ka, 16);
+	*q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ka,
+						 16);
 	*q++ = OSSL_PARAM_construct_octet_string(
 		OSSL_KDF_PARAM_INFO, info, sizeof(label) - 1 + ctx->aad_len);
 	*q = OSSL_PARAM_construct_end();
@@ -243,7 +244,8 @@ int rdx_pake_finish(const struct rdx_pake *p, const struct rdx_pake_ctx *ctx,
 {
 	EC_POINT *pt = NULL, *wmask = NULL, *mask = NULL;
 	uint8_t k[RDX_PAKE_SHARE_LEN], h[32], kc[32];
-	uint8_t tt[4 * 8 + 3 * RDX_PAKE_SHARE_LEN + RDX_PAKE_SCALAR_LEN + 2 * (8 + 256)];
+	uint8_t tt[4 * 8 + 3 * RDX_PAKE_SHARE_LEN + RDX_PAKE_SCALAR_LEN +
+		   2 * (8 + 256)];
 	const uint8_t *pa = p->role == RDX_PAKE_A ? p->share : peer;
 	const uint8_t *pb = p->role == RDX_PAKE_A ? peer : p->share;
 	unsigned int len;

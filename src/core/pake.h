@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RDX_PAKE_SCALAR_LEN 32
-#define RDX_PAKE_SHARE_LEN 65  /* an uncompressed P-256 point */
+#define RDX_PAKE_SCALAR_LEN  32
+#define RDX_PAKE_SHARE_LEN   65 /* an uncompressed P-256 point */
 #define RDX_PAKE_CONFIRM_LEN 32
-#define RDX_PAKE_KEY_LEN 16    /* Ke */
+#define RDX_PAKE_KEY_LEN     16 /* Ke */
 
 enum rdx_pake_role {
 	RDX_PAKE_A, /* masks with M; rdxfer's sender */
@@ -33,9 +33,9 @@ enum rdx_pake_role {
 
 struct rdx_pake {
 	enum rdx_pake_role role;
-	uint8_t w[RDX_PAKE_SCALAR_LEN];	       /* the password as a scalar */
-	uint8_t secret[RDX_PAKE_SCALAR_LEN];   /* x or y */
-	uint8_t share[RDX_PAKE_SHARE_LEN];     /* pA or pB, as sent */
+	uint8_t w[RDX_PAKE_SCALAR_LEN];	     /* the password as a scalar */
+	uint8_t secret[RDX_PAKE_SCALAR_LEN]; /* x or y */
+	uint8_t share[RDX_PAKE_SHARE_LEN];   /* pA or pB, as sent */
 };
 
 /* What one run yields; the same on both sides when the keys matched. */
@@ -63,8 +63,8 @@ int rdx_pake_w(const void *key, size_t len, uint8_t w[RDX_PAKE_SCALAR_LEN]);
 
 /* Starts one side: a fresh secret scalar, and the share to send in
  * p->share.  Returns 0 or -EIO. */
-int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role,
-		   const void *key, size_t len);
+int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
+		   size_t len);
 
 /* The same with w and the secret scalar given (the RFC's test vectors).
  * Returns 0, -EINVAL for a scalar that is 0 or not below the order, or

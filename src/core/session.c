@@ -86,11 +86,10 @@ static int fail_v(struct rdx_session *s, int err, bool weak, bool from_peer,
 		pthread_mutex_unlock(&s->lock);
 		return err;
 	}
-	if (!s->err || (s->err_weak && !weak)) {
-		s->err = err;
+	if (rdx_fail_record(&s->err, s->errmsg, sizeof(s->errmsg), s->err && s->err_weak && !weak,
+			    err, fmt, ap)) {
 		s->err_weak = weak;
 		s->err_from_peer = from_peer;
-		vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
 	}
 	pthread_cond_broadcast(&s->cond);
 	pthread_mutex_unlock(&s->lock);

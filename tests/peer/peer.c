@@ -77,9 +77,12 @@ void peer_hs_ctx(const struct peer_hs *h, uint8_t aad[2 * PEER_NONCE_LEN],
 	memcpy(aad, h->ns, PEER_NONCE_LEN);
 	memcpy(aad + PEER_NONCE_LEN, h->nr, PEER_NONCE_LEN);
 	*ctx = (struct rdx_pake_ctx){
-		.id_a = "rdxfer-2 sender", .id_a_len = 15,
-		.id_b = "rdxfer-2 receiver", .id_b_len = 17,
-		.aad = aad, .aad_len = 2 * PEER_NONCE_LEN,
+		.id_a = "rdxfer-2 sender",
+		.id_a_len = 15,
+		.id_b = "rdxfer-2 receiver",
+		.id_b_len = 17,
+		.aad = aad,
+		.aad_len = 2 * PEER_NONCE_LEN,
 	};
 }
 
@@ -127,7 +130,8 @@ int peer_mac(const struct peer_hs *h, const char *label, const void *extra,
 	if (extra_len)
 		memcpy(msg + ll + 2 * PEER_NONCE_LEN, extra, extra_len);
 	if (!HMAC(EVP_sha256(), h->r.ke, RDX_PAKE_KEY_LEN, msg,
-		  ll + 2 * PEER_NONCE_LEN + extra_len, out, &olen) || olen != 32)
+		  ll + 2 * PEER_NONCE_LEN + extra_len, out, &olen) ||
+	    olen != 32)
 		return -1;
 	return 0;
 }

@@ -45,9 +45,9 @@ int recv_full(int fd, void *buf, size_t n);
 struct peer_hs {
 	uint8_t ns[PEER_NONCE_LEN];
 	uint8_t nr[PEER_NONCE_LEN];
-	struct rdx_pake pake;			 /* this side's half */
-	uint8_t peer_share[RDX_PAKE_SHARE_LEN];	 /* the other side's */
-	struct rdx_pake_result r;		 /* after the peer's share */
+	struct rdx_pake pake;			/* this side's half */
+	uint8_t peer_share[RDX_PAKE_SHARE_LEN]; /* the other side's */
+	struct rdx_pake_result r;		/* after the peer's share */
 };
 
 /* The associated data and identities rdxfer runs SPAKE2 with. */

@@ -1,355 +1,9 @@
 /* The sender's side of a tree: walk the sources (libarchive's walk),
  * read the files, and write them as one pax stream with a hash after
  * each; --sync's plan of what the receiver already has. */
-#include "core/tree/tree_int.h"
-
-#include "core/err.h"
-#include "core/fileio.h"
-#include "core/proto.h"
-#include "core/tree/rules.h"
-#include "core/io.h"
-#include "core/log.h"
-#include "core/units.h"
-
-#include <archive.h>
-#include <archive_entry.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <fts.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#define PACK_BLOCK (1u << 20)  /* a block offered to the core, at least */
-#define PACK_DIRECT (64u << 10) /* a write this large is not gathered */
-#define PACK_SEGS 256u		/* pieces of one block */
-
-/* ---- --sync: the receiver's listing ----------------------------------- */
-
-struct plan_slot {
-	char *name; /* NULL: free */
-	uint64_t size;
-	int64_t mtime;
-	uint8_t type;
-	bool seen; /* the walk has it too */
-	uint8_t hash[16]; /* type RDX_LIST_HASHED */
-};
-
-struct rdx_tree_plan {
-	struct plan_slot *slots;
-	size_t cap; /* a power of two */
-	size_t used;
-	bool delete, dry_run;
-	uint8_t key[RDX_LIST_KEY_LEN]; /* the listing's hashes are keyed with it */
-};
-
-void rdx_tree_plan_options(struct rdx_tree_plan *p, bool delete, bool dry_run)
-{
-	p->delete = delete;
-	p->dry_run = dry_run;
-}
-
-int rdx_tree_plan_new(struct rdx_tree_plan **out, const uint8_t key[RDX_LIST_KEY_LEN])
-{
-	struct rdx_tree_plan *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return -ENOMEM;
-	memcpy(p->key, key, sizeof(p->key));
-	p->cap = 1024;
-	p->slots = calloc(p->cap, sizeof(*p->slots));
-	if (!p->slots) {
-		free(p);
-		return -ENOMEM;
-	}
-	*out = p;
-	return 0;
-}
-
-static struct plan_slot *plan_find(const struct rdx_tree_plan *p, const char *name,
-				   size_t len)
-{
-	size_t i = (size_t)XXH3_64bits(name, len) & (p->cap - 1);
-
-	while (p->slots[i].name &&
-	       (strlen(p->slots[i].name) != len || memcmp(p->slots[i].name, name, len)))
-		i = (i + 1) & (p->cap - 1);
-	return &p->slots[i];
-}
-
-static int plan_grow(struct rdx_tree_plan *p)
-{
-	struct rdx_tree_plan bigger = { .cap = p->cap * 2 };
-	size_t i;
-
-	bigger.slots = calloc(bigger.cap, sizeof(*bigger.slots));
-	if (!bigger.slots)
-		return -ENOMEM;
-	for (i = 0; i < p->cap; i++)
-		if (p->slots[i].name)
-			*plan_find(&bigger, p->slots[i].name, strlen(p->slots[i].name)) = p->slots[i];
-	free(p->slots);
-	p->slots = bigger.slots;
-	p->cap = bigger.cap;
-	return 0;
-}
-
-int rdx_tree_plan_add(struct rdx_tree_plan *p, const struct rdx_list_entry *e)
-{
-	struct plan_slot *slot;
-
-	if ((p->used + 1) * 2 > p->cap && plan_grow(p))
-		return -ENOMEM;
-	slot = plan_find(p, e->name, e->len);
-	if (!slot->name) {
-		slot->name = strndup(e->name, e->len);
-		if (!slot->name)
-			return -ENOMEM;
-		p->used++;
-	}
-	slot->size = e->size;
-	slot->mtime = e->mtime;
-	slot->type = e->type;
-	memcpy(slot->hash, e->hash, sizeof(slot->hash));
-	return 0;
-}
-
-void rdx_tree_plan_free(struct rdx_tree_plan *p)
-{
-	size_t i;
-
-	if (!p)
-		return;
-	for (i = 0; i < p->cap; i++)
-		free(p->slots[i].name);
-	free(p->slots);
-	explicit_bzero(p->key, sizeof(p->key));
-	free(p);
-}
-
-/* Notes that the walk has e; returns true when the receiver has it as a
- * regular file as it is here: same size, and same mtime or (--checksum)
- * same content.  e's source path is absolute (rdx_tree_pack_start). */
-static bool plan_walked(const struct rdx_tree_plan *p, struct archive_entry *e)
-{
-	const char *name = archive_entry_pathname(e);
-	struct plan_slot *slot = plan_find(p, name, strlen(name));
-
-	uint8_t mine[16];
-
-	if (!slot->name)
-		return false;
-	slot->seen = true;
-	if (archive_entry_filetype(e) != AE_IFREG || slot->size != (uint64_t)archive_entry_size(e))
-		return false;
-	/* --checksum: the same bytes, whatever the times say. */
-	if (slot->type == RDX_LIST_HASHED)
-		return tree_hash_file(archive_entry_sourcepath(e), p->key, mine) == 0 &&
-		       !memcmp(mine, slot->hash, sizeof(mine));
-	return slot->type == RDX_LIST_FILE && slot->mtime == (int64_t)archive_entry_mtime(e);
-}
-
-static int by_name_desc(const void *a, const void *b)
-{
-	return -strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* A marker entry (RDX_TREE_DELETE_NAME, RDX_TREE_MISSING_NAME) whose
- * data is a name.  Returns 0, -ENOMEM or -EPIPE. */
-static int pack_marker(struct archive *w, const char *marker, const char *name)
-{
-	struct archive_entry *e = archive_entry_new();
-	size_t len = strlen(name);
-	int ret = 0;
-
-	if (!e)
-		return -ENOMEM;
-	archive_entry_set_pathname(e, marker);
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0400);
-	archive_entry_set_size(e, (la_int64_t)len);
-	if (archive_write_header(w, e) < ARCHIVE_WARN ||
-	    archive_write_data(w, name, len) != (la_ssize_t)len)
-		ret = -EPIPE;
-	archive_entry_free(e);
-	return ret;
-}
-
-/* --delete: the removal entries for what the receiver listed and the walk
- * did not see, children first (names in descending order put "d/x"
- * before "d").  Returns 0, -ENOMEM or -EPIPE. */
-static int pack_deletes(struct rdx_tree_plan *p, const struct rdx_rule *rules,
-			size_t nrules, struct archive *w)
-{
-	char **names = malloc((p->used ? p->used : 1) * sizeof(*names));
-	size_t i, n = 0;
-	int ret = 0;
-
-	if (!names)
-		return -ENOMEM;
-	/* What the rules exclude was not walked, not gone: it stays. */
-	for (i = 0; i < p->cap; i++) {
-		const char *name = p->slots[i].name, *rel = name ? strchr(name, '/') : NULL;
-
-		if (name && !p->slots[i].seen &&
-		    (!rel || rdx_rules_pass_path(rules, nrules, rel + 1)))
-			names[n++] = p->slots[i].name;
-	}
-	qsort(names, n, sizeof(*names), by_name_desc);
-	for (i = 0; i < n && !ret; i++) {
-		if (p->dry_run)
-			rdx_info(0, "would delete '%s'", names[i]);
-		else
-			ret = pack_marker(w, RDX_TREE_DELETE_NAME, names[i]);
-	}
-	free(names);
-	return ret;
-}
+#include "core/tree/tree_pack_int.h"
 
 /* ---- sender: walk and pack -------------------------------------------- */
-
-/* The walk, the reading of files and the writing of the stream are three
- * stages.  A walker thread runs libarchive's walk and queues what it
- * finds (an item per entry, in the walk's order); reader threads read
- * small regular files whole ahead and hash them; the packing thread takes
- * the items in order and writes the stream.  The queue holds at most
- * AHEAD_ITEMS entries and READ_AHEAD bytes of data read ahead.
- *
- * A big file is read by the readers too when its turn comes: in CHUNK
- * pieces, O_DIRECT where it is not cached, at most WINDOW of them ahead
- * of the packing thread, which hashes and sends them in order (before the
- * small files queued after it: the packer waits for those chunks).  A
- * small file with hard links, or a sparse one, is read by the packing
- * thread itself. */
-#define READ_AHEAD (16u << 20)
-#define AHEAD_ITEMS 4096u
-#define MAX_READERS 64
-#define READ_BLOCK (1u << 20) /* the packing thread's own reads */
-#define CHUNK (1u << 20)
-#define WINDOW 8u
-/* A walker woken with half the room free can queue any file read ahead. */
-_Static_assert(BIG_FILE <= READ_AHEAD / 2, "read-ahead files fit in half the room");
-
-enum item_kind {
-	ITEM_ENTRY,   /* a walked entry */
-	ITEM_MISSING, /* a source or entry the walk could not read */
-	ITEM_END,     /* the walk is over */
-};
-
-struct item {
-	struct item *next;
-	enum item_kind kind;
-	struct archive_entry *e; /* ITEM_ENTRY */
-	char *text;		 /* ITEM_MISSING: "NAME: why" */
-	/* A small regular file read ahead by a reader: */
-	bool ahead;
-	bool read;	  /* the reader is done with it */
-	char *buf;
-	size_t size;	  /* from the walk */
-	size_t got;
-	int err;	  /* -errno; -ESTALE: not the walked file any more */
-	XXH128_hash_t hash;
-};
-
-/* One piece of a big file, read by a reader for the packing thread: the
- * reader that claimed it writes buf and got without a lock, then sets
- * done under the queue's lock; the packer reads them once it saw done,
- * and clears done (the lock again) when it is through with them. */
-struct chunk {
-	char *buf;   /* CHUNK bytes, 4 KiB-aligned; the packer's, fixed */
-	ssize_t got; /* bytes, or -errno */
-	bool done;
-};
-
-/* The big file the packing thread sends now (pack_big), on its stack; the
- * counters are under the queue's lock.  A reader touches it only while
- * counted in busy, and pack_big() returns only once busy is 0. */
-struct bigread {
-	struct rdx_source *src;
-	uint64_t size;	   /* as walked: what is sent */
-	uint64_t nchunks;
-	uint64_t claimed;  /* chunks handed to readers (the queue's lock) */
-	uint64_t consumed; /* chunks the packer is done with */
-	unsigned busy;	   /* readers reading one now */
-	struct chunk w[WINDOW]; /* chunk k in w[k % WINDOW] */
-};
-
-struct ahead {
-	pthread_mutex_t lock;
-	pthread_cond_t work;  /* readers: an item to read, or the end */
-	pthread_cond_t ready; /* the packer: an item queued or read */
-	pthread_cond_t room;  /* the walker: the packer took an item */
-	struct item *head, *tail;
-	struct item *unread;  /* the first item no reader took yet */
-	struct bigread *cur;  /* a big file being read, or NULL */
-	unsigned items;
-	size_t bytes;	      /* of the items read ahead, queued */
-	bool ended;	      /* ITEM_END queued */
-	bool quit;	      /* the packer stopped: walker and readers end */
-	pthread_t walker;
-	bool walking;
-	pthread_t readers[MAX_READERS];
-	unsigned nreaders;
-};
-
-/* What the packing thread offers the core at once: pieces of the stream
- * in order, each either gathered here (headers, padding, the hash
- * entries) or lent from a file read ahead, which stays allocated (on the
- * items list) until the core took the block. */
-struct block {
-	struct iovec v[PACK_SEGS];
-	unsigned n;
-	size_t bytes;
-	char *gather; /* PACK_BLOCK */
-	size_t fill;
-	struct item *items, **tail;
-};
-
-struct rdx_tree_pack {
-	pthread_t thread;
-	int fd; /* the stream's write end: the thread's, closed when it ends;
-		 * -1: handed out (rdx_tree_pack_read) */
-	struct feed out;
-	struct ahead q;
-	char **paths;	     /* as given: the names they are sent under */
-	char **abs;	     /* the same, absolute: what the walk opens */
-	unsigned n;
-	bool follow;
-	unsigned nreaders;
-	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
-	struct block blk[2]; /* pack_write() fills blk[cur] while the core
-			      * takes the other */
-	unsigned cur;
-	/* The data of the file read ahead that pack_ahead() sends now: what
-	 * libarchive writes from it is lent, not copied. */
-	const char *lend;
-	size_t lend_len;
-	bool lent;	     /* the block holds some of it */
-	char *win[WINDOW];   /* pack_big()'s chunks, allocated at the first */
-	/* Written by the walker until it queues ITEM_END, then read by the
-	 * packing thread (the queue's lock orders the two). */
-	unsigned unwalkable; /* sources that could not be opened */
-	bool incomplete;     /* the walk warned: --delete deletes nothing */
-	uint64_t unchanged;  /* files --sync did not send */
-	int walk_err;	     /* -ENOMEM */
-	/* Written by both, read after the joins. */
-	atomic_uint unreadable; /* files skipped or sent empty */
-	/* Written by the packing thread, read after its join. */
-	int err;	     /* the stream itself failed (-errno) */
-	struct rdx_tree_plan *plan; /* --sync, or NULL */
-	const struct rdx_rule *rules; /* --include/--exclude; borrowed */
-	size_t nrules;
-	bool cut;	     /* failed here: nothing more goes out, not even the
-			      * end of the archive, so the receiver fails too */
-};
 
 /* Hands the n pieces v to the core or writes them into the pipe.  The
  * core takes one block at a time: this waits until it took the one
@@ -400,8 +54,6 @@ static void pack_drain(struct rdx_tree_pack *p)
 	pthread_mutex_unlock(&f->lock);
 }
 
-static void item_free(struct item *it);
-
 /* Empties a block the core took: the files it lent from are freed. */
 static void block_reset(struct block *b)
 {
@@ -409,7 +61,7 @@ static void block_reset(struct block *b)
 
 	while ((it = b->items)) {
 		b->items = it->next;
-		item_free(it);
+		tp_item_free(it);
 	}
 	b->tail = &b->items;
 	b->n = 0;
@@ -417,7 +69,7 @@ static void block_reset(struct block *b)
 	b->fill = 0;
 }
 
-/* Offers the block pack_write() filled, and goes on in the other one,
+/* Offers the block tp_pack_write() filled, and goes on in the other one,
  * which the core took whole before this one was offered.  Returns 0 or
  * -errno. */
 static int pack_flush(struct rdx_tree_pack *p)
@@ -452,7 +104,7 @@ static void block_add(struct block *b, const char *buf, size_t len)
  * slots); headers and the rest are gathered; a write of PACK_DIRECT or
  * more that is not lent (a big file's chunk) goes on from libarchive's
  * caller's buffer as it is, and is waited for. */
-static la_ssize_t pack_write(struct archive *a, void *arg, const void *buf,
+la_ssize_t tp_pack_write(struct archive *a, void *arg, const void *buf,
 			     size_t len)
 {
 	struct rdx_tree_pack *p = arg;
@@ -540,7 +192,7 @@ static bool is_walked(int fd, struct archive_entry *e, struct stat *st)
  * without a /proc that is procfs, by name again, checked again.  *st is
  * the file's stat.  Returns the descriptor, or -errno (-ESTALE: another
  * file is there now). */
-static int open_walked(struct archive_entry *e, struct stat *st)
+int tp_open_walked(struct archive_entry *e, struct stat *st)
 {
 	int pfd = open(archive_entry_sourcepath(e), O_PATH | O_CLOEXEC), fd;
 
@@ -580,7 +232,7 @@ static bool maybe_sparse(const struct stat *st)
  * most files, with none: two seeks say so.  A file system that cannot say
  * where its holes are has none to keep, and a file that grew past its
  * walked size is sent whole. */
-static void sparse_map(int fd, const struct stat *st, struct archive_entry *e)
+void tp_sparse_map(int fd, const struct stat *st, struct archive_entry *e)
 {
 	off_t size = (off_t)archive_entry_size(e), data = 0, hole;
 
@@ -649,7 +301,7 @@ static int pack_close(struct archive *w, XXH128_hash_t hash, bool good)
 }
 
 /* Sends a file read ahead.  Returns 0 or -EPIPE. */
-static int pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *it)
+int tp_pack_ahead(struct rdx_tree_pack *p, struct archive *w, struct item *it)
 {
 	if (it->err) {
 		unread_warn(p, it->e, it->err);
@@ -724,10 +376,10 @@ broken:
 }
 
 /* Sends a big regular file, fd (taken over, or -errno), read by the
- * readers (read_chunk), chunk by chunk in order, and its hash.  Returns 0
+ * readers (tp_read_chunk), chunk by chunk in order, and its hash.  Returns 0
  * (a read failure is only counted), -EPIPE, or the walk's failure when it
  * stopped everything. */
-static int pack_big(struct rdx_tree_pack *p, struct archive *w,
+int tp_pack_big(struct rdx_tree_pack *p, struct archive *w,
 		    struct archive_entry *e, XXH3_state_t *h, int fd)
 {
 	struct ahead *q = &p->q;
@@ -786,7 +438,7 @@ static int pack_big(struct rdx_tree_pack *p, struct archive *w,
 	return pack_close(w, XXH3_128bits_digest(h), !err);
 }
 
-/* Whether a file goes through pack_big(): big, not sparse (whose holes
+/* Whether a file goes through tp_pack_big(): big, not sparse (whose holes
  * pack_read() skips), with readers to read it and the chunks' memory. */
 static bool use_big(struct rdx_tree_pack *p, struct archive_entry *e)
 {
@@ -803,7 +455,7 @@ static bool use_big(struct rdx_tree_pack *p, struct archive_entry *e)
 	return true;
 }
 
-/* Sends one walked entry.  Returns 0, -EPIPE, or (pack_big) the walk's
+/* Sends one walked entry.  Returns 0, -EPIPE, or (tp_pack_big) the walk's
  * failure. */
 static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 		      struct archive_entry_linkresolver *lr, struct item *it,
@@ -828,9 +480,9 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 	if (data && !ahead && archive_entry_size(e) > 0) {
 		struct stat st;
 
-		fd = open_walked(e, &st);
+		fd = tp_open_walked(e, &st);
 		if (fd >= 0 && !it->ahead)
-			sparse_map(fd, &st, e);
+			tp_sparse_map(fd, &st, e);
 	}
 	r = archive_write_header(w, e);
 	if (r < ARCHIVE_OK && r != ARCHIVE_FATAL)
@@ -841,446 +493,8 @@ static int pack_entry(struct rdx_tree_pack *p, struct archive *w,
 		return r == ARCHIVE_FATAL ? -EPIPE : 0;
 	}
 	if (ahead)
-		return pack_ahead(p, w, it);
-	return use_big(p, e) ? pack_big(p, w, e, h, fd) : pack_read(p, w, e, h, fd);
-}
-
-/* ---- sender: the queue ----------------------------------------------- */
-
-static void item_free(struct item *it)
-{
-	if (!it)
-		return;
-	if (it->e)
-		archive_entry_free(it->e);
-	free(it->text);
-	free(it->buf);
-	free(it);
-}
-
-/* Queues an item, waiting for room.  Returns 0, or -ECANCELED when the
- * packing thread stopped (the item is freed). */
-static int queue_put(struct rdx_tree_pack *p, struct item *it)
-{
-	struct ahead *q = &p->q;
-	size_t bytes = it->ahead ? it->size : 0;
-
-	pthread_mutex_lock(&q->lock);
-	while (!q->quit && q->items &&
-	       (q->items >= AHEAD_ITEMS || q->bytes + bytes > READ_AHEAD))
-		pthread_cond_wait(&q->room, &q->lock);
-	if (q->quit) {
-		pthread_mutex_unlock(&q->lock);
-		item_free(it);
-		return -ECANCELED;
-	}
-	if (q->tail)
-		q->tail->next = it;
-	else
-		q->head = it;
-	q->tail = it;
-	q->items++;
-	q->bytes += bytes;
-	if (it->kind == ITEM_END)
-		q->ended = true;
-	if (it->ahead && !it->read && !q->unread)
-		q->unread = it;
-	/* One reader per file to read (a broadcast woke them all for each,
-	 * and all but one went back to sleep); the packer only when this
-	 * is the item it waits for. */
-	if (it->kind == ITEM_END)
-		pthread_cond_broadcast(&q->work);
-	else if (it->ahead && !it->read)
-		pthread_cond_signal(&q->work);
-	if (q->head == it && !(it->ahead && !it->read))
-		pthread_cond_signal(&q->ready);
-	pthread_mutex_unlock(&q->lock);
-	return 0;
-}
-
-/* The next item in the walk's order, once read if read ahead; NULL when
- * the walk stopped early (only after quit).  The caller frees it. */
-static struct item *queue_take(struct rdx_tree_pack *p)
-{
-	struct ahead *q = &p->q;
-	struct item *it;
-
-	pthread_mutex_lock(&q->lock);
-	while (!q->quit && (!q->head || (q->head->ahead && !q->head->read)))
-		pthread_cond_wait(&q->ready, &q->lock);
-	it = q->quit ? NULL : q->head;
-	if (it) {
-		q->head = it->next;
-		if (!q->head)
-			q->tail = NULL;
-		q->items--;
-		q->bytes -= it->ahead ? it->size : 0;
-		/* The walker, once half the room is free: woken for every
-		 * item, it queued one and slept again, a switch per file. */
-		if (q->items <= AHEAD_ITEMS / 2 && q->bytes <= READ_AHEAD / 2)
-			pthread_cond_signal(&q->room);
-	}
-	pthread_mutex_unlock(&q->lock);
-	return it;
-}
-
-/* Reads one small file whole and hashes it. */
-static void read_ahead(struct item *it)
-{
-	size_t want = it->size;
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	fd = open_walked(it->e, &st);
-	if (fd < 0) {
-		it->err = fd;
-		return;
-	}
-	sparse_map(fd, &st, it->e); /* the item is this reader's until read */
-	if (archive_entry_sparse_count(it->e)) {
-		close(fd);
-		it->err = -EAGAIN; /* the packer sends it, with its holes */
-		return;
-	}
-	n = rdx_pread_full(fd, it->buf, want, 0);
-	close(fd);
-	if (n < 0) {
-		it->err = (int)n;
-		return;
-	}
-	it->got = (size_t)n;
-	if (it->got < want)
-		it->err = -ENODATA; /* shrank */
-	else
-		it->hash = XXH3_128bits(it->buf, it->got);
-}
-
-/* Reads chunk k of the big file b (without its lock). */
-static void read_chunk(struct bigread *b, uint64_t k)
-{
-	uint64_t off = k * CHUNK;
-	size_t want = b->size - off < CHUNK ? (size_t)(b->size - off) : CHUNK;
-	ssize_t n = rdx_source_read(b->src, b->w[k % WINDOW].buf, CHUNK, k);
-
-	if (n >= 0 && (size_t)n < want)
-		n = -ENODATA; /* shrank */
-	b->w[k % WINDOW].got = n < 0 ? n : (ssize_t)want;
-}
-
-/* The next chunk of the big file being sent, when the window has room:
- * true with *k set, counted as busy. */
-static bool claim_chunk(struct bigread *b, uint64_t *k)
-{
-	if (!b || b->claimed >= b->nchunks || b->claimed >= b->consumed + WINDOW)
-		return false;
-	*k = b->claimed++;
-	b->busy++;
-	return true;
-}
-
-/* A reader runs until the packer stops it: a big file may come at any
- * time, even after the walk's end. */
-static void *reader_main(void *arg)
-{
-	struct ahead *q = arg;
-
-	rdx_thread_name("rdx-tread");
-	pthread_mutex_lock(&q->lock);
-	for (;;) {
-		struct item *it = q->unread, *next;
-		struct bigread *b = q->cur;
-		uint64_t k;
-
-		if (q->quit)
-			break;
-		if (claim_chunk(b, &k)) { /* the packer waits for these */
-			pthread_mutex_unlock(&q->lock);
-			read_chunk(b, k);
-			pthread_mutex_lock(&q->lock);
-			b->w[k % WINDOW].done = true;
-			b->busy--;
-			pthread_cond_broadcast(&q->ready);
-			continue;
-		}
-		if (!it) {
-			pthread_cond_wait(&q->work, &q->lock);
-			continue;
-		}
-		for (next = it->next; next && !(next->ahead && !next->read); next = next->next)
-			;
-		q->unread = next;
-		pthread_mutex_unlock(&q->lock);
-		read_ahead(it);
-		pthread_mutex_lock(&q->lock);
-		it->read = true;
-		if (it == q->head)
-			pthread_cond_signal(&q->ready);
-	}
-	pthread_mutex_unlock(&q->lock);
-	return NULL;
-}
-
-/* ---- sender: the walk ------------------------------------------------ */
-
-/* Something the walk could not read: said here, and to the receiver in a
- * RDX_TREE_MISSING_NAME entry ("NAME: why"), which fails it too.
- * Returns 0, -ENOMEM or -ECANCELED. */
-static int walk_failed(struct rdx_tree_pack *p, const char *name, const char *why)
-{
-	struct item *it = calloc(1, sizeof(*it));
-
-	if (!why)
-		why = "unknown error";
-	rdx_warn("cannot read '%s': %s", name, why);
-	if (!it || asprintf(&it->text, "%s: %s", name, why) < 0) {
-		free(it);
-		return -ENOMEM;
-	}
-	it->kind = ITEM_MISSING;
-	return queue_put(p, it);
-}
-
-/* Queues a walked entry (taken over), to be read ahead when it is a small
- * regular file that is sent whole and only once.  Returns 0, -ENOMEM or
- * -ECANCELED. */
-static int walk_entry(struct rdx_tree_pack *p, struct archive_entry *e)
-{
-	mode_t type = archive_entry_filetype(e);
-	la_int64_t size = archive_entry_size(e);
-	struct item *it;
-
-	if (type == AE_IFSOCK || type == AE_IFCHR || type == AE_IFBLK) {
-		rdx_warn("skipping '%s': not a file, directory or symlink",
-			 archive_entry_sourcepath(e));
-		archive_entry_free(e);
-		return 0;
-	}
-	if (p->plan && plan_walked(p->plan, e)) {
-		p->unchanged++;
-		archive_entry_free(e);
-		return 0;
-	}
-	it = calloc(1, sizeof(*it));
-	if (!it) {
-		archive_entry_free(e);
-		return -ENOMEM;
-	}
-	it->kind = ITEM_ENTRY;
-	it->e = e;
-	if (type == AE_IFREG && size >= 0 && size < BIG_FILE && archive_entry_nlink(e) <= 1 &&
-	    !(p->plan && p->plan->dry_run)) {
-		it->ahead = true;
-		it->size = (size_t)size;
-		if (size && !(it->buf = malloc((size_t)size))) {
-			item_free(it);
-			return -ENOMEM;
-		}
-		if (!size) { /* nothing to read: not even opened, as before */
-			it->hash = XXH3_128bits(NULL, 0);
-			it->read = true;
-		} else if (!p->q.nreaders) {
-			read_ahead(it); /* no reader to do it */
-			it->read = true;
-		}
-	}
-	return queue_put(p, it);
-}
-
-/* Walks one source.  Returns 0, -ENOMEM or -ECANCELED. */
-static int walk_root(struct rdx_tree_pack *p, const char *path, const char *abs)
-{
-	struct archive *disk = NULL;
-	struct archive_entry *e = NULL;
-	char *root = strdup(abs), *top = rdx_tree_top_name(path), *name = NULL;
-	size_t rlen, cap = 0;
-	int ret = 0, r;
-
-	if (!root || !top) {
-		p->unwalkable++;
-		ret = walk_failed(p, path, !top && root ? "it has no name to send it under"
-							: strerror(errno));
-		goto out;
-	}
-	rlen = strlen(root);
-	while (rlen > 1 && root[rlen - 1] == '/')
-		root[--rlen] = '\0';
-	disk = archive_read_disk_new();
-	if (!disk) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (p->follow)
-		archive_read_disk_set_symlink_logical(disk);
-	else
-		archive_read_disk_set_symlink_hybrid(disk); /* sources followed */
-	archive_read_disk_set_standard_lookup(disk);
-	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_XATTR |
-						     ARCHIVE_READDISK_NO_ACL |
-						     ARCHIVE_READDISK_NO_FFLAGS | ARCHIVE_READDISK_NO_SPARSE);
-	if (archive_read_disk_open(disk, root) != ARCHIVE_OK) {
-		p->unwalkable++;
-		ret = walk_failed(p, path, archive_errno(disk) > 0 ? strerror(archive_errno(disk))
-								  : archive_error_string(disk));
-		goto out;
-	}
-	for (;;) {
-		const char *src, *rest;
-		size_t need;
-
-		if (!e && !(e = archive_entry_new())) {
-			ret = -ENOMEM;
-			break;
-		}
-		archive_entry_clear(e);
-		r = archive_read_next_header2(disk, e);
-		if (r == ARCHIVE_EOF)
-			break;
-		src = archive_entry_pathname(e);
-		if (r < ARCHIVE_OK) {
-			p->incomplete = true;
-			ret = walk_failed(p, src ? src : path, archive_error_string(disk));
-			if (ret)
-				break;
-		}
-		if (r == ARCHIVE_FATAL) {
-			p->unwalkable++;
-			break;
-		}
-		if (r == ARCHIVE_FAILED || !src) {
-			atomic_fetch_add(&p->unreadable, 1);
-			continue;
-		}
-		/* root/x/y is sent as top/x/y. */
-		rest = strncmp(src, root, rlen) == 0 ? src + rlen : "";
-		if (rlen == 1 && root[0] == '/')
-			rest = src; /* unreachable: "/" has no top */
-		/* Excluded: not sent, and a directory not walked. */
-		if (*rest == '/' && !rdx_rules_pass(p->rules, p->nrules, rest + 1))
-			continue;
-		archive_read_disk_descend(disk);
-		need = strlen(top) + strlen(rest) + 1;
-		if (need > cap) {
-			char *bigger = realloc(name, need);
-
-			if (!bigger) {
-				ret = -ENOMEM;
-				break;
-			}
-			name = bigger;
-			cap = need;
-		}
-		snprintf(name, cap, "%s%s", top, rest);
-		archive_entry_copy_sourcepath(e, src);
-		archive_entry_copy_pathname(e, name);
-		ret = walk_entry(p, e);
-		e = NULL; /* the queue's now */
-		if (ret)
-			break;
-	}
-out:
-	if (disk)
-		archive_read_free(disk);
-	if (e)
-		archive_entry_free(e);
-	free(name);
-	free(top);
-	free(root);
-	return ret;
-}
-
-static void *walk_main(void *arg)
-{
-	struct rdx_tree_pack *p = arg;
-	int here = open(".", O_RDONLY | O_CLOEXEC);
-	char *back = NULL;
-	struct item *end;
-	unsigned i;
-	int ret = 0;
-
-	rdx_thread_name("rdx-walk");
-	/* libarchive's walk starts from a descriptor of the working
-	 * directory: one we may not read (a user in someone else's home)
-	 * failed every source ("statfs failed").  The paths walked are
-	 * absolute: walk from "/" then, and come back. */
-	if (here >= 0)
-		close(here);
-	else if ((back = getcwd(NULL, 0)) && chdir("/"))
-		rdx_warn("cannot change to '/': %s", strerror(errno));
-	for (i = 0; i < p->n && !ret; i++)
-		ret = walk_root(p, p->paths[i], p->abs[i]);
-	if (back && chdir(back))
-		rdx_warn("cannot change back to '%s': %s", back, strerror(errno));
-	free(back);
-	if (ret == -ECANCELED)
-		return NULL;
-	p->walk_err = ret;
-	end = calloc(1, sizeof(*end));
-	if (end) {
-		end->kind = ITEM_END;
-		queue_put(p, end);
-	} else {
-		/* Without the item there is no other word: stop the packer. */
-		pthread_mutex_lock(&p->q.lock);
-		p->walk_err = -ENOMEM;
-		p->q.quit = true;
-		pthread_cond_broadcast(&p->q.ready);
-		pthread_cond_broadcast(&p->q.work);
-		pthread_mutex_unlock(&p->q.lock);
-	}
-	return NULL;
-}
-
-/* Starts the walker and the readers.  Returns 0 or -errno. */
-static int ahead_start(struct rdx_tree_pack *p)
-{
-	struct ahead *q = &p->q;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = p->nreaders ? p->nreaders : 1;
-	int ret;
-
-	if (cpus > 0 && n > (unsigned long)cpus)
-		n = (unsigned)cpus;
-	if (n > MAX_READERS)
-		n = MAX_READERS;
-	/* The readers first: the walker reads ahead itself if none started. */
-	for (q->nreaders = 0; q->nreaders < n; q->nreaders++)
-		if (pthread_create(&q->readers[q->nreaders], NULL, reader_main, q))
-			break;
-	ret = -pthread_create(&q->walker, NULL, walk_main, p);
-	q->walking = !ret;
-	return ret;
-}
-
-static void ahead_destroy(struct ahead *q)
-{
-	pthread_cond_destroy(&q->room);
-	pthread_cond_destroy(&q->ready);
-	pthread_cond_destroy(&q->work);
-	pthread_mutex_destroy(&q->lock);
-}
-
-/* Stops and joins the walker and the readers, and frees what is queued. */
-static void ahead_stop(struct rdx_tree_pack *p)
-{
-	struct ahead *q = &p->q;
-	struct item *it;
-	unsigned i;
-
-	pthread_mutex_lock(&q->lock);
-	q->quit = true;
-	pthread_cond_broadcast(&q->room);
-	pthread_cond_broadcast(&q->work);
-	pthread_mutex_unlock(&q->lock);
-	if (q->walking)
-		pthread_join(q->walker, NULL);
-	for (i = 0; i < q->nreaders; i++)
-		pthread_join(q->readers[i], NULL);
-	while ((it = q->head)) {
-		q->head = it->next;
-		item_free(it);
-	}
-	q->tail = NULL;
+		return tp_pack_ahead(p, w, it);
+	return use_big(p, e) ? tp_pack_big(p, w, e, h, fd) : pack_read(p, w, e, h, fd);
 }
 
 /* ---- sender: the stream ---------------------------------------------- */
@@ -1309,16 +523,16 @@ static void *pack_main(void *arg)
 	/* Names are bytes, as on disk: no translation through the locale
 	 * (which fails for non-ASCII under LANG=C). */
 	archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
-	archive_write_set_bytes_per_block(w, 0); /* pack_write() gathers */
+	archive_write_set_bytes_per_block(w, 0); /* tp_pack_write() gathers */
 	archive_entry_linkresolver_set_strategy(lr, archive_format(w));
-	if (archive_write_open2(w, p, NULL, pack_write, NULL, NULL) != ARCHIVE_OK) {
+	if (archive_write_open2(w, p, NULL, tp_pack_write, NULL, NULL) != ARCHIVE_OK) {
 		ret = -EPIPE;
 		goto out;
 	}
-	ret = ahead_start(p);
-	while (!ret && (it = queue_take(p)) && it->kind != ITEM_END) {
+	ret = tp_ahead_start(p);
+	while (!ret && (it = tp_queue_take(p)) && it->kind != ITEM_END) {
 		if (it->kind == ITEM_MISSING)
-			ret = pack_marker(w, RDX_TREE_MISSING_NAME, it->text);
+			ret = tp_pack_marker(w, RDX_TREE_MISSING_NAME, it->text);
 		else
 			ret = pack_entry(p, w, lr, it, h);
 		if (p->lent) { /* kept until the core took the current block */
@@ -1329,7 +543,7 @@ static void *pack_main(void *arg)
 			*b->tail = it;
 			b->tail = &it->next;
 		} else {
-			item_free(it);
+			tp_item_free(it);
 		}
 		it = NULL;
 	}
@@ -1342,7 +556,7 @@ static void *pack_main(void *arg)
 		if (p->unwalkable || atomic_load(&p->unreadable) || p->incomplete)
 			rdx_warn("--delete: nothing deleted, the sources were not all read");
 		else
-			ret = pack_deletes(p->plan, p->rules, p->nrules, w);
+			ret = tp_pack_deletes(p->plan, p->rules, p->nrules, w);
 	}
 	/* The pax strategy defers nothing, but the contract is to ask. */
 	while (!ret) {
@@ -1362,8 +576,8 @@ static void *pack_main(void *arg)
 		ret = -EPIPE;
 out:
 	pack_drain(p); /* before the buffers go */
-	item_free(it);
-	ahead_stop(p);
+	tp_item_free(it);
+	tp_ahead_stop(p);
 	if (w)
 		archive_write_free(w);
 	archive_entry_linkresolver_free(lr);
@@ -1480,7 +694,7 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	tree_feed_init(&p->out);
 	ret = -pthread_create(&p->thread, NULL, pack_main, p);
 	if (ret) {
-		ahead_destroy(&p->q);
+		tp_ahead_destroy(&p->q);
 		tree_feed_destroy(&p->out);
 		if (fd) {
 			close(fds[0]);
@@ -1528,7 +742,7 @@ int rdx_tree_pack_finish(struct rdx_tree_pack *p)
 	free(p->paths);
 	free(p->abs);
 	rdx_tree_plan_free(p->plan);
-	ahead_destroy(&p->q);
+	tp_ahead_destroy(&p->q);
 	tree_feed_destroy(&p->out);
 	free(p);
 	return ret;

@@ -1,0 +1,271 @@
+/* rds3 serve: bucket requests (create, delete, list, location, the
+ * sub-resources it answers or refuses). */
+#include "s3/serve/serve_ops.h"
+
+#include "s3/checksum.h"
+#include "s3/s3.h"
+#include "s3/xml.h"
+
+#include "core/hex.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ buckets */
+
+int sv_bucket_fd(struct call *k, int *fd)
+{
+	*fd = sv_bucket_open(k->s->root, k->bucket);
+	if (*fd == -ENOENT)
+		return sv_fail(k, 404, "NoSuchBucket", "The specified bucket does not exist");
+	if (*fd < 0)
+		return sv_fail_errno(k, *fd);
+	return 0;
+}
+
+/* A query value as given in a listing: encoded with encoding-type=url. */
+static void list_text(struct s3_buf *b, const char *tag, const char *v, bool url)
+{
+	s3_buf_printf(b, "<%s>", tag);
+	if (url)
+		s3_uri_encode(b, v, strlen(v), true);
+	else
+		sv_xml_esc(b, v);
+	s3_buf_printf(b, "</%s>", tag);
+}
+
+static int hex_decode(const char *h, char *out, size_t cap)
+{
+	size_t n = strlen(h);
+
+	if (n % 2 || n / 2 >= cap)
+		return -EINVAL;
+	if (rdx_hex_decode(h, n / 2, out) || memchr(out, '\0', n / 2))
+		return -EINVAL;
+	out[n / 2] = '\0';
+	return 0;
+}
+
+static int list_objects(struct call *k, int bfd)
+{
+	const char *v2 = NULL, *prefix = "", *delim = NULL, *maxk = NULL,
+		   *token = NULL, *after = NULL, *enc = NULL, *marker = NULL;
+	struct sv_list_args a = { 0 };
+	struct sv_list_result res;
+	char start[SV_KEY_MAX + 1];
+	bool url, is_v2;
+	struct s3_buf b;
+	size_t i;
+	int ret;
+
+	sv_query(k->r, "list-type", &v2);
+	is_v2 = v2 && !strcmp(v2, "2");
+	sv_query(k->r, "prefix", &prefix);
+	sv_query(k->r, "delimiter", &delim);
+	sv_query(k->r, "max-keys", &maxk);
+	sv_query(k->r, "continuation-token", &token);
+	sv_query(k->r, "start-after", &after);
+	sv_query(k->r, "marker", &marker);
+	sv_query(k->r, "encoding-type", &enc);
+	if (!prefix)
+		prefix = "";
+	url = enc && !strcmp(enc, "url");
+	a.prefix = prefix;
+	a.delimiter = delim && *delim ? delim : NULL;
+	a.max_keys = 1000;
+	if (maxk) {
+		char *end;
+		long m = strtol(maxk, &end, 10);
+
+		if (*end || end == maxk || m < 0)
+			return sv_fail(k, 400, "InvalidArgument", "max-keys must be a number of 0 or more");
+		if (m < 1000)
+			a.max_keys = (unsigned)m;
+	}
+	if (is_v2 && token) {
+		if (hex_decode(token, start, sizeof(start)))
+			return sv_fail(k, 400, "InvalidArgument", "The continuation token provided is incorrect");
+		a.start_after = start;
+	} else if (is_v2 && after && *after) {
+		a.start_after = after;
+	} else if (!is_v2 && marker && *marker) {
+		a.start_after = marker;
+	}
+	ret = sv_list(bfd, &a, &res);
+	if (ret)
+		return sv_fail_errno(k, ret);
+	s3_buf_init(&b, 0);
+	s3_buf_adds(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
+	s3_buf_printf(&b, "<Name>%s</Name>", k->bucket);
+	list_text(&b, "Prefix", prefix, url);
+	if (a.delimiter)
+		list_text(&b, "Delimiter", a.delimiter, url);
+	s3_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", a.max_keys);
+	if (url)
+		s3_buf_adds(&b, "<EncodingType>url</EncodingType>");
+	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", res.truncated ? "true" : "false");
+	if (is_v2) {
+		s3_buf_printf(&b, "<KeyCount>%zu</KeyCount>", res.n);
+		if (token)
+			list_text(&b, "ContinuationToken", token, false);
+		if (after && !token)
+			list_text(&b, "StartAfter", after, url);
+		if (res.truncated && res.n) {
+			const char *last = res.v[res.n - 1].key;
+
+			s3_buf_adds(&b, "<NextContinuationToken>");
+			for (const char *p = last; *p; p++)
+				s3_buf_printf(&b, "%02x", (unsigned char)*p);
+			s3_buf_adds(&b, "</NextContinuationToken>");
+		}
+	} else {
+		list_text(&b, "Marker", marker ? marker : "", url);
+		if (res.truncated && res.n)
+			list_text(&b, "NextMarker", res.v[res.n - 1].key, url);
+	}
+	for (i = 0; i < res.n; i++) {
+		const struct sv_list_item *it = &res.v[i];
+		char date[40];
+
+		if (it->is_prefix) {
+			s3_buf_adds(&b, "<CommonPrefixes>");
+			list_text(&b, "Prefix", it->key, url);
+			s3_buf_adds(&b, "</CommonPrefixes>");
+			continue;
+		}
+		sv_iso_date(it->mtime, date);
+		s3_buf_adds(&b, "<Contents>");
+		list_text(&b, "Key", it->key, url);
+		s3_buf_printf(&b, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
+				  "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass></Contents>",
+			      date, it->etag, it->size);
+	}
+	s3_buf_adds(&b, "</ListBucketResult>");
+	sv_list_release(&res);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}
+
+
+int sv_bucket_op(struct call *k)
+{
+	const char *m = k->r->method;
+	int bfd, ret;
+
+	if (!strcmp(m, "PUT") && !k->r->nquery) {
+		sv_body_skip(k->c, k->r, 1 << 16); /* CreateBucketConfiguration */
+		if (!mkdirat(k->s->root, k->bucket, 0777))
+		{
+			char loc[96];
+
+			snprintf(loc, sizeof(loc), "Location: /%s\r\n", k->bucket);
+			return sv_answer(k, 200, loc, NULL, 0);
+		}
+		if (errno == EEXIST)
+			return sv_fail(k, 409, "BucketAlreadyOwnedByYou",
+				    "Your previous request to create the named bucket succeeded and you already own it.");
+		return sv_fail_errno(k, -errno);
+	}
+	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
+		return ret;
+	if (!strcmp(m, "DELETE") && !k->r->nquery) {
+		close(bfd);
+		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR)) {
+			/* Its open uploads go with it: a bucket made again
+			 * under the name starts without them. */
+			sv_drop_uploads(k->s->root, k->bucket);
+			return sv_answer(k, 204, NULL, NULL, 0);
+		}
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
+		return sv_fail_errno(k, -errno);
+	}
+	if (!strcmp(m, "HEAD") && !k->r->nquery)
+		ret = sv_answer(k, 200, NULL, NULL, 0);
+	else if (!strcmp(m, "GET") && sv_query(k->r, "location", NULL)) {
+		struct s3_buf b;
+
+		s3_buf_init(&b, 0);
+		s3_buf_adds(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>");
+		ret = sv_xml_answer(k, 200, &b);
+		s3_buf_release(&b);
+	} else if (!strcmp(m, "GET") && sv_query(k->r, "uploads", NULL))
+		ret = sv_list_uploads(k);
+	else if (!strcmp(m, "GET") && (!k->r->nquery || sv_query(k->r, "list-type", NULL) ||
+				       sv_query(k->r, "prefix", NULL) || sv_query(k->r, "delimiter", NULL) ||
+				       sv_query(k->r, "max-keys", NULL) || sv_query(k->r, "marker", NULL) ||
+				       sv_query(k->r, "encoding-type", NULL)))
+		ret = list_objects(k, bfd);
+	else if (!strcmp(m, "POST") && sv_query(k->r, "delete", NULL)) {
+		char *xml = NULL;
+		size_t n;
+		struct s3_list keys = { 0 };
+		bool quiet = false;
+		struct s3_buf b;
+
+		if ((ret = sv_take_xml(k, true, &xml, &n))) {
+			close(bfd);
+			return ret < 0 ? ret : 0;
+		}
+		ret = s3_xml_delete_request(xml, n, &keys, &quiet);
+		free(xml);
+		if (ret || keys.n > 1000) {
+			s3_list_release(&keys);
+			close(bfd);
+			return sv_fail(k, 400, "MalformedXML",
+				    "The XML you provided was not well-formed or did not validate against our published schema");
+		}
+		s3_buf_init(&b, 0);
+		s3_buf_adds(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
+		for (size_t i = 0; i < keys.n; i++) {
+			const char *key = keys.v[i].name;
+			int err = sv_key_ok(key);
+
+			if (!err)
+				err = sv_object_delete(bfd, key);
+			if (!err && quiet)
+				continue;
+			s3_buf_adds(&b, err ? "<Error><Key>" : "<Deleted><Key>");
+			sv_xml_esc(&b, key);
+			if (err)
+				s3_buf_printf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
+					      err == -EINVAL || err == -ENAMETOOLONG ? "InvalidArgument" : "InternalError",
+					      strerror(-err));
+			else
+				s3_buf_adds(&b, "</Key></Deleted>");
+		}
+		s3_buf_adds(&b, "</DeleteResult>");
+		s3_list_release(&keys);
+		ret = sv_xml_answer(k, 200, &b);
+		s3_buf_release(&b);
+	} else if (!strcmp(m, "GET") || !strcmp(m, "PUT") || !strcmp(m, "DELETE"))
+		ret = sv_fail(k, 501, "NotImplemented", "rds3 serve does not implement this bucket sub-resource");
+	else
+		ret = sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	close(bfd);
+	return ret;
+}

@@ -1,0 +1,668 @@
+/* rds3 serve: multipart uploads (create, parts, complete, abort, list,
+ * expiry) and the dispatch of object requests. */
+#include "s3/serve/serve_ops.h"
+
+#include "s3/checksum.h"
+#include "s3/s3.h"
+#include "s3/xml.h"
+
+#include "core/hex.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------- multipart */
+
+/* DIR/.rds3-uploads, made when asked; never through a symlink put
+ * there.  Returns an O_PATH descriptor or -errno. */
+int sv_uploads_fd(int root, bool make)
+{
+	int fd;
+
+	if (make && mkdirat(root, UPLOADS, 0700) && errno != EEXIST)
+		return -errno;
+	fd = openat(root, UPLOADS, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Opens upload id's directory in DIR/.rds3-uploads. */
+static int upload_dir(int root, const char *id)
+{
+	int u = sv_uploads_fd(root, false), up;
+
+	if (u < 0)
+		return u;
+	up = openat(u, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	up = up < 0 ? -errno : up;
+	close(u);
+	return up;
+}
+
+/* The upload's directory, when id is one of this bucket and key's. */
+static int upload_open(struct call *k, const char *id)
+{
+	char info[SV_KEY_MAX + 128], want[SV_KEY_MAX + 128];
+	int up, fd;
+	ssize_t n;
+
+	if (!id || strlen(id) != 32)
+		return -ENOENT;
+	if (!rdx_hex_is(id, 32))
+		return -ENOENT;
+	up = upload_dir(k->s->root, id);
+	if (up < 0)
+		return -ENOENT;
+	fd = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	n = fd >= 0 ? rdx_pread_full(fd, info, sizeof(info) - 1, 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	snprintf(want, sizeof(want), "%s\n%s\n", k->bucket, k->key);
+	if (n < 0 || (size_t)n != strlen(want) || memcmp(info, want, (size_t)n)) {
+		close(up);
+		return -ENOENT;
+	}
+	return up;
+}
+
+static int no_upload(struct call *k)
+{
+	return sv_fail(k, 404, "NoSuchUpload",
+		    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+}
+
+static int remove_upload(int root, const char *id)
+{
+	int up, u, ret;
+	DIR *d;
+	struct dirent *de;
+
+	up = upload_dir(root, id);
+	if (up < 0)
+		return up;
+	d = fdopendir(up);
+	if (!d) {
+		close(up);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	u = sv_uploads_fd(root, false);
+	if (u < 0)
+		return u;
+	ret = unlinkat(u, id, AT_REMOVEDIR) ? -errno : 0;
+	close(u);
+	return ret;
+}
+
+/* Removes the incomplete multipart uploads begun more than
+ * o->upload_expiry_days ago, as S3's AbortIncompleteMultipartUpload rule
+ * does (an upload's "key" file is written when it begins).  At the start
+ * nothing is in flight: the temporaries a killed server left in the
+ * uploads that stay (parts written under a name, where the file system
+ * has no O_TMPFILE) are removed too. */
+void sv_sweep_uploads(struct server *s, bool at_start)
+{
+	time_t now = time(NULL), max_age = (time_t)s->o->upload_expiry_days * 86400;
+	int u = sv_uploads_fd(s->root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	unsigned expired = 0, temps = 0;
+	struct dirent *de;
+
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		int up;
+
+		if (strlen(de->d_name) != 32)
+			continue;
+		up = openat(u, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (up < 0)
+			continue;
+		if (max_age && (fstatat(up, "key", &st, AT_SYMLINK_NOFOLLOW) ||
+				now - st.st_mtime > max_age)) {
+			close(up);
+			if (!remove_upload(s->root, de->d_name))
+				expired++;
+			continue;
+		}
+		if (at_start) {
+			DIR *ud = fdopendir(up);
+			struct dirent *pe;
+
+			while (ud && (pe = readdir(ud)))
+				if (sv_is_temp(pe->d_name) && !unlinkat(dirfd(ud), pe->d_name, 0))
+					temps++;
+			if (ud)
+				closedir(ud);
+			else
+				close(up);
+		} else {
+			close(up);
+		}
+	}
+	if (d)
+		closedir(d);
+	if (u >= 0)
+		close(u);
+	if (expired)
+		rdx_info(1, "removed %u incomplete multipart upload%s begun over %u day%s ago",
+			 expired, expired == 1 ? "" : "s", s->o->upload_expiry_days,
+			 s->o->upload_expiry_days == 1 ? "" : "s");
+	if (temps)
+		rdx_info(1, "removed %u temporar%s left in uploads by an earlier run", temps,
+			 temps == 1 ? "y" : "ies");
+}
+
+/* Removes the open uploads of bucket. */
+void sv_drop_uploads(int root, const char *bucket)
+{
+	int u = sv_uploads_fd(root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	size_t bl = strlen(bucket);
+	struct dirent *de;
+
+	if (!d && fd >= 0)
+		close(fd);
+	while (d && (de = readdir(d))) {
+		char info[80];
+		ssize_t n;
+		int up, f;
+
+		if (strlen(de->d_name) != 32)
+			continue;
+		up = openat(u, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (up < 0)
+			continue;
+		f = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		n = f >= 0 ? rdx_pread_full(f, info, sizeof(info), 0) : -1;
+		if (f >= 0)
+			close(f);
+		close(up);
+		if (n > (ssize_t)bl && !memcmp(info, bucket, bl) && info[bl] == '\n')
+			remove_upload(root, de->d_name);
+	}
+	if (d)
+		closedir(d);
+	if (u >= 0)
+		close(u);
+}
+
+static int create_upload(struct call *k)
+{
+	unsigned char rnd[16];
+	char id[33];
+	char *hdrs = NULL;
+	struct s3_buf b;
+	int u, up, fd, ret;
+
+	if (sv_object_headers(k->r, &hdrs))
+		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
+	sv_body_skip(k->c, k->r, 1 << 20);
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+		free(hdrs);
+		return sv_fail_errno(k, -EIO);
+	}
+	rdx_hex_encode(rnd, 16, id);
+	u = sv_uploads_fd(k->s->root, true);
+	up = u < 0 ? u : mkdirat(u, id, 0700) ? -errno : upload_dir(k->s->root, id);
+	if (u >= 0)
+		close(u);
+	if (up < 0) {
+		free(hdrs);
+		return sv_fail_errno(k, up == -ENOTDIR || up == -ELOOP ? -EIO : up);
+	}
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, "%s\n%s\n", k->bucket, k->key);
+	fd = openat(up, "key", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ret = fd < 0 || rdx_write_full(fd, b.p, b.len, NULL) < 0 ? -EIO : 0;
+	if (fd >= 0)
+		close(fd);
+	fd = ret ? -1 : openat(up, "headers", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (!ret && (fd < 0 || (hdrs && rdx_write_full(fd, hdrs, strlen(hdrs), NULL) < 0)))
+		ret = -EIO;
+	if (fd >= 0)
+		close(fd);
+	close(up);
+	free(hdrs);
+	if (ret) {
+		remove_upload(k->s->root, id);
+		s3_buf_release(&b);
+		return sv_fail_errno(k, ret);
+	}
+	s3_buf_reset(&b);
+	s3_buf_printf(&b, XML_HEAD "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\"><Bucket>%s</Bucket><Key>",
+		      k->bucket);
+	sv_xml_esc(&b, k->key);
+	s3_buf_printf(&b, "</Key><UploadId>%s</UploadId></InitiateMultipartUploadResult>", id);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}
+
+/* UploadPartCopy: the part is x-amz-copy-source's bytes, all of them or
+ * x-amz-copy-source-range's.  0, or an answer was sent (1). */
+static int copy_part(struct call *k, int out, unsigned char md5[16])
+{
+	const char *range = sv_hdr(k->r, "x-amz-copy-source-range");
+	struct sv_meta sm;
+	uint64_t from = 0, to = 0;
+	int sfd, ret;
+	bool self;
+
+	if ((ret = sv_copy_source_open(k, &sfd, &sm, &self)))
+		return ret;
+	sv_meta_release(&sm); /* its headers; etag and size stay */
+	if (range) {
+		unsigned long long a, b;
+		char tail;
+
+		if (sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a || b >= sm.size) {
+			close(sfd);
+			return sv_fail(k, 400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy") ? -EIO : 1;
+		}
+		from = a;
+		to = b + 1;
+	} else {
+		to = sm.size;
+	}
+	if (to - from > SV_PUT_MAX) {
+		close(sfd);
+		return sv_fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
+	}
+	sv_body_skip(k->c, k->r, 1 << 20);
+	ret = sv_copy_range(sfd, from, to - from, out, md5);
+	close(sfd);
+	if (ret)
+		return sv_fail_errno(k, ret) ? -EIO : 1;
+	return 0;
+}
+
+static int upload_part(struct call *k, const char *id, const char *pn)
+{
+	char name[16], *end;
+	unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
+	struct sv_meta m = { 0 };
+	unsigned char md5[16];
+	struct sv_put p = { .dir = -1, .fd = -1 };
+	struct s3_buf h;
+	uint64_t size;
+	int up, ret;
+
+	if (!pn || *end || !n || n > SV_PARTS_MAX)
+		return sv_fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+	up = upload_open(k, id);
+	if (up < 0)
+		return no_upload(k);
+	snprintf(name, sizeof(name), "%05lu", n);
+	ret = sv_put_begin_at(up, name, &p);
+	if (ret) {
+		sv_put_abort(&p);
+		return sv_fail_errno(k, ret);
+	}
+	if (sv_hdr(k->r, "x-amz-copy-source"))
+		ret = copy_part(k, p.fd, md5);
+	else
+		ret = sv_take_body(k, p.fd, SV_PUT_MAX, md5, &size);
+	if (ret) {
+		sv_put_abort(&p);
+		return ret < 0 ? ret : 0;
+	}
+	rdx_hex_encode(md5, 16, m.etag);
+	ret = sv_meta_set(p.fd, &m);
+	if (ret == -ENOTSUP)
+		ret = 0;
+	if (!ret)
+		ret = sv_put_commit(&p, 0600);
+	else
+		sv_put_abort(&p);
+	if (ret)
+		return sv_fail_errno(k, ret);
+	s3_buf_init(&h, 0);
+	if (sv_hdr(k->r, "x-amz-copy-source")) {
+		char date[40];
+
+		sv_iso_date(time(NULL), date);
+		s3_buf_printf(&h, XML_HEAD "<CopyPartResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
+				  "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", date, m.etag);
+		ret = sv_xml_answer(k, 200, &h);
+	} else {
+		sv_add_etag(&h, m.etag);
+		sv_add_checksum(&h, k);
+		ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
+	}
+	s3_buf_release(&h);
+	return ret;
+}
+
+static int complete_upload(struct call *k, int bfd, const char *id)
+{
+	struct s3_list parts = { 0 };
+	EVP_MD_CTX *all = NULL;
+	struct sv_meta m = { 0 };
+	struct sv_put p = { .dir = -1, .fd = -1 };
+	uint64_t off = 0, first = 0;
+	bool equal = true;
+	char *xml = NULL;
+	unsigned char md[16];
+	struct s3_buf b;
+	size_t n, i;
+	int up, ret, hfd;
+
+	up = upload_open(k, id);
+	if (up < 0)
+		return no_upload(k);
+	if ((ret = sv_take_xml(k, false, &xml, &n))) {
+		close(up);
+		return ret < 0 ? ret : 0;
+	}
+	ret = s3_xml_complete_request(xml, n, &parts);
+	free(xml);
+	if (ret || !parts.n || parts.n > SV_PARTS_MAX) {
+		ret = sv_fail(k, 400, "MalformedXML",
+			   "The XML you provided was not well-formed or did not validate against our published schema");
+		goto out;
+	}
+	for (i = 1; i < parts.n; i++)
+		if (parts.v[i].size <= parts.v[i - 1].size) {
+			ret = sv_fail(k, 400, "InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
+			goto out;
+		}
+	hfd = openat(up, "headers", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (hfd >= 0) {
+		char hb[SV_HEADERS_MAX + 1];
+		ssize_t hn = rdx_pread_full(hfd, hb, sizeof(hb) - 1, 0);
+
+		close(hfd);
+		if (hn > 0) {
+			hb[hn] = '\0';
+			m.headers = strdup(hb);
+		}
+	}
+	ret = sv_put_begin(bfd, k->key, &p);
+	if (ret) {
+		ret = sv_fail_errno(k, ret);
+		goto out;
+	}
+	all = EVP_MD_CTX_new();
+	if (!all || !EVP_DigestInit_ex(all, EVP_md5(), NULL)) {
+		ret = sv_fail_errno(k, -ENOMEM);
+		goto out;
+	}
+	for (i = 0; i < parts.n; i++) {
+		char name[16], want[48];
+		const char *e = parts.v[i].name;
+		struct sv_meta pm;
+		unsigned char bin[16];
+		size_t el = strlen(e);
+		int fd;
+
+		if (el >= 2 && e[0] == '"' && e[el - 1] == '"')
+			snprintf(want, sizeof(want), "%.*s", (int)(el - 2), e + 1);
+		else
+			snprintf(want, sizeof(want), "%s", e);
+		snprintf(name, sizeof(name), "%05" PRIu64, parts.v[i].size);
+		fd = openat(up, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || sv_meta_get(fd, &pm) || strcmp(pm.etag, want)) {
+			if (fd >= 0) {
+				sv_meta_release(&pm);
+				close(fd);
+			}
+			ret = sv_fail(k, 400, "InvalidPart",
+				   "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.");
+			goto out;
+		}
+		sv_meta_release(&pm);
+		if (i + 1 < parts.n && pm.size < SV_PART_MIN) {
+			close(fd);
+			ret = sv_fail(k, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
+			goto out;
+		}
+		if (!i)
+			first = pm.size;
+		else if (i + 1 < parts.n ? pm.size != first : pm.size > first)
+			equal = false;
+		rdx_hex_decode(want, 16, bin); /* checked by etag_ok */
+		EVP_DigestUpdate(all, bin, 16);
+		{
+			uint64_t left = pm.size;
+			loff_t in = 0, o = (loff_t)off;
+
+			while (left) {
+				ssize_t c = copy_file_range(fd, &in, p.fd, &o, left > (1u << 30) ? 1u << 30 : (size_t)left, 0);
+
+				if (c <= 0) {
+					ret = c < 0 ? -errno : -EIO;
+					break;
+				}
+				left -= (uint64_t)c;
+			}
+		}
+		close(fd);
+		if (ret) {
+			ret = sv_fail_errno(k, ret);
+			goto out;
+		}
+		off += pm.size;
+	}
+	EVP_DigestFinal_ex(all, md, NULL);
+	rdx_hex_encode(md, 16, m.etag);
+	snprintf(m.etag + 32, sizeof(m.etag) - 32, "-%zu", parts.n);
+	m.parts = (unsigned)parts.n;
+	m.part_size = equal ? first : 0;
+	ret = sv_meta_set(p.fd, &m);
+	if (ret == -ENOTSUP && !m.headers)
+		ret = 0;
+	if (!ret)
+		ret = sv_put_commit(&p, k->s->file_mode);
+	if (ret) {
+		ret = sv_fail_errno(k, ret == -ENOTSUP ? -EIO : ret);
+		goto out;
+	}
+	close(up);
+	up = -1;
+	remove_upload(k->s->root, id);
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\"><Location>/%s/", k->bucket);
+	sv_xml_esc(&b, k->key);
+	s3_buf_printf(&b, "</Location><Bucket>%s</Bucket><Key>", k->bucket);
+	sv_xml_esc(&b, k->key);
+	s3_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", m.etag);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+out:
+	sv_put_abort(&p);
+	EVP_MD_CTX_free(all);
+	s3_list_release(&parts);
+	sv_meta_release(&m);
+	if (up >= 0)
+		close(up);
+	return ret;
+}
+
+int sv_list_uploads(struct call *k)
+{
+	int u = sv_uploads_fd(k->s->root, false);
+	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	struct s3_buf b;
+	size_t count = 0;
+	bool more = false;
+	int ret;
+
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\"><Bucket>%s</Bucket>"
+			  "<MaxUploads>1000</MaxUploads>", k->bucket);
+	while (d && (de = readdir(d))) {
+		char info[SV_KEY_MAX + 128], date[40];
+		struct stat st;
+		char *nl;
+		ssize_t n;
+		int up, f;
+
+		if (strlen(de->d_name) != 32)
+			continue;
+		up = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (up < 0)
+			continue;
+		f = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		n = f >= 0 ? rdx_pread_full(f, info, sizeof(info) - 1, 0) : -1;
+		if (f >= 0)
+			close(f);
+		if (fstat(up, &st))
+			n = -1;
+		close(up);
+		if (n <= 0)
+			continue;
+		info[n] = '\0';
+		nl = strchr(info, '\n');
+		if (!nl || (size_t)(nl - info) != strlen(k->bucket) ||
+		    strncmp(info, k->bucket, (size_t)(nl - info)))
+			continue;
+		if (count == 1000) {
+			more = true;
+			break;
+		}
+		count++;
+		nl[strlen(nl) - 1] = '\0'; /* the key's newline */
+		sv_iso_date(st.st_mtim.tv_sec, date);
+		s3_buf_adds(&b, "<Upload><Key>");
+		sv_xml_esc(&b, nl + 1);
+		s3_buf_printf(&b, "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
+				  "<StorageClass>STANDARD</StorageClass></Upload>", de->d_name, date);
+	}
+	if (d)
+		closedir(d);
+	else if (fd >= 0)
+		close(fd);
+	if (u >= 0)
+		close(u);
+	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListMultipartUploadsResult>", more ? "true" : "false");
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}
+
+/* Whether every query parameter is one this server acts on for the
+ * method: a sub-resource it does not keep (?acl, ?tagging, ?retention,
+ * ...) must not read or replace the object as if it were absent.
+ * Returns 0 to go on; else an answer was sent (1) or -errno.  GET
+ * ?tagging answers an empty tag set, which is what this server keeps. */
+static int object_query_ok(struct call *k)
+{
+	const char *m = k->r->method;
+	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+	size_t i;
+
+	for (i = 0; i < k->r->nquery; i++) {
+		const char *n = k->r->query[i].name;
+
+		if (!strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id") ||
+		    (get && (!strcmp(n, "partNumber") || !strncmp(n, "response-", 9))) ||
+		    (!strcmp(m, "PUT") && (!strcmp(n, "partNumber") || !strcmp(n, "uploadId"))) ||
+		    (!strcmp(m, "DELETE") && !strcmp(n, "uploadId")) ||
+		    (!strcmp(m, "POST") && (!strcmp(n, "uploads") || !strcmp(n, "uploadId"))) ||
+		    (get && !strcmp(n, "uploadId")))
+			continue;
+		if (!strcmp(n, "versionId") && k->r->query[i].value &&
+		    !strcmp(k->r->query[i].value, "null"))
+			continue; /* the one version an unversioned bucket has */
+		if (!strcmp(m, "GET") && !strcmp(n, "tagging") && k->r->nquery == 1) {
+			struct s3_buf b;
+			int ret, fd = -1, bfd;
+
+			if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
+				return ret < 0 ? ret : 1;
+			fd = sv_object_open(bfd, k->key);
+			close(bfd);
+			if (fd < 0)
+				return sv_fail_errno(k, fd) ? -EIO : 1;
+			close(fd);
+			s3_buf_init(&b, 0);
+			s3_buf_adds(&b, XML_HEAD "<Tagging xmlns=\"" XMLNS "\"><TagSet></TagSet></Tagging>");
+			ret = sv_xml_answer(k, 200, &b);
+			s3_buf_release(&b);
+			return ret ? ret : 1;
+		}
+		return sv_fail(k, 501, "NotImplemented",
+			    "rds3 serve does not implement this sub-resource or parameter") ? -EIO : 1;
+	}
+	return 0;
+}
+
+int sv_object_op(struct call *k)
+{
+	const char *m = k->r->method, *id = NULL, *pn = NULL;
+	int bfd, ret;
+
+	if ((ret = sv_key_ok(k->key)))
+		return ret == -ENAMETOOLONG
+			       ? sv_fail(k, 400, "KeyTooLongError", "Your key is too long")
+			       : sv_fail(k, 400, "InvalidArgument",
+				      "rds3 serve keeps keys as file paths: no empty, '.' or '..' component, none over 255 bytes, no control characters");
+	if ((ret = object_query_ok(k)))
+		return ret > 0 ? 0 : ret;
+	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
+		return ret;
+	sv_query(k->r, "uploadId", &id);
+	sv_query(k->r, "partNumber", &pn);
+	if (!strcmp(m, "GET") || !strcmp(m, "HEAD"))
+		ret = sv_query(k->r, "uploadId", NULL)
+			      ? sv_fail(k, 501, "NotImplemented", "rds3 serve does not implement ListParts")
+			      : sv_get_object(k, bfd);
+	else if (!strcmp(m, "PUT") && sv_query(k->r, "uploadId", NULL))
+		ret = upload_part(k, id, pn);
+	else if (!strcmp(m, "PUT") && sv_hdr(k->r, "x-amz-copy-source"))
+		ret = sv_copy_object(k, bfd);
+	else if (!strcmp(m, "PUT"))
+		ret = sv_put_object(k, bfd);
+	else if (!strcmp(m, "DELETE") && sv_query(k->r, "uploadId", NULL)) {
+		int up = upload_open(k, id);
+
+		if (up < 0) {
+			ret = no_upload(k);
+		} else {
+			close(up);
+			remove_upload(k->s->root, id);
+			ret = sv_answer(k, 204, NULL, NULL, 0);
+		}
+	} else if (!strcmp(m, "DELETE")) {
+		ret = sv_object_delete(bfd, k->key);
+		ret = ret ? sv_fail_errno(k, ret) : sv_answer(k, 204, NULL, NULL, 0);
+	} else if (!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL))
+		ret = create_upload(k);
+	else if (!strcmp(m, "POST") && sv_query(k->r, "uploadId", NULL))
+		ret = complete_upload(k, bfd, id);
+	else
+		ret = sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	close(bfd);
+	return ret;
+}

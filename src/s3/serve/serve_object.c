@@ -1,0 +1,425 @@
+/* rds3 serve: object requests (put, get, head, copy, delete). */
+#include "s3/serve/serve_ops.h"
+
+#include "s3/checksum.h"
+#include "s3/s3.h"
+#include "s3/xml.h"
+
+#include "core/hex.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/units.h"
+
+#include <curl/curl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ objects */
+
+/* Parses "bytes=A-B", "bytes=A-", "bytes=-N" against size: 1 a range
+ * [*from, *to], 0 none to honour (absent, malformed, several), -1
+ * unsatisfiable. */
+static int parse_range(const char *h, uint64_t size, uint64_t *from, uint64_t *to)
+{
+	unsigned long long a, b;
+	char tail;
+
+	if (!h || strncmp(h, "bytes=", 6) || strchr(h, ','))
+		return 0;
+	h += 6;
+	if (h[0] == '-') {
+		if (sscanf(h + 1, "%llu%c", &a, &tail) != 1 || h[1] < '0' || h[1] > '9')
+			return 0;
+		if (!a || !size)
+			return -1;
+		*from = a >= size ? 0 : size - a;
+		*to = size - 1;
+		return 1;
+	}
+	if (h[0] < '0' || h[0] > '9')
+		return 0;
+	if (sscanf(h, "%llu-%c", &a, &tail) == 1 && h[strlen(h) - 1] == '-') {
+		b = size ? size - 1 : 0;
+	} else if (sscanf(h, "%llu-%llu%c", &a, &b, &tail) != 2 || b < a) {
+		return 0;
+	}
+	if (a >= size)
+		return -1;
+	*from = a;
+	*to = b >= size ? size - 1 : b;
+	return 1;
+}
+
+static bool etag_match(const char *list, const char *etag)
+{
+	char want[64];
+	const char *p = list;
+
+	snprintf(want, sizeof(want), "\"%s\"", etag);
+	while (*p) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if ((n == 1 && *p == '*') || (n == strlen(want) && !strncmp(p, want, n)) ||
+		    (n == strlen(etag) && !strncmp(p, etag, n)))
+			return true;
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	return false;
+}
+
+/* The conditional headers: 0 go on, else the status to answer. */
+static int conditions(const struct sv_req *r, const char *etag, time_t mtime)
+{
+	const char *im = sv_hdr(r, "If-Match"), *inm = sv_hdr(r, "If-None-Match");
+	const char *ius = sv_hdr(r, "If-Unmodified-Since"), *ims = sv_hdr(r, "If-Modified-Since");
+
+	if (im && !etag_match(im, etag))
+		return 412;
+	if (!im && ius) {
+		time_t t = curl_getdate(ius, NULL);
+
+		if (t >= 0 && mtime > t)
+			return 412;
+	}
+	if (inm && etag_match(inm, etag))
+		return 304;
+	if (!inm && ims) {
+		time_t t = curl_getdate(ims, NULL);
+
+		if (t >= 0 && mtime <= t)
+			return 304;
+	}
+	return 0;
+}
+
+int sv_get_object(struct call *k, int bfd)
+{
+	bool head = !strcmp(k->r->method, "HEAD");
+	const char *pn = NULL;
+	struct sv_meta m;
+	struct stat st;
+	struct s3_buf h;
+	uint64_t from = 0, to = 0;
+	int fd, ret, status = 200, rr = 0;
+	char date[40];
+
+	fd = sv_object_open(bfd, k->key);
+	if (fd < 0)
+		return sv_fail_errno(k, fd);
+	if (fstat(fd, &st) || (ret = sv_meta_get(fd, &m))) {
+		ret = sv_fail_errno(k, -EIO);
+		close(fd);
+		return ret;
+	}
+	s3_buf_init(&h, 0);
+	sv_http_date(st.st_mtim.tv_sec, date);
+	sv_add_etag(&h, m.etag);
+	s3_buf_printf(&h, "Last-Modified: %s\r\nAccept-Ranges: bytes\r\n", date);
+	status = conditions(k->r, m.etag, st.st_mtim.tv_sec);
+	if (status == 304) {
+		ret = sv_answer(k, 304, h.p, NULL, 0);
+		goto out;
+	}
+	if (status == 412) {
+		ret = sv_fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
+		goto out;
+	}
+	sv_emit_headers(&h, m.headers);
+	if (sv_query(k->r, "partNumber", &pn)) {
+		char *end;
+		unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
+
+		if (!pn || *end || !n || n > SV_PARTS_MAX) {
+			ret = sv_fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+			goto out;
+		}
+		if (m.parts && !m.part_size) {
+			ret = sv_fail(k, 501, "NotImplemented", "this object's parts are of unequal sizes; rds3 serve cannot give one");
+			goto out;
+		}
+		if (n > (m.parts ? m.parts : 1)) {
+			ret = sv_fail(k, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+			goto out;
+		}
+		if (m.parts) {
+			s3_buf_printf(&h, "x-amz-mp-parts-count: %u\r\n", m.parts);
+			from = (n - 1) * m.part_size;
+			to = n == m.parts ? m.size - 1 : from + m.part_size - 1;
+			rr = m.size ? 1 : 0;
+		}
+	} else {
+		rr = parse_range(sv_hdr(k->r, "Range"), m.size, &from, &to);
+	}
+	if (rr < 0) {
+		char cr[64];
+
+		snprintf(cr, sizeof(cr), "Content-Range: bytes */%" PRIu64 "\r\n", m.size);
+		ret = sv_fail_h(k, 416, "InvalidRange", "The requested range is not satisfiable", cr);
+		goto out;
+	}
+	if (rr > 0) {
+		status = 206;
+		s3_buf_printf(&h, "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n",
+			      from, to, m.size);
+	} else {
+		from = 0;
+		to = m.size ? m.size - 1 : 0;
+		status = 200;
+	}
+	if (s3_buf_err(&h)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	{
+		uint64_t len = m.size ? to - from + 1 : 0;
+
+		ret = sv_send_head(k->c, k->r, status, h.p, true, len);
+		k->status = status;
+		if (!ret && !head && len)
+			ret = sv_sendfile(k->c, fd, from, len);
+		k->sent = head ? 0 : len;
+	}
+out:
+	s3_buf_release(&h);
+	sv_meta_release(&m);
+	close(fd);
+	return ret;
+}
+
+int sv_put_object(struct call *k, int bfd)
+{
+	struct sv_meta m = { 0 };
+	unsigned char md5[16];
+	struct sv_put p;
+	struct s3_buf h;
+	uint64_t size;
+	int ret;
+
+	if (sv_object_headers(k->r, &m.headers))
+		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
+	ret = sv_put_begin(bfd, k->key, &p);
+	if (ret) {
+		sv_meta_release(&m);
+		return sv_fail_errno(k, ret);
+	}
+	ret = sv_take_body(k, p.fd, SV_PUT_MAX, md5, &size);
+	if (ret) {
+		sv_put_abort(&p);
+		sv_meta_release(&m);
+		return ret < 0 ? ret : 0;
+	}
+	rdx_hex_encode(md5, 16, m.etag);
+	ret = sv_meta_set(p.fd, &m);
+	if (ret == -ENOTSUP && !m.headers)
+		ret = 0; /* the ETag is computed again when asked */
+	if (ret == -ENOTSUP)
+		ret = -EOPNOTSUPP;
+	if (!ret)
+		ret = sv_put_commit(&p, k->s->file_mode);
+	else
+		sv_put_abort(&p);
+	if (ret == -EOPNOTSUPP)
+		ret = sv_fail(k, 501, "NotImplemented",
+			   "the served directory's file system keeps no extended attributes, so this object's headers (Content-Type, x-amz-meta-*) cannot be kept");
+	else if (ret)
+		ret = sv_fail_errno(k, ret);
+	else {
+		s3_buf_init(&h, 0);
+		sv_add_etag(&h, m.etag);
+		sv_add_checksum(&h, k);
+		ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
+		s3_buf_release(&h);
+	}
+	sv_meta_release(&m);
+	return ret;
+}
+
+/* "/bucket/key" or "bucket/key", URL-encoded, into bucket and key. */
+static int copy_source(const char *src, char *bucket, size_t blen, char **key)
+{
+	struct s3_buf b;
+	char *slash;
+
+	s3_buf_init(&b, SV_KEY_MAX + 128);
+	if (*src == '/')
+		src++;
+	if (strchr(src, '?') || s3_uri_decode(&b, src, strlen(src)) ||
+	    strlen(s3_buf_str(&b)) != b.len || !(slash = strchr(s3_buf_str(&b), '/')) ||
+	    (size_t)(slash - b.p) >= blen) {
+		s3_buf_release(&b);
+		return -EINVAL;
+	}
+	memcpy(bucket, b.p, (size_t)(slash - b.p));
+	bucket[slash - b.p] = '\0';
+	*key = strdup(slash + 1);
+	s3_buf_release(&b);
+	if (!*key)
+		return -ENOMEM;
+	return sv_bucket_ok(bucket) && !sv_key_ok(*key) ? 0 : -EINVAL;
+}
+
+/* Copies len bytes of in from off to out from 0, hashing them. */
+int sv_copy_range(int in, uint64_t off, uint64_t len, int out, unsigned char md5[16])
+{
+	EVP_MD_CTX *m = EVP_MD_CTX_new();
+	char *buf = malloc(IO_BUF);
+	uint64_t done = 0;
+	int ret = 0;
+
+	if (!m || !buf || !EVP_DigestInit_ex(m, EVP_md5(), NULL)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (done < len) {
+		size_t n = len - done > IO_BUF ? IO_BUF : (size_t)(len - done);
+		ssize_t got = rdx_pread_full(in, buf, n, (off_t)(off + done));
+
+		if (got < 0 || (size_t)got != n) {
+			ret = got < 0 ? (int)got : -EIO;
+			goto out;
+		}
+		EVP_DigestUpdate(m, buf, n);
+		if (rdx_pwrite_full(out, buf, n, (off_t)done) < 0) {
+			ret = -errno;
+			goto out;
+		}
+		done += n;
+	}
+	EVP_DigestFinal_ex(m, md5, NULL);
+out:
+	EVP_MD_CTX_free(m);
+	free(buf);
+	return ret;
+}
+
+/* Opens x-amz-copy-source for a copy: its descriptor into *sfd and its
+ * meta into *sm, checked against x-amz-copy-source-if-match; *self when
+ * it is the request's own object.  Returns 0, or an answer was sent (1)
+ * or could not be (-EIO). */
+int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self)
+{
+	const char *im = sv_hdr(k->r, "x-amz-copy-source-if-match");
+	char sbucket[64];
+	char *skey = NULL;
+	int sb, ret;
+
+	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
+		free(skey);
+		return sv_fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey") ? -EIO : 1;
+	}
+	*self = !strcmp(sbucket, k->bucket) && !strcmp(skey, k->key);
+	sb = sv_bucket_open(k->s->root, sbucket);
+	*sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
+	if (sb >= 0)
+		close(sb);
+	free(skey);
+	if (*sfd < 0)
+		return sv_fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.") ? -EIO : 1;
+	if ((ret = sv_meta_get(*sfd, sm))) {
+		close(*sfd);
+		return sv_fail_errno(k, ret) ? -EIO : 1;
+	}
+	if (im && !etag_match(im, sm->etag)) {
+		close(*sfd);
+		sv_meta_release(sm);
+		return sv_fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
+	}
+	return 0;
+}
+
+int sv_copy_object(struct call *k, int bfd)
+{
+	char date[40];
+	const char *dir = sv_hdr(k->r, "x-amz-metadata-directive");
+	bool replace = dir && !strcmp(dir, "REPLACE"), self;
+	struct sv_meta sm, m = { 0 };
+	unsigned char md5[16];
+	struct sv_put p;
+	struct s3_buf b;
+	struct stat st;
+	int sfd, ret;
+
+	if ((ret = sv_copy_source_open(k, &sfd, &sm, &self)))
+		return ret < 0 ? ret : 0;
+	if (self && !replace) {
+		close(sfd);
+		sv_meta_release(&sm);
+		return sv_fail(k, 400, "InvalidRequest",
+			    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+	}
+	if (replace) {
+		if (sv_object_headers(k->r, &m.headers)) {
+			close(sfd);
+			sv_meta_release(&sm);
+			return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
+		}
+	} else if (sm.headers && !(m.headers = strdup(sm.headers))) {
+		ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = sv_put_begin(bfd, k->key, &p);
+	if (ret) {
+		close(sfd);
+		sv_meta_release(&sm);
+		sv_meta_release(&m);
+		return sv_fail_errno(k, ret);
+	}
+	sv_body_skip(k->c, k->r, 1 << 20);
+	ret = sv_copy_range(sfd, 0, sm.size, p.fd, md5);
+	close(sfd);
+	sv_meta_release(&sm);
+	if (!ret) {
+		rdx_hex_encode(md5, 16, m.etag);
+		ret = sv_meta_set(p.fd, &m);
+		if (ret == -ENOTSUP && !m.headers)
+			ret = 0;
+	}
+	if (!ret)
+		ret = sv_put_commit(&p, k->s->file_mode);
+	else
+		sv_put_abort(&p);
+	if (ret) {
+		sv_meta_release(&m);
+		return sv_fail_errno(k, ret == -ENOTSUP ? -EIO : ret);
+	}
+	sfd = sv_object_open(bfd, k->key);
+	st.st_mtim.tv_sec = time(NULL);
+	if (sfd >= 0) {
+		fstat(sfd, &st);
+		close(sfd);
+	}
+	sv_iso_date(st.st_mtim.tv_sec, date);
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
+			  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", date, m.etag);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	sv_meta_release(&m);
+	return ret;
+}

@@ -1,0 +1,145 @@
+/* rds3 serve's S3 operations, one file per kind: serve.c (answers,
+ * helpers, the service, connections), serve_bucket.c, serve_object.c and
+ * serve_multipart.c.  What one of them uses of another is declared here. */
+#ifndef RDS3_SERVE_OPS_H
+#define RDS3_SERVE_OPS_H
+
+#include "s3/buf.h"
+#include "s3/serve/serve_int.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define UPLOADS \
+	".rds3-uploads" /* not a bucket name: buckets never start with '.' */
+#define IO_BUF	 (1u << 20)
+#define XMLNS	 "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+/* The server: shared by every connection's thread. */
+struct server {
+	const struct s3_serve_opts *o;
+	struct sv_auth auth;
+	int root;
+	mode_t file_mode; /* 0666 less the umask */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned active;
+	atomic_int shed; /* idle connections to close for waiting ones */
+	/* Connections held per address (lock), max_conns entries: one
+	 * address cannot take every place. */
+	struct addr_count {
+		char host[INET6_ADDRSTRLEN];
+		unsigned n;
+	} * addrs;
+};
+
+/* One request's context. */
+struct call {
+	struct server *s;
+	struct sv_conn *c;
+	struct sv_req *r;
+	const char *payload; /* the signed body hash, NULL: none */
+	char bucket[64];
+	const char *key; /* NULL: a bucket or service request */
+	int status;
+	uint64_t sent;
+};
+
+/* Sends the answer: status, hdrs (each ending in CRLF, or NULL) and n
+ * bytes of body (not for HEAD).  Returns 0, or -errno when the
+ * connection is gone. */
+int sv_answer(struct call *k, int status, const char *hdrs, const char *body,
+	      size_t n);
+
+/* An S3 Error document: its code and message. */
+int sv_fail(struct call *k, int status, const char *code, const char *msg);
+
+/* The answer for an errno from the store. */
+int sv_fail_errno(struct call *k, int err);
+
+/* b as an XML answer (-ENOMEM when b ran out of memory). */
+int sv_xml_answer(struct call *k, int status, struct s3_buf *b);
+
+/* An ETag header of the quoted etag into b. */
+void sv_add_etag(struct s3_buf *b, const char *etag);
+
+/* An S3 Error document, with extra headers (each ending in CRLF). */
+int sv_fail_h(struct call *k, int status, const char *code, const char *msg,
+	      const char *extra);
+
+/* The request's bucket, opened into *fd: 0, or an answer was sent. */
+int sv_bucket_fd(struct call *k, int *fd);
+
+/* A request on a bucket (no key): serve_bucket.c. */
+int sv_bucket_op(struct call *k);
+
+/* A small XML body (a Delete or Complete request), NUL-terminated.
+ * body_sum: an x-amz-checksum-* header is the body's (DeleteObjects) and
+ * is checked; else it would be the whole object's (Complete), which is
+ * not computed here: refused rather than left unchecked. */
+int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len);
+
+/* The stored header lines as HTTP headers, Content-Type defaulted. */
+void sv_emit_headers(struct s3_buf *b, const char *h);
+
+/* The request's headers that go with an object: Content-Type and the
+ * like, and x-amz-meta-* (names in lower case).  -E2BIG past S3's 2 KB
+ * of user metadata. */
+int sv_object_headers(const struct sv_req *r, char **out);
+
+/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
+ * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
+ * signed hash and that checksum.  Returns 0 with md5 set; or an answer
+ * was sent (1) or the connection is gone (-errno). */
+int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
+		 uint64_t *size);
+
+/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+void sv_add_checksum(struct s3_buf *b, const struct call *k);
+
+/* ListMultipartUploads of the request's bucket. */
+int sv_list_uploads(struct call *k);
+
+/* Removes the open uploads of bucket. */
+void sv_drop_uploads(int root, const char *bucket);
+
+/* A request on an object (a key): serve_multipart.c dispatches it. */
+int sv_object_op(struct call *k);
+
+/* DIR/.rds3-uploads, made when asked; never through a symlink put
+ * there.  Returns an O_PATH descriptor or -errno. */
+int sv_uploads_fd(int root, bool make);
+
+/* Removes the incomplete multipart uploads begun more than
+ * o->upload_expiry_days ago, as S3's AbortIncompleteMultipartUpload rule
+ * does (an upload's "key" file is written when it begins).  At the start
+ * nothing is in flight: the temporaries a killed server left in the
+ * uploads that stay (parts written under a name, where the file system
+ * has no O_TMPFILE) are removed too. */
+void sv_sweep_uploads(struct server *s, bool at_start);
+
+/* Opens x-amz-copy-source for a copy: its descriptor into *sfd and its
+ * meta into *sm, checked against x-amz-copy-source-if-match; *self when
+ * it is the request's own object.  Returns 0, or an answer was sent (1)
+ * or could not be (-EIO). */
+int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm,
+			bool *self);
+
+/* Copies len bytes of in from off to out from 0, hashing them. */
+int sv_copy_range(int in, uint64_t off, uint64_t len, int out,
+		  unsigned char md5[16]);
+
+/* GetObject and HeadObject, CopyObject, PutObject, in the bucket bfd:
+ * serve_object.c. */
+int sv_get_object(struct call *k, int bfd);
+int sv_copy_object(struct call *k, int bfd);
+int sv_put_object(struct call *k, int bfd);
+
+/* ListBuckets. */
+int sv_list_buckets(struct call *k);
+
+#endif
