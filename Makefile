@@ -8,7 +8,8 @@
 #   make install    PREFIX=/usr/local DESTDIR=  (uninstall likewise)
 #   make bench      bench/stream.sh           make format  clang-format
 
-VERSION := 0.1.0
+# 0.2: wire protocol 2 (SPAKE2), which 0.1 does not speak
+VERSION := 0.2.0
 BUILD ?= build
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

@@ -48,6 +48,8 @@ static int ec_open(struct ec *e)
 	return 0;
 }
 
+/* BN_CTX_free() wipes every number of the pool (BN_clear_free): the
+ * scalars taken from it need no clearing of their own. */
 static void ec_close(struct ec *e)
 {
 	BN_CTX_end(e->bn);
@@ -112,8 +114,6 @@ int rdx_pake_w(const void *key, size_t len, uint8_t w[RDX_PAKE_SCALAR_LEN])
 	    BN_nnmod(r, n, e.order, e.bn) &&
 	    BN_bn2binpad(r, w, RDX_PAKE_SCALAR_LEN) == RDX_PAKE_SCALAR_LEN)
 		ret = 0;
-	BN_clear(n);
-	BN_clear(r);
 	ec_close(&e);
 out:
 	OPENSSL_cleanse(h, sizeof(h));
@@ -154,10 +154,6 @@ int rdx_pake_start_with(struct rdx_pake *p, enum rdx_pake_role role,
 	memcpy(p->secret, secret, RDX_PAKE_SCALAR_LEN);
 	ret = 0;
 out:
-	if (bw)
-		BN_clear(bw);
-	if (bs)
-		BN_clear(bs);
 	EC_POINT_clear_free(xg);
 	EC_POINT_clear_free(wm);
 	EC_POINT_free(mask);
@@ -185,8 +181,6 @@ int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
 	    BN_priv_rand_range_ex(n, range, 0, e.bn) && BN_add_word(n, 1) &&
 	    BN_bn2binpad(n, s, RDX_PAKE_SCALAR_LEN) == RDX_PAKE_SCALAR_LEN)
 		ret = 0;
-	if (n)
-		BN_clear(n);
 	ec_close(&e);
 	if (!ret)
 		ret = rdx_pake_start_with(p, role, w, s);
@@ -302,10 +296,6 @@ int rdx_pake_finish(const struct rdx_pake *p, const struct rdx_pake_ctx *ctx,
 	memcpy(r->ke, h, RDX_PAKE_KEY_LEN);
 	ret = 0;
 out:
-	if (bw)
-		BN_clear(bw);
-	if (bs)
-		BN_clear(bs);
 	EC_POINT_clear_free(pt);
 	EC_POINT_clear_free(wmask);
 	EC_POINT_free(mask);
