@@ -89,13 +89,14 @@ $(BUILD)/src/cp/%.o: src/cp/%.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SSH_CFLAGS) -MMD -MP -c -o $@ $<
 
-# rds3's commands: rds3 itself, and rdcp for s3:// addresses.
-S3CMD_OBJ := $(BUILD)/src/cmd/s3cmd.o
+# rds3's commands, and the S3 options rds3 and rdcp share (s3opts.c).
+S3OPTS_OBJ := $(BUILD)/src/cmd/s3opts.o
+S3CMD_OBJ := $(BUILD)/src/cmd/s3cmd.o $(S3OPTS_OBJ)
 $(BUILD)/rds3: $(BUILD)/src/cmd/rds3.o $(S3CMD_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3CMD_OBJ) $(CP_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
+$(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3OPTS_OBJ) $(CP_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
 

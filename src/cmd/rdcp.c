@@ -3,7 +3,7 @@
  * hosts, both ends started over SSH (src/cp/relay.c); both ends local, a
  * local copy (src/cp/local.c). */
 #include "cmd/cli.h"
-#include "cmd/s3cmd.h"
+#include "cmd/s3opts.h"
 
 #include "core/err.h"
 #include "core/log.h"
@@ -25,38 +25,7 @@ enum {
 	OPT_CP_SYNC,
 	OPT_CP_DELETE,
 	OPT_CP_DRY_RUN,
-	/* s3:// only: passed to rds3 as they are */
-	OPT_S3_PROFILE,
-	OPT_S3_ENDPOINT,
-	OPT_S3_REGION,
-	OPT_S3_NO_SIGN,
-	OPT_S3_PATH_STYLE,
-	OPT_S3_VIRTUAL_HOST,
-	OPT_S3_INSECURE,
 };
-
-/* rds3's names of the s3://-only options, by key. */
-static const struct {
-	int key;
-	const char *flag;
-} s3_only[] = {
-	{ OPT_S3_PROFILE, "--profile" },
-	{ OPT_S3_ENDPOINT, "--endpoint" },
-	{ OPT_S3_REGION, "--region" },
-	{ OPT_S3_NO_SIGN, "--no-sign-request" },
-	{ OPT_S3_PATH_STYLE, "--path-style" },
-	{ OPT_S3_VIRTUAL_HOST, "--virtual-host" },
-	{ OPT_S3_INSECURE, "--insecure" },
-};
-
-/* The rds3 flag of an s3://-only option, or NULL for any other key. */
-static const char *s3_flag(int key)
-{
-	for (size_t i = 0; i < sizeof(s3_only) / sizeof(s3_only[0]); i++)
-		if (s3_only[i].key == key)
-			return s3_only[i].flag;
-	return NULL;
-}
 
 static const struct rdx_opt rdcp_opts[] = {
 	{ "recursive", 'r', RDX_ARG_NONE, NULL,
@@ -124,20 +93,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "give up after SECS of silence or stall (default 60)", NULL },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "give up connecting (SSH, then the data) after SECS (default 10)", NULL },
-	{ "profile", OPT_S3_PROFILE, RDX_ARG_REQUIRED, "NAME",
-	  "s3://: this profile of ~/.aws/credentials and ~/.aws/config", NULL },
-	{ "endpoint", OPT_S3_ENDPOINT, RDX_ARG_REQUIRED, "URL",
-	  "s3://: the S3 endpoint, http[s]://host[:port] (default: the environment, the profile, else AWS)", NULL },
-	{ "region", OPT_S3_REGION, RDX_ARG_REQUIRED, "REGION",
-	  "s3://: the region to sign for", NULL },
-	{ "no-sign-request", OPT_S3_NO_SIGN, RDX_ARG_NONE, NULL,
-	  "s3://: send requests unsigned (public buckets)", NULL },
-	{ "path-style", OPT_S3_PATH_STYLE, RDX_ARG_NONE, NULL,
-	  "s3://: address buckets as http://host/bucket/key", NULL },
-	{ "virtual-host", OPT_S3_VIRTUAL_HOST, RDX_ARG_NONE, NULL,
-	  "s3://: address buckets as http://bucket.host/key", NULL },
-	{ "insecure", OPT_S3_INSECURE, RDX_ARG_NONE, NULL,
-	  "s3://: do not verify the server's TLS certificate", NULL },
+	S3OPT_ENTRIES,
 	CLI_COMMON_TAIL,
 };
 
@@ -163,7 +119,7 @@ struct rdcp {
 	struct cp_opts cp;
 	bool preserve_only; /* -p without -r: files as one-file trees */
 	int s3_opt;	    /* the last s3://-only option given, or 0 */
-	/* Every option as given, for s3:// copies (s3_copy). */
+	/* Every option as given, for s3:// copies (s3_options). */
 	struct given {
 		int key;
 		const char *arg;
@@ -326,9 +282,9 @@ static int handle(int key, const char *arg, void *ctx)
 	case OPT_CONNECT_TIMEOUT:
 		return set_connect_timeout(r, "--connect-timeout", arg);
 	default:
-		if (!s3_flag(key))
+		if (!s3opts_name(key))
 			return -1;
-		r->s3_opt = key; /* checked by rds3, refused without s3:// */
+		r->s3_opt = key; /* taken by s3_options, refused without s3:// */
 		return 0;
 	}
 }
@@ -467,21 +423,81 @@ static bool s3_dst_is_dir(const char *dst)
 }
 
 
-/* SRC or DST is s3://BUCKET/KEY: the copy is rds3's, run with the options
- * that mean the same there ("rds3 cp", or "rds3 sync" for --sync and what
- * implies it), once per SRC when there are several (files into a prefix
- * or a directory).  The endpoint, credentials and region come from the
- * s3:// options, the environment and ~/.aws as for rds3.  Options of SSH
- * and of the data path have no meaning here and are refused. */
-static int s3_copy(struct rdcp *r, char **args, int n)
+/* rdcp's options for an s3:// copy, into what rds3 fills too: the meaning
+ * is the same ("rds3 cp", or "rds3 sync" for --sync and what implies it).
+ * The endpoint, credentials and region come from the S3OPT_ENTRIES, the
+ * environment and ~/.aws as for rds3.  Options of SSH and of the data path
+ * have no meaning here and are refused.  Returns 0 or RDX_EXIT_USAGE. */
+static int s3_options(const struct rdcp *r, struct s3_copy_opts *o)
 {
-	char **v = calloc(2 * r->ngiven + 8, sizeof(*v));
 	bool sync = r->c.o.tree_sync;
-	int k = 0, ret = 0;
 
-	if (!v) {
+	s3_copy_opts_init(o);
+	o->verbose = r->c.verbose;
+	o->quiet = r->cp.quiet;
+	o->progress = r->c.o.progress;
+	o->stall_ms = r->c.o.timeout_ms;
+	o->connect_timeout_ms = r->c.o.connect_timeout_ms;
+	for (unsigned i = 0; i < r->ngiven; i++) {
+		const struct given *g = &r->given[i];
+
+		switch (g->key) {
+		case 'v':
+		case 'q':
+		case OPT_PROGRESS:
+		case OPT_JSON:
+		case OPT_TIMEOUT:
+		case OPT_CONNECT_TIMEOUT:
+		case OPT_CP_SYNC:
+			break;
+		case 'r':
+			o->recursive = !sync;
+			break;
+		case OPT_CP_DELETE:
+			o->del = true;
+			break;
+		case OPT_CP_DRY_RUN:
+			o->dry_run = true;
+			break;
+		case OPT_TREE_CHECKSUM:
+			o->checksum = true;
+			break;
+		case OPT_FILE_RESUME:
+			o->resume = true;
+			break;
+		case OPT_TREE_INCLUDE:
+		case OPT_TREE_EXCLUDE:
+			if (o->nrules == S3_RULES_MAX) {
+				rdx_error("at most %d --include and --exclude patterns", S3_RULES_MAX);
+				return RDX_EXIT_USAGE;
+			}
+			o->rules[o->nrules++] = (struct rdx_rule){ g->arg, g->key == OPT_TREE_INCLUDE };
+			break;
+		default:
+			if (!s3opts_handle(o, g->key, g->arg))
+				break;
+			rdx_error("--%s has no meaning for a copy with s3:// (see rds3(1))",
+				  opt_name(g->key));
+			return RDX_EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+/* SRC or DST is s3://BUCKET/KEY: the copy is the S3 library's, as rds3
+ * makes it (s3/copy.h), once per SRC when there are several (files into
+ * a prefix or a directory), on one session. */
+static int copy_with_s3(struct rdcp *r, char **args, int n)
+{
+	bool sync = r->c.o.tree_sync;
+	struct s3_copy_opts *o = malloc(sizeof(*o));
+	struct s3_session *ss = malloc(sizeof(*ss));
+	int ret = 0;
+
+	if (!o || !ss) {
 		rdx_error("out of memory");
-		return RDX_EXIT_FAIL;
+		ret = RDX_EXIT_FAIL;
+		goto out;
 	}
 	if (n < 2) {
 		rdx_error("usage: rdcp %s (see --help)", rdcp_cli.usage);
@@ -518,80 +534,35 @@ static int s3_copy(struct rdcp *r, char **args, int n)
 			goto out;
 		}
 	}
-	v[k++] = "rdcp";
-	for (unsigned i = 0; i < r->ngiven; i++) {
-		const struct given *g = &r->given[i];
-
-		switch (g->key) {
-		case 'v':
-			v[k++] = "-v";
-			break;
-		case 'q':
-			v[k++] = "-q";
-			break;
-		case OPT_PROGRESS:
-			v[k++] = "--progress";
-			break;
-		case OPT_JSON:
-			v[k++] = "--json";
-			break;
-		case 'r':
-			if (!sync)
-				v[k++] = "-r";
-			break;
-		case OPT_CP_SYNC:
-			break;
-		case OPT_CP_DELETE:
-			v[k++] = "--delete";
-			break;
-		case OPT_CP_DRY_RUN:
-			v[k++] = "--dry-run";
-			break;
-		case OPT_TREE_CHECKSUM:
-			v[k++] = "--checksum";
-			break;
-		case OPT_FILE_RESUME:
-			v[k++] = "--resume";
-			break;
-		case OPT_TREE_INCLUDE:
-		case OPT_TREE_EXCLUDE:
-		case OPT_TIMEOUT:
-		case OPT_CONNECT_TIMEOUT:
-			v[k++] = g->key == OPT_TREE_INCLUDE   ? "--include"
-				 : g->key == OPT_TREE_EXCLUDE ? "--exclude"
-				 : g->key == OPT_TIMEOUT      ? "--timeout"
-							      : "--connect-timeout";
-			v[k++] = (char *)g->arg;
-			break;
-		default:
-			if (s3_flag(g->key)) { /* s3://-only: as given */
-				v[k++] = (char *)s3_flag(g->key);
-				if (g->arg)
-					v[k++] = (char *)g->arg;
-				break;
-			}
-			rdx_error("--%s has no meaning for a copy with s3:// (see rds3(1))",
-				  opt_name(g->key));
-			ret = RDX_EXIT_USAGE;
-			goto out;
-		}
-	}
-	v[k++] = sync ? "sync" : "cp";
-	/* One run per SRC; the first failure is the exit status, the
+	ret = s3_options(r, o);
+	for (int i = 0; !ret && i < n - 1; i++)
+		ret = s3_copy_opts_check(o, sync ? "sync" : "cp", args[i], args[n - 1]);
+	if (ret)
+		goto out;
+	if (o->quiet)
+		rdx_log_init("rdcp", -1);
+	cli_signals(&r->c.o);
+	ret = s3_session_open(ss, o, r->c.o.interrupted);
+	if (ret)
+		goto out;
+	ss->cmd = sync ? "sync" : "cp";
+	s3_session_progress_begin(ss);
+	/* One copy per SRC; the first failure is the exit status, the
 	 * others are still copied (as for hosts). */
 	for (int i = 0; i < n - 1; i++) {
-		int rc;
+		int rc = sync ? s3_run_sync(ss, args[i], args[n - 1], false)
+			      : s3_run_cp(ss, args[i], args[n - 1]);
 
-		v[k] = args[i];
-		v[k + 1] = args[n - 1];
-		rc = rds3_run("rdcp", k + 2, v);
 		if (rc && !ret)
 			ret = rc;
 		if (rc == RDX_EXIT_INTR)
 			break;
 	}
+	s3_session_progress_end(ss);
+	s3_session_close(ss);
 out:
-	free(v);
+	free(ss);
+	free(o);
 	return ret;
 }
 
@@ -613,9 +584,9 @@ int main(int argc, char **argv)
 	rdx_log_init("rdcp", r.cp.quiet ? 0 : r.c.verbose);
 	for (i = optind_; i < argc; i++)
 		if (is_s3(argv[i]))
-			return s3_copy(&r, argv + optind_, argc - optind_);
+			return copy_with_s3(&r, argv + optind_, argc - optind_);
 	if (r.s3_opt) {
-		rdx_error("%s is for copies with s3:// (see S3 in rdcp(1))", s3_flag(r.s3_opt));
+		rdx_error("--%s is for copies with s3:// (see S3 in rdcp(1))", s3opts_name(r.s3_opt));
 		return RDX_EXIT_USAGE;
 	}
 	nsrc = argc - optind_ - 1;

@@ -1,4 +1,4 @@
-/* rds3's commands, for rds3 itself and for rdcp's s3:// copies. */
+/* rds3's commands (rdcp's s3:// copies call the S3 library, s3/copy.h). */
 #ifndef RDX_S3CMD_H
 #define RDX_S3CMD_H
 

@@ -1,0 +1,42 @@
+#include "cmd/s3opts.h"
+
+#include <stddef.h>
+
+int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg)
+{
+	switch (key) {
+	case S3OPT_PROFILE:
+		o->co.profile = arg;
+		return 0;
+	case S3OPT_ENDPOINT:
+		o->co.endpoint = arg;
+		return 0;
+	case S3OPT_REGION:
+		o->co.region = arg;
+		return 0;
+	case S3OPT_NO_SIGN:
+		o->co.no_sign = true;
+		return 0;
+	case S3OPT_PATH_STYLE:
+		o->co.addressing = S3_ADDR_PATH;
+		return 0;
+	case S3OPT_VIRTUAL_HOST:
+		o->co.addressing = S3_ADDR_VIRTUAL;
+		return 0;
+	case S3OPT_INSECURE:
+		o->insecure = true;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+const char *s3opts_name(int key)
+{
+	static const struct rdx_opt opts[] = { S3OPT_ENTRIES };
+
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		if (opts[i].key == key)
+			return opts[i].name;
+	return NULL;
+}
