@@ -251,51 +251,53 @@ static int dup_to(char **dst, const char *s)
 	return s && !*dst ? -ENOMEM : 0;
 }
 
-int s3_config_load(struct s3_config *cfg, const struct s3_config_opts *o,
-		   char *err, size_t errlen)
+/* Where s3_config_load() looks, and where it says why it failed. */
+struct loading {
+	const struct s3_config_opts *o;
+	char *cred_file, *conf_file; /* NULL: no home to find them in */
+	const char *profile;
+	char *err;
+	size_t errlen;
+};
+
+/* Says that the files could not be read (ret: -errno).  Returns -EINVAL. */
+static int file_error(const struct loading *l, int ret)
 {
-	char *cred_file = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
-	char *conf_file = home_file("AWS_CONFIG_FILE", ".aws/config");
-	const char *profile = o->profile ? o->profile : env("AWS_PROFILE");
-	const char *src = NULL, *s;
-	char *v = NULL, section[300];
+	set_err(l->err, l->errlen, "cannot read the AWS configuration (%s or %s): %s",
+		l->cred_file ? l->cred_file : "~/.aws/credentials",
+		l->conf_file ? l->conf_file : "~/.aws/config",
+		ret == -EFBIG ? "larger than 1 MiB" : strerror(-ret));
+	return -EINVAL;
+}
+
+/* The region: --region, AWS_REGION, AWS_DEFAULT_REGION, the profile's, or
+ * us-east-1.  Returns 0 or a negative error (said in l->err). */
+static int load_region(struct s3_config *cfg, const struct loading *l)
+{
+	const char *s, *src = NULL;
+	char *v = NULL;
+	int ret;
+
+	if ((s = l->o->region) || (s = env("AWS_REGION")) || (s = env("AWS_DEFAULT_REGION")))
+		return dup_to(&cfg->region, s);
+	ret = profile_get(NULL, l->conf_file, l->profile, "region", false, &v, &src);
+	if (ret < 0)
+		return file_error(l, ret);
+	cfg->region = v ? v : strdup("us-east-1");
+	return cfg->region ? 0 : -ENOMEM;
+}
+
+/* The endpoint: --endpoint, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the
+ * profile's endpoint_url, or AWS's for the region; and the addressing
+ * that goes with it.  Returns 0 or a negative error (said in l->err). */
+static int load_endpoint(struct s3_config *cfg, const struct loading *l)
+{
+	const char *s, *src = NULL;
+	char *v = NULL;
 	int ret = 0;
 
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->no_sign = o->no_sign;
-	cfg->addressing = o->addressing;
-	if (!profile)
-		profile = "default";
-	if ((ret = dup_to(&cfg->profile, profile)))
-		goto out;
-	snprintf(section, sizeof(section), "profile %s", profile);
-	if ((o->profile || env("AWS_PROFILE")) && strcmp(profile, "default") &&
-	    !(cred_file && ini_has_section(cred_file, profile)) &&
-	    !(conf_file && ini_has_section(conf_file, section))) {
-		set_err(err, errlen, "the profile '%s' is in neither %s nor %s",
-			profile, cred_file ? cred_file : "~/.aws/credentials",
-			conf_file ? conf_file : "~/.aws/config");
-		ret = -EINVAL;
-		goto out;
-	}
-
-	/* Region. */
-	if ((s = o->region) || (s = env("AWS_REGION")) || (s = env("AWS_DEFAULT_REGION"))) {
-		ret = dup_to(&cfg->region, s);
-	} else {
-		ret = profile_get(NULL, conf_file, profile, "region", false, &v, &src);
-		if (ret < 0)
-			goto file_err;
-		cfg->region = v ? v : strdup("us-east-1");
-		v = NULL;
-		ret = cfg->region ? 0 : -ENOMEM;
-	}
-	if (ret)
-		goto out;
-
-	/* Endpoint. */
 	cfg->endpoint_source = "--endpoint";
-	if (!(s = o->endpoint)) {
+	if (!(s = l->o->endpoint)) {
 		cfg->endpoint_source = "AWS_ENDPOINT_URL_S3";
 		s = env("AWS_ENDPOINT_URL_S3");
 	}
@@ -304,20 +306,20 @@ int s3_config_load(struct s3_config *cfg, const struct s3_config_opts *o,
 		s = env("AWS_ENDPOINT_URL");
 	}
 	if (!s) {
-		ret = profile_get(NULL, conf_file, profile, "endpoint_url", false, &v, &src);
+		ret = profile_get(NULL, l->conf_file, l->profile, "endpoint_url", false, &v, &src);
 		if (ret < 0)
-			goto file_err;
+			return file_error(l, ret);
+		ret = 0;
 		cfg->endpoint_source = "config file";
 		s = v;
 	}
 	if (s) {
 		cfg->custom = true;
 		if (s3_parse_endpoint(cfg, s)) {
-			set_err(err, errlen,
+			set_err(l->err, l->errlen,
 				"invalid endpoint '%s' (from %s): expected http[s]://host[:port]",
 				s, cfg->endpoint_source);
 			ret = -EINVAL;
-			goto out;
 		}
 	} else {
 		char url[300];
@@ -327,60 +329,90 @@ int s3_config_load(struct s3_config *cfg, const struct s3_config_opts *o,
 		if (!*cfg->region || strspn(cfg->region, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
 					     strlen(cfg->region) ||
 		    s3_parse_endpoint(cfg, url)) {
-			set_err(err, errlen, "invalid region '%s'", cfg->region);
+			set_err(l->err, l->errlen, "invalid region '%s'", cfg->region);
 			ret = -EINVAL;
-			goto out;
 		}
 	}
 	free(v);
-	v = NULL;
-	if (cfg->addressing == S3_ADDR_AUTO)
+	if (!ret && cfg->addressing == S3_ADDR_AUTO)
 		cfg->addressing = cfg->custom ? S3_ADDR_PATH : S3_ADDR_AUTO;
+	return ret;
+}
 
-	if (cfg->no_sign)
-		goto out;
-	/* Credentials: the environment unless --profile named a profile. */
-	if (!o->profile && env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
+/* The credentials: the environment unless --profile named a profile, else
+ * the profile's.  Returns 0 or a negative error (said in l->err). */
+static int load_credentials(struct s3_config *cfg, const struct loading *l)
+{
+	const char *src = NULL;
+	int ret;
+
+	if (!l->o->profile && env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
 		cfg->cred_source = "environment";
 		if ((ret = dup_to(&cfg->access_key, env("AWS_ACCESS_KEY_ID"))) ||
-		    (ret = dup_to(&cfg->secret_key, env("AWS_SECRET_ACCESS_KEY"))) ||
-		    (ret = dup_to(&cfg->session_token, env("AWS_SESSION_TOKEN"))))
-			goto out;
-		goto out;
+		    (ret = dup_to(&cfg->secret_key, env("AWS_SECRET_ACCESS_KEY"))))
+			return ret;
+		return dup_to(&cfg->session_token, env("AWS_SESSION_TOKEN"));
 	}
-	ret = profile_get(cred_file, conf_file, profile, "aws_access_key_id", true,
+	ret = profile_get(l->cred_file, l->conf_file, l->profile, "aws_access_key_id", true,
 			  &cfg->access_key, &cfg->cred_source);
+	if (ret >= 0)
+		ret = profile_get(l->cred_file, l->conf_file, l->profile,
+				  "aws_secret_access_key", true, &cfg->secret_key, &src);
+	if (ret >= 0)
+		ret = profile_get(l->cred_file, l->conf_file, l->profile, "aws_session_token",
+				  true, &cfg->session_token, &src);
 	if (ret < 0)
-		goto file_err;
-	ret = profile_get(cred_file, conf_file, profile, "aws_secret_access_key",
-			  true, &cfg->secret_key, &src);
-	if (ret < 0)
-		goto file_err;
-	ret = profile_get(cred_file, conf_file, profile, "aws_session_token", true,
-			  &cfg->session_token, &src);
-	if (ret < 0)
-		goto file_err;
-	ret = 0;
+		return file_error(l, ret);
 	if (!cfg->access_key || !cfg->secret_key || !*cfg->access_key ||
 	    !*cfg->secret_key) {
-		set_err(err, errlen,
+		set_err(l->err, l->errlen,
 			"no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
 			"put them in profile '%s' of ~/.aws/credentials, or use --no-sign-request",
-			profile);
-		ret = -EINVAL;
+			l->profile);
+		return -EINVAL;
 	}
-	goto out;
+	return 0;
+}
 
-file_err:
-	set_err(err, errlen, "cannot read the AWS configuration (%s or %s): %s",
-		cred_file ? cred_file : "~/.aws/credentials",
-		conf_file ? conf_file : "~/.aws/config",
-		ret == -EFBIG ? "larger than 1 MiB" : strerror(-ret));
-	ret = -EINVAL;
+int s3_config_load(struct s3_config *cfg, const struct s3_config_opts *o,
+		   char *err, size_t errlen)
+{
+	struct loading l = {
+		.o = o,
+		.cred_file = home_file("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"),
+		.conf_file = home_file("AWS_CONFIG_FILE", ".aws/config"),
+		.profile = o->profile ? o->profile : env("AWS_PROFILE"),
+		.err = err,
+		.errlen = errlen,
+	};
+	char section[300];
+	int ret;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->no_sign = o->no_sign;
+	cfg->addressing = o->addressing;
+	if (!l.profile)
+		l.profile = "default";
+	if ((ret = dup_to(&cfg->profile, l.profile)))
+		goto out;
+	snprintf(section, sizeof(section), "profile %s", l.profile);
+	if ((o->profile || env("AWS_PROFILE")) && strcmp(l.profile, "default") &&
+	    !(l.cred_file && ini_has_section(l.cred_file, l.profile)) &&
+	    !(l.conf_file && ini_has_section(l.conf_file, section))) {
+		set_err(err, errlen, "the profile '%s' is in neither %s nor %s",
+			l.profile, l.cred_file ? l.cred_file : "~/.aws/credentials",
+			l.conf_file ? l.conf_file : "~/.aws/config");
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = load_region(cfg, &l);
+	if (!ret)
+		ret = load_endpoint(cfg, &l);
+	if (!ret && !cfg->no_sign)
+		ret = load_credentials(cfg, &l);
 out:
-	free(v);
-	free(cred_file);
-	free(conf_file);
+	free(l.cred_file);
+	free(l.conf_file);
 	if (ret)
 		s3_config_release(cfg);
 	return ret;

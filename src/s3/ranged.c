@@ -663,13 +663,37 @@ static int stream_check_init(struct stream_check *sc, uint64_t part, unsigned n)
 	return 0;
 }
 
-/* The download proper (see fetch), sc for stdout's whole check. */
-static int fetch_ranges(struct s3_client *c, const struct s3_xfer_opts *o,
-			const char *bucket, const char *key, struct s3_out *out,
-			uint64_t start, const char *if_match, EVP_MD_CTX *md,
-			unsigned char *whole_md5, bool *whole, bool *parts_checked,
-			struct s3_object_info *info, struct stream_check *sc)
+/* One download: what it asks for, and what it found out for the check
+ * that follows it (s3_download_verify). */
+struct fetch_job {
+	struct s3_client *c;
+	const struct s3_xfer_opts *o;
+	const char *bucket, *key;
+	struct s3_out *out;
+	uint64_t start;		/* where this run's data begins (--resume) */
+	const char *if_match;	/* the ETag the object must keep, or NULL */
+	EVP_MD_CTX *md;		/* stdout's MD5, or NULL */
+	/* found out */
+	unsigned char whole_md5[16]; /* the whole object's, when whole */
+	bool whole;
+	bool parts_checked;	/* each part's MD5 checked, or known impossible */
+	struct s3_object_info info;
+	struct stream_check sc; /* stdout's whole check of a multipart object */
+};
+
+/* The download proper (see fetch). */
+static int fetch_ranges(struct fetch_job *f)
 {
+	struct s3_client *c = f->c;
+	const struct s3_xfer_opts *o = f->o;
+	const char *bucket = f->bucket, *key = f->key, *if_match = f->if_match;
+	struct s3_out *out = f->out;
+	uint64_t start = f->start;
+	EVP_MD_CTX *md = f->md;
+	unsigned char *whole_md5 = f->whole_md5;
+	bool *whole = &f->whole, *parts_checked = &f->parts_checked;
+	struct s3_object_info *info = &f->info;
+	struct stream_check *sc = &f->sc;
 	struct s3_range rg = {.start = start, .len = o->part_size,
 			      .if_match = if_match};
 	struct file_sink fs = {.out = out, .off = start, .len = UINT64_MAX};
@@ -841,20 +865,15 @@ out:
 	return ret;
 }
 
-/* The download proper (see s3_download_at), md the stdout's MD5. */
-static int fetch(struct s3_client *c, const struct s3_xfer_opts *o,
-		 const char *bucket, const char *key, struct s3_out *out,
-		 uint64_t start, const char *if_match, EVP_MD_CTX *md,
-		 unsigned char *whole_md5, bool *whole, bool *parts_checked,
-		 struct s3_object_info *info)
+/* The download proper (see s3_download_at): fetch_ranges, and what its
+ * stream check holds freed whatever happened. */
+static int fetch(struct fetch_job *f)
 {
-	struct stream_check sc = {0};
-	int ret = fetch_ranges(c, o, bucket, key, out, start, if_match, md, whole_md5,
-			       whole, parts_checked, info, &sc);
+	int ret = fetch_ranges(f);
 
-	EVP_MD_CTX_free(sc.state0);
-	EVP_MD_CTX_free(sc.pm.md);
-	free(sc.pm.out);
+	EVP_MD_CTX_free(f->sc.state0);
+	EVP_MD_CTX_free(f->sc.pm.md);
+	free(f->sc.pm.out);
 	return ret;
 }
 
@@ -863,27 +882,24 @@ int s3_download_at(struct s3_client *c, const struct s3_xfer_opts *o,
 		   uint64_t start, const char *if_match,
 		   struct s3_object_info *info)
 {
-	struct s3_object_info got;
-	EVP_MD_CTX *md = NULL;
-	unsigned char whole_md5[16];
-	bool whole = false, parts_checked = false;
+	struct fetch_job f = { .c = c, .o = o, .bucket = bucket, .key = key, .out = out,
+			       .start = start, .if_match = if_match };
 	int ret;
 
 	if (out->is_stdout) {
-		md = EVP_MD_CTX_new();
-		if (!md || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) {
-			EVP_MD_CTX_free(md);
+		f.md = EVP_MD_CTX_new();
+		if (!f.md || !EVP_DigestInit_ex(f.md, EVP_md5(), NULL)) {
+			EVP_MD_CTX_free(f.md);
 			return -ENOMEM;
 		}
 	}
-	ret = fetch(c, o, bucket, key, out, start, if_match, md, whole_md5, &whole,
-		    &parts_checked, &got);
+	ret = fetch(&f);
 	if (!ret)
-		ret = s3_download_verify(c, o, bucket, key, out, md,
-					 whole ? whole_md5 : NULL, parts_checked, &got);
+		ret = s3_download_verify(c, o, bucket, key, out, f.md,
+					 f.whole ? f.whole_md5 : NULL, f.parts_checked, &f.info);
 	if (info)
-		*info = got;
-	EVP_MD_CTX_free(md);
+		*info = f.info;
+	EVP_MD_CTX_free(f.md);
 	return ret;
 }
 

@@ -362,25 +362,144 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 	return ret;
 }
 
+/* The object CompleteMultipartUpload is assembling: its parts appended in
+ * order to out, their MD5s into all (the multipart ETag). */
+struct assembly {
+	int up;		 /* the upload's directory */
+	int out;	 /* the object, written at off */
+	uint64_t off;
+	uint64_t first;	 /* the first part's size */
+	bool equal;	 /* every part but the last of the first's size */
+	size_t n;	 /* parts in all */
+	EVP_MD_CTX *all; /* MD5 of the parts' MD5s */
+};
+
+/* The headers kept when the upload began (Content-Type, x-amz-meta-*),
+ * as a new string, or NULL. */
+static char *upload_headers(int up)
+{
+	char hb[SV_HEADERS_MAX + 1];
+	int hfd = openat(up, "headers", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t hn;
+
+	if (hfd < 0)
+		return NULL;
+	hn = rdx_pread_full(hfd, hb, sizeof(hb) - 1, 0);
+	close(hfd);
+	if (hn <= 0)
+		return NULL;
+	hb[hn] = '\0';
+	return strdup(hb);
+}
+
+/* Copies len bytes of the part fd to out at off, in the kernel.  Returns
+ * 0 or -errno. */
+static int append_data(int fd, int out, uint64_t off, uint64_t len)
+{
+	loff_t in = 0, o = (loff_t)off;
+
+	while (len) {
+		ssize_t c = copy_file_range(fd, &in, out, &o,
+					    len > (1u << 30) ? 1u << 30 : (size_t)len, 0);
+
+		if (c <= 0)
+			return c < 0 ? -errno : -EIO;
+		len -= (uint64_t)c;
+	}
+	return 0;
+}
+
+/* What a step returns once it answered the request itself (sent: the
+ * answer's 0 or -errno): 1, or the connection's -errno. */
+static int answered(int sent)
+{
+	return sent < 0 ? sent : 1;
+}
+
+/* Appends part i (e: its number as size, its ETag as name), checked to
+ * be the part uploaded under that ETag and, but for the last, at least
+ * SV_PART_MIN.  Returns 0, or an answer was sent (1) or could not be
+ * (-errno). */
+static int append_part(struct call *k, struct assembly *a, size_t i, const struct s3_entry *e)
+{
+	char name[16], want[48];
+	size_t el = strlen(e->name);
+	struct sv_meta pm;
+	unsigned char bin[16];
+	int fd, ret;
+
+	if (el >= 2 && e->name[0] == '"' && e->name[el - 1] == '"')
+		snprintf(want, sizeof(want), "%.*s", (int)(el - 2), e->name + 1);
+	else
+		snprintf(want, sizeof(want), "%s", e->name);
+	snprintf(name, sizeof(name), "%05" PRIu64, e->size);
+	fd = openat(a->up, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || sv_meta_get(fd, &pm) || strcmp(pm.etag, want)) {
+		if (fd >= 0) {
+			sv_meta_release(&pm);
+			close(fd);
+		}
+		return answered(sv_fail(k, 400, "InvalidPart",
+			       "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag."));
+	}
+	sv_meta_release(&pm);
+	if (i + 1 < a->n && pm.size < SV_PART_MIN) {
+		close(fd);
+		return answered(sv_fail(k, 400, "EntityTooSmall",
+			       "Your proposed upload is smaller than the minimum allowed object size."));
+	}
+	if (!i)
+		a->first = pm.size;
+	else if (i + 1 < a->n ? pm.size != a->first : pm.size > a->first)
+		a->equal = false;
+	rdx_hex_decode(want, 16, bin); /* checked by etag_ok */
+	EVP_DigestUpdate(a->all, bin, 16);
+	ret = append_data(fd, a->out, a->off, pm.size);
+	close(fd);
+	if (ret)
+		return answered(sv_fail_errno(k, ret));
+	a->off += pm.size;
+	return 0;
+}
+
+/* CompleteMultipartUploadResult for the object m describes. */
+static int answer_complete(struct call *k, const struct sv_meta *m)
+{
+	struct s3_buf b;
+	int ret;
+
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\"><Location>/%s/",
+		      k->bucket);
+	sv_xml_esc(&b, k->key);
+	s3_buf_printf(&b, "</Location><Bucket>%s</Bucket><Key>", k->bucket);
+	sv_xml_esc(&b, k->key);
+	s3_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>",
+		      m->etag);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}
+
+/* CompleteMultipartUpload: the parts the request names, checked, become
+ * the object, with S3's multipart ETag (the MD5 of the parts' MD5s, "-",
+ * their count); then the upload is removed. */
 static int complete_upload(struct call *k, int bfd, const char *id)
 {
 	struct s3_list parts = { 0 };
-	EVP_MD_CTX *all = NULL;
+	struct assembly a = { .equal = true };
 	struct sv_meta m = { 0 };
 	struct sv_put p = { .dir = -1, .fd = -1 };
-	uint64_t off = 0, first = 0;
-	bool equal = true;
 	char *xml = NULL;
 	unsigned char md[16];
-	struct s3_buf b;
 	size_t n, i;
-	int up, ret, hfd;
+	int ret;
 
-	up = upload_open(k, id);
-	if (up < 0)
+	a.up = upload_open(k, id);
+	if (a.up < 0)
 		return no_upload(k);
 	if ((ret = sv_take_xml(k, false, &xml, &n))) {
-		close(up);
+		close(a.up);
 		return ret < 0 ? ret : 0;
 	}
 	ret = s3_xml_complete_request(xml, n, &parts);
@@ -395,88 +514,31 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 			ret = sv_fail(k, 400, "InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
 			goto out;
 		}
-	hfd = openat(up, "headers", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (hfd >= 0) {
-		char hb[SV_HEADERS_MAX + 1];
-		ssize_t hn = rdx_pread_full(hfd, hb, sizeof(hb) - 1, 0);
-
-		close(hfd);
-		if (hn > 0) {
-			hb[hn] = '\0';
-			m.headers = strdup(hb);
-		}
-	}
+	m.headers = upload_headers(a.up);
 	ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
 		ret = sv_fail_errno(k, ret);
 		goto out;
 	}
-	all = EVP_MD_CTX_new();
-	if (!all || !EVP_DigestInit_ex(all, EVP_md5(), NULL)) {
+	a.out = p.fd;
+	a.n = parts.n;
+	a.all = EVP_MD_CTX_new();
+	if (!a.all || !EVP_DigestInit_ex(a.all, EVP_md5(), NULL)) {
 		ret = sv_fail_errno(k, -ENOMEM);
 		goto out;
 	}
 	for (i = 0; i < parts.n; i++) {
-		char name[16], want[48];
-		const char *e = parts.v[i].name;
-		struct sv_meta pm;
-		unsigned char bin[16];
-		size_t el = strlen(e);
-		int fd;
-
-		if (el >= 2 && e[0] == '"' && e[el - 1] == '"')
-			snprintf(want, sizeof(want), "%.*s", (int)(el - 2), e + 1);
-		else
-			snprintf(want, sizeof(want), "%s", e);
-		snprintf(name, sizeof(name), "%05" PRIu64, parts.v[i].size);
-		fd = openat(up, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || sv_meta_get(fd, &pm) || strcmp(pm.etag, want)) {
-			if (fd >= 0) {
-				sv_meta_release(&pm);
-				close(fd);
-			}
-			ret = sv_fail(k, 400, "InvalidPart",
-				   "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not have matched the part's entity tag.");
+		ret = append_part(k, &a, i, &parts.v[i]);
+		if (ret) { /* answered (1), or the connection is gone */
+			ret = ret > 0 ? 0 : ret;
 			goto out;
 		}
-		sv_meta_release(&pm);
-		if (i + 1 < parts.n && pm.size < SV_PART_MIN) {
-			close(fd);
-			ret = sv_fail(k, 400, "EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.");
-			goto out;
-		}
-		if (!i)
-			first = pm.size;
-		else if (i + 1 < parts.n ? pm.size != first : pm.size > first)
-			equal = false;
-		rdx_hex_decode(want, 16, bin); /* checked by etag_ok */
-		EVP_DigestUpdate(all, bin, 16);
-		{
-			uint64_t left = pm.size;
-			loff_t in = 0, o = (loff_t)off;
-
-			while (left) {
-				ssize_t c = copy_file_range(fd, &in, p.fd, &o, left > (1u << 30) ? 1u << 30 : (size_t)left, 0);
-
-				if (c <= 0) {
-					ret = c < 0 ? -errno : -EIO;
-					break;
-				}
-				left -= (uint64_t)c;
-			}
-		}
-		close(fd);
-		if (ret) {
-			ret = sv_fail_errno(k, ret);
-			goto out;
-		}
-		off += pm.size;
 	}
-	EVP_DigestFinal_ex(all, md, NULL);
+	EVP_DigestFinal_ex(a.all, md, NULL);
 	rdx_hex_encode(md, 16, m.etag);
 	snprintf(m.etag + 32, sizeof(m.etag) - 32, "-%zu", parts.n);
 	m.parts = (unsigned)parts.n;
-	m.part_size = equal ? first : 0;
+	m.part_size = a.equal ? a.first : 0;
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0;
@@ -486,24 +548,17 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 		ret = sv_fail_errno(k, ret == -ENOTSUP ? -EIO : ret);
 		goto out;
 	}
-	close(up);
-	up = -1;
+	close(a.up);
+	a.up = -1;
 	remove_upload(k->s->root, id);
-	s3_buf_init(&b, 0);
-	s3_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\"><Location>/%s/", k->bucket);
-	sv_xml_esc(&b, k->key);
-	s3_buf_printf(&b, "</Location><Bucket>%s</Bucket><Key>", k->bucket);
-	sv_xml_esc(&b, k->key);
-	s3_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", m.etag);
-	ret = sv_xml_answer(k, 200, &b);
-	s3_buf_release(&b);
+	ret = answer_complete(k, &m);
 out:
 	sv_put_abort(&p);
-	EVP_MD_CTX_free(all);
+	EVP_MD_CTX_free(a.all);
 	s3_list_release(&parts);
 	sv_meta_release(&m);
-	if (up >= 0)
-		close(up);
+	if (a.up >= 0)
+		close(a.up);
 	return ret;
 }
 
