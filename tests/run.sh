@@ -18,7 +18,7 @@
 #               'trans*'; default: everything
 #   RDX_FILTER  regex passed to `bats --filter` (test names)
 #   RDX_UNIT_TIMEOUT  seconds one unit binary may run (default 300)
-#   RDX_JOBS    CLI test files run at once (default: the CPUs, 2 to 4;
+#   RDX_JOBS    CLI test files run at once (default: one more than the CPUs, 3 to 4;
 #               1 runs them one after another).  Files run whole, each
 #               test after the one before; more than one needs GNU
 #               parallel (scripts/deps.sh test installs it)
