@@ -332,12 +332,20 @@ wait_temp() {
 
 # ------------------------------------------------------------- network
 
-# free_port: prints a TCP port in 20000..60000 that nothing uses.
+# free_port: prints a TCP port below the ephemeral range (10000..32767 on
+# Linux's default) that nothing uses.
 free_port() {
-	local p used i
+	local p used i lo=10000 hi
+	# Below the kernel's ephemeral range: a port in it can be taken by any
+	# test's outgoing connection (a flood opens a thousand) between this
+	# check and the listen, and the listener then fails with "Address
+	# already in use".
+	read -r hi _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || hi=32768
+	hi=$((hi - 1))
+	[ "$hi" -ge $((lo + 1000)) ] || { lo=20000 hi=60000; }
 	used=$(${NETNS_EXEC:-} ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://')
 	for i in $(seq 1 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40001))
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
 		if ! grep -qx "$p" <<<"$used"; then
 			echo "$p"
 			return 0
