@@ -15,32 +15,23 @@
 #include "cmd/s3cmd.h"
 
 #include "cmd/cli.h"
+#include "cmd/s3opts.h"
 
 #include "core/err.h"
 #include "core/log.h"
-#include "core/progress.h"
 #include "core/units.h"
 #include "s3/config.h"
-#include "s3/local.h"
-#include "s3/multipart.h"
 #include "s3/pool.h"
 #include "s3/s3.h"
 #include "s3/serve/serve.h"
-#include "s3/sigv4.h"
-#include "s3/sync.h"
-#include "cmd/s3opts.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 

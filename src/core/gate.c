@@ -172,14 +172,14 @@ void link_greet(struct rdx_session *s, bool on)
 		s->gate->greet = on;
 }
 
-int link_hello(const struct rdx_key *key, uint8_t nonce[RDX_NONCE_LEN],
+int link_hello(const uint8_t w[RDX_PAKE_SCALAR_LEN], uint8_t nonce[RDX_NONCE_LEN],
 	       struct rdx_pake *pake, uint8_t *buf, struct rdx_frame_hdr *h)
 {
 	struct rdx_hello hello = { .version = RDX_PROTO_VERSION };
 	int ret = rdx_random(nonce, RDX_NONCE_LEN);
 
 	if (!ret)
-		ret = rdx_pake_start(pake, RDX_PAKE_A, key->bytes, key->len);
+		ret = rdx_pake_start_w(pake, RDX_PAKE_A, w);
 	if (ret)
 		return ret;
 	memcpy(hello.nonce, nonce, RDX_NONCE_LEN);
@@ -196,7 +196,7 @@ static int greet(struct rdx_session *s, struct rdx_conn *c,
 {
 	struct rdx_frame_hdr h;
 	uint8_t buf[RDX_CTRL_MAX];
-	int ret = link_hello(&s->o->key, place->nonce, &place->pake, buf, &h);
+	int ret = link_hello(s->w, place->nonce, &place->pake, buf, &h);
 
 	return ret ? ret : c->ops->send(c, &h, buf);
 }

@@ -161,19 +161,16 @@ out:
 	return ret;
 }
 
-int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
-		   size_t len)
+int rdx_pake_start_w(struct rdx_pake *p, enum rdx_pake_role role,
+		     const uint8_t w[RDX_PAKE_SCALAR_LEN])
 {
-	uint8_t w[RDX_PAKE_SCALAR_LEN], s[RDX_PAKE_SCALAR_LEN];
+	uint8_t s[RDX_PAKE_SCALAR_LEN];
 	struct ec e;
 	BIGNUM *n, *range;
-	int ret = rdx_pake_w(key, len, w);
+	int ret = -EIO;
 
-	if (ret)
-		return ret;
-	ret = -EIO;
 	if (ec_open(&e))
-		goto out;
+		return -EIO;
 	range = BN_CTX_get(e.bn);
 	n = BN_CTX_get(e.bn);
 	/* Uniform in [1, order): drawn below order - 1, plus one. */
@@ -184,11 +181,21 @@ int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
 	ec_close(&e);
 	if (!ret)
 		ret = rdx_pake_start_with(p, role, w, s);
-	/* A w of 0 (one key in 2^256) cannot mask: no key of its own. */
-out:
-	OPENSSL_cleanse(w, sizeof(w));
 	OPENSSL_cleanse(s, sizeof(s));
+	/* A w of 0 (one key in 2^256) cannot mask: no key of its own. */
 	return ret == -EINVAL ? -EIO : ret;
+}
+
+int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
+		   size_t len)
+{
+	uint8_t w[RDX_PAKE_SCALAR_LEN];
+	int ret = rdx_pake_w(key, len, w);
+
+	if (!ret)
+		ret = rdx_pake_start_w(p, role, w);
+	OPENSSL_cleanse(w, sizeof(w));
+	return ret;
 }
 
 /* Appends a length (8 bytes, little-endian, as RFC 9382 writes it) and

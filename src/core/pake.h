@@ -66,6 +66,11 @@ int rdx_pake_w(const void *key, size_t len, uint8_t w[RDX_PAKE_SCALAR_LEN]);
 int rdx_pake_start(struct rdx_pake *p, enum rdx_pake_role role, const void *key,
 		   size_t len);
 
+/* The same with w already derived from the key (rdx_pake_w), for a side
+ * that starts many runs with one key.  Returns 0 or -EIO. */
+int rdx_pake_start_w(struct rdx_pake *p, enum rdx_pake_role role,
+		     const uint8_t w[RDX_PAKE_SCALAR_LEN]);
+
 /* The same with w and the secret scalar given (the RFC's test vectors).
  * Returns 0, -EINVAL for a scalar that is 0 or not below the order, or
  * -EIO. */

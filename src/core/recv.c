@@ -797,7 +797,7 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	pthread_mutex_init(&x->mark_lock, NULL);
 	ret = sess_init(s, o, "sender");
 	if (ret) {
-		sess_fail(s, ret, "out of memory");
+		sess_fail(s, ret, "cannot set up the session: %s", rdx_strerror(ret));
 		goto out;
 	}
 	if (link_open(s) || rx_meet_sender(x) || link_join_streams(s))

@@ -35,7 +35,6 @@ static int hs_reject(struct hs_err *e, int err, const char *fmt, ...)
 static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 			struct rdx_auth *auth, struct hs_err *e)
 {
-	const struct rdx_xfer_opts *o = s->o;
 	struct rdx_hello hello;
 	struct rdx_pake_result r = { 0 };
 	uint8_t peer[RDX_PAKE_SHARE_LEN];
@@ -64,7 +63,7 @@ static int check_sender(struct rdx_session *s, struct rdx_conn *c,
 	if (!ret) {
 		memcpy(s->nonce_s, hello.nonce, RDX_NONCE_LEN);
 		if (rdx_random(s->nonce_r, RDX_NONCE_LEN) ||
-		    rdx_pake_start(&s->pake, RDX_PAKE_B, o->key.bytes, o->key.len)) {
+		    rdx_pake_start_w(&s->pake, RDX_PAKE_B, s->w)) {
 			c->ops->close(c);
 			return sess_fail(s, -EIO, "cannot start the key exchange");
 		}

@@ -339,7 +339,7 @@ static int exchange_hello(struct rdx_session *s, uint8_t *buf, struct hs_err *e,
 	int ret = 0;
 
 	if (!sent) {
-		ret = link_hello(&s->o->key, s->nonce_s, &s->pake, buf, &h);
+		ret = link_hello(s->w, s->nonce_s, &s->pake, buf, &h);
 		if (ret)
 			return sess_fail(s, ret, "no randomness available");
 		ret = sess_send(&s->streams[0], &h, buf);
@@ -798,7 +798,7 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	s = &x->s;
 	ret = sess_init(s, o, "receiver");
 	if (ret) {
-		sess_fail(s, ret, "out of memory");
+		sess_fail(s, ret, "cannot set up the session: %s", rdx_strerror(ret));
 		goto out;
 	}
 	/* With --sync the packer starts once the receiver's listing is in. */

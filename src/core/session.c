@@ -51,7 +51,8 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	if (!s->hash)
 		return -ENOMEM;
 	XXH3_128bits_reset(s->hash);
-	return 0;
+	/* Once per session, not per connection a listener greets. */
+	return rdx_pake_w(o->key.bytes, o->key.len, s->w);
 }
 
 void sess_release(struct rdx_session *s)
@@ -68,6 +69,7 @@ void sess_release(struct rdx_session *s)
 	rdx_seal_free(s->ctrl_rx);
 	XXH3_freeState(s->hash);
 	rdx_pake_clear(&s->pake);
+	OPENSSL_cleanse(s->w, sizeof(s->w));
 	OPENSSL_cleanse(s->ke, sizeof(s->ke));
 	OPENSSL_cleanse(s->key_tx, sizeof(s->key_tx));
 	OPENSSL_cleanse(s->key_rx, sizeof(s->key_rx));

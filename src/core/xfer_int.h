@@ -40,6 +40,7 @@ struct rdx_session {
 	 * guess against. */
 	uint8_t nonce_s[RDX_NONCE_LEN];
 	uint8_t nonce_r[RDX_NONCE_LEN];
+	uint8_t w[RDX_PAKE_SCALAR_LEN]; /* the key as SPAKE2's scalar, derived once */
 	struct rdx_pake pake; /* this side's half, until the peer's share is in */
 	uint8_t ke[RDX_PAKE_KEY_LEN];
 	struct rdx_key sk; /* ke, as a key */
@@ -269,8 +270,9 @@ int link_gate_accept(struct rdx_session *s, const struct rdx_net_opts *hs,
 void link_greet(struct rdx_session *s, bool on);
 
 /* A sender's HELLO in buf and *h: a fresh nonce (into nonce) and the
- * share of a fresh SPAKE2 half over key (into pake).  Returns 0 or -EIO. */
-int link_hello(const struct rdx_key *key, uint8_t nonce[RDX_NONCE_LEN],
+ * share of a fresh SPAKE2 half over the key's scalar w (into pake).
+ * Returns 0 or -EIO. */
+int link_hello(const uint8_t w[RDX_PAKE_SCALAR_LEN], uint8_t nonce[RDX_NONCE_LEN],
 	       struct rdx_pake *pake, uint8_t *buf, struct rdx_frame_hdr *h);
 
 /* A listener rejected peer's handshake (why): logged, one line or in a

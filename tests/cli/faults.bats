@@ -292,11 +292,6 @@ badpeer_then_real() {
 	assert_file_match "$D/recv.err" '^rdrecv: rejected connection from .+: authentication failed \(wrong key\?\)$'
 }
 
-# guess_dict: candidate keys, the right one ($KEY) among them.
-guess_dict() {
-	printf '%s\n' 123456 password dragon2023 "$KEY" letmein >"$D/dict"
-}
-
 @test "a failed exchange gives a guesser nothing to test keys against offline (rdrecv; SPAKE2)" {
 	# badpeer runs one exchange with a wrong key as a sender, then tries
 	# every key of the list, the right one included, against what rdrecv

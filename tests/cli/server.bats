@@ -113,7 +113,7 @@ server_start() {
 	# receiver that proved the key, so none of the list verifies.
 	[ -x "$RDX_BUILD/tests/badpeer" ] || fail "badpeer not built"
 	mkrand "$D/src" 100000
-	printf '%s\n' 123456 dragon2023 "$KEY" letmein >"$D/dict"
+	guess_dict
 	echo "$KEY" >"$D/s.in"
 	server_start s rdsend --timeout 10 --connect-timeout 20 "$D/src"
 	run_t "$RDX_BUILD/tests/badpeer" guess-receiver "wrong-$KEY" "$D/dict" 127.0.0.1 "$SRV_PORT"

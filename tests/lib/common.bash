@@ -332,6 +332,12 @@ wait_temp() {
 
 # ------------------------------------------------------------- network
 
+# guess_dict: $D/dict, candidate keys for badpeer guess-sender and
+# guess-receiver, the right one ($KEY) among them.
+guess_dict() {
+	printf '%s\n' 123456 password dragon2023 "$KEY" letmein >"$D/dict"
+}
+
 # free_port: prints a TCP port below the ephemeral range (10000..32767 on
 # Linux's default) that nothing uses.
 free_port() {

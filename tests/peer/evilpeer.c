@@ -71,9 +71,6 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 #include <xxhash.h>
 
 #include "peer.h"
