@@ -25,6 +25,10 @@ struct rdx_net_opts {
 	int family;	     /* AF_UNSPEC, AF_INET or AF_INET6 */
 	const char *bind;    /* local address, or NULL */
 	uint64_t timeout_ms; /* a send or receive blocked this long fails */
+	/* verbs: a protection domain of the connection's own rather than the
+	 * device's shared one (a server keeping each client's registrations
+	 * apart); TCP ignores it. */
+	bool own_pd;
 };
 
 struct rdx_xport_ops;

@@ -15,6 +15,15 @@
 
 struct rdx_verbs_mr;
 
+/* Where a queue pair is, as a peer addresses it: its number, and the
+ * port's LID (InfiniBand) or the GID (RoCE: has_gid). */
+struct rdx_verbs_qpaddr {
+	uint32_t qpn;
+	uint16_t lid;
+	bool has_gid;
+	uint8_t gid[16];
+};
+
 struct rdx_verbs_remote {
 	uint64_t addr;
 	uint32_t rkey;
@@ -28,6 +37,18 @@ int rdx_verbs_reg(struct rdx_conn *c, void *buf, size_t len, bool remote_write,
 		  bool remote_read, struct rdx_verbs_mr **out);
 void rdx_verbs_desc(const struct rdx_verbs_mr *m, struct rdx_verbs_remote *d);
 void rdx_verbs_dereg(struct rdx_verbs_mr *m);
+
+/* This end's queue pair (peer false) or the one it is connected to (peer
+ * true), as the queue pair's own state has them: who is at the other end
+ * is what the hardware talks to, not what anyone said.  Returns 0 or
+ * -RDX_ENOTSUP (not a verbs connection, or the device would not say). */
+int rdx_verbs_qpaddr(struct rdx_conn *c, bool peer, struct rdx_verbs_qpaddr *a);
+
+/* For a connection that carries only one-sided traffic after its
+ * handshake: waits up to ms for it to end (the peer disconnected, an
+ * operation failed, shutdown).  Returns true once it has ended, false
+ * while it stands.  Frames the peer may send meanwhile are left unread. */
+bool rdx_verbs_wait_gone(struct rdx_conn *c, unsigned ms);
 
 /* Copies len bytes between local (inside m) and r->addr + offset: an RDMA
  * WRITE when write, else an RDMA READ.  Waits for the completion (bounded

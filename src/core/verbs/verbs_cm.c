@@ -217,6 +217,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 		goto out;
 	}
 	c->timeout_ms = o->timeout_ms;
+	c->own_pd = o->own_pd;
 	for (;;) {
 		ret = try_connect(c, src ? src->ai_addr : NULL, dst->ai_addr,
 				  deadline_ns, stop);
@@ -417,6 +418,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		return -ENOMEM;
 	}
 	c->timeout_ms = o->timeout_ms;
+	c->own_pd = o->own_pd;
 	ret = take_request(c, id, peer_rd,
 			   rdx_now_ns() + (uint64_t)ESTABLISH_MS * 1000000);
 	if (ret) {

@@ -50,12 +50,12 @@ void vb_wake(struct vb_conn *c)
 
 /* ---- devices and registrations ---------------------------------------- */
 
-static struct vb_dev *vb_dev_get(struct ibv_context *ctx)
+static struct vb_dev *vb_dev_get(struct ibv_context *ctx, bool own)
 {
-	struct vb_dev *d;
+	struct vb_dev *d = NULL;
 
 	pthread_mutex_lock(&registry_lock);
-	for (d = devices; d; d = d->next)
+	for (d = own ? NULL : devices; d; d = d->next)
 		if (d->ctx == ctx)
 			break;
 	if (!d) {
@@ -66,7 +66,7 @@ static struct vb_dev *vb_dev_get(struct ibv_context *ctx)
 			if (!d->pd) {
 				free(d);
 				d = NULL;
-			} else {
+			} else if (!own) {
 				d->next = devices;
 				devices = d;
 			}
@@ -218,7 +218,7 @@ int vb_setup_qp(struct vb_conn *c, unsigned nslots_hint)
 	unsigned i, cqe;
 	int err;
 
-	c->dev = vb_dev_get(c->id->verbs);
+	c->dev = vb_dev_get(c->id->verbs, c->own_pd);
 	if (!c->dev)
 		return -errno ? -errno : -ENOMEM;
 	if (ibv_query_device(c->id->verbs, &da))

@@ -69,7 +69,8 @@ struct pending {
 };
 
 /* One protection domain per device, shared by every connection on it, so
- * that one registration of a ring serves all its queue pairs. */
+ * that one registration of a ring serves all its queue pairs; or one of a
+ * connection's own (own_pd), never in the shared list. */
 struct vb_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
@@ -93,6 +94,7 @@ struct vb_conn {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
 	struct vb_dev *dev;
+	bool own_pd;	 /* dev is this connection's alone (rdx_net_opts) */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;

@@ -519,6 +519,56 @@ void rdx_verbs_dereg(struct rdx_verbs_mr *m)
 		ibv_dereg_mr((struct ibv_mr *)m);
 }
 
+int rdx_verbs_qpaddr(struct rdx_conn *cb, bool peer, struct rdx_verbs_qpaddr *a)
+{
+	struct vb_conn *c = vb_of(cb);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
+	struct ibv_port_attr pa;
+	union ibv_gid g;
+
+	if (cb->ops != &rdx_xport_verbs)
+		return -RDX_ENOTSUP;
+	memset(a, 0, sizeof(*a));
+	if (ibv_query_qp(c->qp, &qa, IBV_QP_AV | IBV_QP_DEST_QPN, &ia))
+		return -RDX_ENOTSUP;
+	if (peer) {
+		a->qpn = qa.dest_qp_num;
+		a->lid = qa.ah_attr.dlid;
+		a->has_gid = qa.ah_attr.is_global;
+		if (a->has_gid)
+			memcpy(a->gid, qa.ah_attr.grh.dgid.raw, 16);
+		return 0;
+	}
+	a->qpn = c->qp->qp_num;
+	if (ibv_query_port(c->id->verbs, c->id->port_num, &pa))
+		return -RDX_ENOTSUP;
+	a->lid = pa.lid;
+	a->has_gid = qa.ah_attr.is_global;
+	if (a->has_gid) {
+		if (ibv_query_gid(c->id->verbs, c->id->port_num, qa.ah_attr.grh.sgid_index, &g))
+			return -RDX_ENOTSUP;
+		memcpy(a->gid, g.raw, 16);
+	}
+	return 0;
+}
+
+bool rdx_verbs_wait_gone(struct rdx_conn *cb, unsigned ms)
+{
+	struct vb_conn *c = vb_of(cb);
+	uint64_t until = rdx_now_ns() + (uint64_t)ms * 1000000;
+	bool gone;
+
+	if (cb->ops != &rdx_xport_verbs)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	while (!(gone = c->err || c->shut || c->disconnected || c->peer_left) &&
+	       rdx_now_ns() < until)
+		vb_nap(c, 100);
+	pthread_mutex_unlock(&c->lock);
+	return gone;
+}
+
 int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 		 void *local, size_t len, const struct rdx_verbs_remote *r,
 		 uint64_t offset)

@@ -242,6 +242,38 @@ void sv_add_checksum(struct s3_buf *b, const struct call *k)
  * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
  * signed hash and that checksum.  Returns 0 with md5 set; or an answer
  * was sent (1) or the connection is gone (-errno). */
+/* An upload by RDMA has no HTTP body and says its size twice: in the
+ * token and in x-amz-decoded-content-length.  0 to go on, else an answer
+ * was sent (1) or could not be (-EIO). */
+static int rdma_body_ok(struct call *k, uint64_t max)
+{
+	const char *dl = sv_hdr(k->r, "x-amz-decoded-content-length");
+	char *end;
+	unsigned long long n = dl ? strtoull(dl, &end, 10) : 0;
+
+	if (!k->r->has_length || k->r->length || k->r->chunked)
+		return sv_fail(k, 400, "InvalidRequest", "an RDMA upload carries no HTTP body") ? -EIO : 1;
+	if (!dl || !*dl || *end || *dl < '0' || *dl > '9' || n != sv_rdma_size(k))
+		return sv_fail(k, 400, "S3InvalidRdmaToken",
+			    "x-amz-decoded-content-length is not the token's size") ? -EIO : 1;
+	if (n > max)
+		return sv_fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
+	return 0;
+}
+
+/* The next piece of an RDMA upload, read from the client's buffer at done:
+ * its length, 0 at the end, or -EIO. */
+static ssize_t rdma_read(struct call *k, void *buf, uint64_t done)
+{
+	uint64_t left = sv_rdma_size(k) - done;
+	size_t n = left < IO_BUF ? (size_t)left : IO_BUF;
+
+	(void)buf; /* it is sv_rdma_buf(k), where the READ lands */
+	if (!n)
+		return 0;
+	return sv_rdma_io(k, false, done, n) ? -EIO : (ssize_t)n;
+}
+
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size)
 {
@@ -252,11 +284,16 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 	struct s3_cksum ck = { 0 };
 	enum s3_ck alg;
 	unsigned char sha[32];
-	char *buf = malloc(IO_BUF);
+	char *buf = k->rdma ? NULL : malloc(IO_BUF);
 	uint64_t total = 0;
 	int ret = 0;
 
 	*size = 0;
+	if (k->rdma) {
+		buf = sv_rdma_buf(k);
+		if ((ret = rdma_body_ok(k, max)))
+			goto out;
+	}
 	if ((ret = body_checksum(k, &ckh, &alg)))
 		goto out;
 	if (!m || !sh || !buf || !EVP_DigestInit_ex(m, EVP_md5(), NULL) ||
@@ -273,8 +310,12 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = sv_body_read(k->c, r, buf, IO_BUF);
+		ssize_t n = k->rdma ? rdma_read(k, buf, total) : sv_body_read(k->c, r, buf, IO_BUF);
 
+		if (n < 0 && k->rdma) {
+			ret = sv_rdma_fail(k);
+			goto out;
+		}
 		if (n == -RDX_EPROTO) { /* the peer is there: tell it */
 			ret = sv_fail(k, 400, "IncompleteBody", "the chunked body is malformed") ? -EIO : 1;
 			goto out;
@@ -342,7 +383,8 @@ out:
 	s3_cksum_release(&ck);
 	EVP_MD_CTX_free(m);
 	EVP_MD_CTX_free(sh);
-	free(buf);
+	if (!k->rdma)
+		free(buf);
 	return ret;
 }
 
@@ -498,6 +540,13 @@ static struct addr_count *addr_take(struct server *s, const char *host)
 	return free_one;
 }
 
+/* The log line's " rdma N": the bytes a request moved by RDMA. */
+static const char *rdma_note(const struct call *k, char *buf, size_t n)
+{
+	snprintf(buf, n, " rdma %" PRIu64, k->rdma_moved);
+	return buf;
+}
+
 static void *conn_main(void *arg)
 {
 	struct conn_arg *a = arg;
@@ -514,6 +563,7 @@ static void *conn_main(void *arg)
 		snprintf(c->peer, sizeof(c->peer), "%s", a->peer);
 		while (!c->broken) {
 			struct call k = { .s = s, .c = c, .r = r };
+			char note[32];
 			int ret = sv_read_request(c, r);
 
 			if (ret == 1 || ret == -ECONNRESET || ret == -ETIMEDOUT ||
@@ -541,9 +591,10 @@ static void *conn_main(void *arg)
 			}
 			ret = handle(&k);
 			if (s->o->verbose)
-				rdx_info(0, "%s %s %s%s%s %d %" PRIu64, c->peer, r->method,
+				rdx_info(0, "%s %s %s%s%s %d %" PRIu64 "%s", c->peer, r->method,
 					 r->raw_path, r->raw_query ? "?" : "",
-					 r->raw_query ? r->raw_query : "", k.status, k.sent);
+					 r->raw_query ? r->raw_query : "", k.status, k.sent,
+					 k.rdma_moved ? rdma_note(&k, note, sizeof(note)) : "");
 			if (ret < 0 || !r->keep_alive || !r->body_end)
 				c->broken = true;
 			sv_req_release(r);
@@ -561,7 +612,8 @@ static void *conn_main(void *arg)
 	return NULL;
 }
 
-static int listen_on(const struct s3_serve_opts *o, char *url, size_t urllen)
+static int listen_on(const struct s3_serve_opts *o, char *url, size_t urllen,
+		     unsigned *bound)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV };
@@ -595,11 +647,13 @@ static int listen_on(const struct s3_serve_opts *o, char *url, size_t urllen)
 
 		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
 		snprintf(url, urllen, "http://[%s]:%u", host, ntohs(s6->sin6_port));
+		*bound = ntohs(s6->sin6_port);
 	} else {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 
 		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
 		snprintf(url, urllen, "http://%s:%u", host, ntohs(s4->sin_port));
+		*bound = ntohs(s4->sin_port);
 	}
 	return fd;
 }
@@ -637,13 +691,23 @@ int s3_serve(const struct s3_serve_opts *o)
 	um = umask(0);
 	umask(um);
 	s.file_mode = 0666 & ~um;
-	lfd = listen_on(o, url, sizeof(url));
+	lfd = listen_on(o, url, sizeof(url), &s.port);
 	if (lfd < 0) {
 		close(s.root);
 		return RDX_EXIT_CONN;
 	}
+	if (o->rdma) {
+		int st = sv_rdma_start(&s);
+
+		if (st) {
+			close(lfd);
+			close(s.root);
+			return st;
+		}
+	}
 	s.addrs = calloc(o->max_conns, sizeof(*s.addrs));
 	if (!s.addrs) {
+		sv_rdma_stop(&s);
 		close(lfd);
 		close(s.root);
 		return RDX_EXIT_FAIL;
@@ -746,6 +810,7 @@ int s3_serve(const struct s3_serve_opts *o)
 	while (s.active)
 		pthread_cond_wait(&s.cond, &s.lock);
 	pthread_mutex_unlock(&s.lock);
+	sv_rdma_stop(&s);
 	pthread_attr_destroy(&attr);
 	free(s.addrs);
 	close(s.root);

@@ -25,6 +25,8 @@ struct s3_serve_opts {
 	unsigned timeout_secs;	/* an idle or stalled connection is closed */
 	unsigned upload_expiry_days; /* incomplete multipart uploads begun this
 				      * long ago are removed (0: never) */
+	bool rdma;		/* also serve x-amz-rdma-token requests */
+	unsigned rdma_conns;	/* RDMA connections at once */
 	int verbose;		/* 1: a line per request on stderr */
 	const atomic_int *stop; /* set by a signal: stop serving */
 	FILE *announce;		/* gets "http://ADDR:PORT\n" once listening */

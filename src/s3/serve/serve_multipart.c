@@ -356,6 +356,7 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 	} else {
 		sv_add_etag(&h, m.etag);
 		sv_add_checksum(&h, k);
+		sv_rdma_headers(k, &h);
 		ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
 	}
 	s3_buf_release(&h);
@@ -689,6 +690,12 @@ int sv_object_op(struct call *k)
 		return ret;
 	sv_query(k->r, "uploadId", &id);
 	sv_query(k->r, "partNumber", &pn);
+	/* Only the requests that move an object's bytes take a token. */
+	if ((!strcmp(m, "GET") || (!strcmp(m, "PUT") && !sv_hdr(k->r, "x-amz-copy-source"))) &&
+	    (ret = sv_rdma_take(k))) {
+		close(bfd);
+		return ret > 0 ? 0 : ret;
+	}
 	if (!strcmp(m, "GET") || !strcmp(m, "HEAD"))
 		ret = sv_query(k->r, "uploadId", NULL)
 			      ? sv_fail(k, 501, "NotImplemented", "rds3 serve does not implement ListParts")
@@ -718,6 +725,7 @@ int sv_object_op(struct call *k)
 		ret = complete_upload(k, bfd, id);
 	else
 		ret = sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	sv_rdma_drop(k);
 	close(bfd);
 	return ret;
 }

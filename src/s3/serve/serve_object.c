@@ -118,6 +118,38 @@ static int conditions(const struct sv_req *r, const char *etag, time_t mtime)
 	return 0;
 }
 
+/* A GET by RDMA: len bytes of fd from off written into the client's
+ * buffer, then the answer, with no body.  A range larger than the buffer
+ * is declined before a byte moves. */
+static int rdma_send(struct call *k, int status, int fd, uint64_t off, uint64_t len,
+		     struct s3_buf *h)
+{
+	char *buf = sv_rdma_buf(k);
+	uint64_t done = 0;
+
+	if (len > sv_rdma_size(k))
+		return sv_fail(k, 400, "S3InvalidRdmaToken",
+			    "the object does not fit the token's buffer") ? -EIO : 0;
+	while (done < len) {
+		size_t n = len - done < IO_BUF ? (size_t)(len - done) : IO_BUF;
+		ssize_t got = pread(fd, buf, n, (off_t)(off + done));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return sv_fail_errno(k, got < 0 ? -errno : -EIO);
+		if (sv_rdma_io(k, true, done, (size_t)got))
+			return sv_rdma_fail(k) < 0 ? -EIO : 0;
+		done += (uint64_t)got;
+	}
+	sv_rdma_headers(k, h);
+	if (s3_buf_err(h))
+		return -ENOMEM;
+	k->status = status;
+	k->sent = 0;
+	return sv_send_head(k->c, k->r, status, h->p, true, 0);
+}
+
 int sv_get_object(struct call *k, int bfd)
 {
 	bool head = !strcmp(k->r->method, "HEAD");
@@ -199,6 +231,10 @@ int sv_get_object(struct call *k, int bfd)
 	{
 		uint64_t len = m.size ? to - from + 1 : 0;
 
+		if (k->rdma && !head) {
+			ret = rdma_send(k, status, fd, from, len, &h);
+			goto out;
+		}
 		ret = sv_send_head(k->c, k->r, status, h.p, true, len);
 		k->status = status;
 		if (!ret && !head && len)
@@ -253,6 +289,7 @@ int sv_put_object(struct call *k, int bfd)
 		s3_buf_init(&h, 0);
 		sv_add_etag(&h, m.etag);
 		sv_add_checksum(&h, k);
+		sv_rdma_headers(k, &h);
 		ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
 		s3_buf_release(&h);
 	}

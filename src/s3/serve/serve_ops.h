@@ -35,6 +35,8 @@ struct server {
 		char host[INET6_ADDRSTRLEN];
 		unsigned n;
 	} * addrs;
+	unsigned port;	     /* the one listened on */
+	struct sv_rdma *rdma; /* --rdma: serve_rdma.c; NULL: off */
 };
 
 /* One request's context. */
@@ -47,6 +49,8 @@ struct call {
 	const char *key; /* NULL: a bucket or service request */
 	int status;
 	uint64_t sent;
+	struct sv_rdma_use *rdma; /* the request's token, taken (or NULL) */
+	uint64_t rdma_moved;	   /* bytes it moved by RDMA */
 };
 
 /* Sends the answer: status, hdrs (each ending in CRLF, or NULL) and n
@@ -141,5 +145,38 @@ int sv_put_object(struct call *k, int bfd);
 
 /* ListBuckets. */
 int sv_list_buckets(struct call *k);
+
+/* ------------------------------------------------- S3 over RDMA (--rdma) */
+
+/* Listens for RDMA on s->port's number and serves logins from now on.
+ * Returns 0 or an exit status, the reason on stderr. */
+int sv_rdma_start(struct server *s);
+
+/* Closes the listener and every RDMA connection; waits for them. */
+void sv_rdma_stop(struct server *s);
+
+/* Takes the request's x-amz-rdma-token, if any, for a data request (a
+ * GetObject, PutObject or UploadPart): 0 with k->rdma set, or NULL when
+ * there is none; else it was declined with an S3 error (1) or that
+ * answer could not be sent (-EIO).  sv_rdma_drop() lets it go. */
+int sv_rdma_take(struct call *k);
+void sv_rdma_drop(struct call *k);
+
+/* The token's buffer size: a GET's room, a PUT's exact length. */
+uint64_t sv_rdma_size(const struct call *k);
+
+/* The registered buffer (IO_BUF bytes) sv_rdma_io() moves through. */
+void *sv_rdma_buf(const struct call *k);
+
+/* Moves n bytes (at most IO_BUF) between the buffer and the client's at
+ * off: an RDMA WRITE to_client, else a READ.  Returns 0, or -EIO (the
+ * connection is done for) / -EINVAL (outside the token's buffer). */
+int sv_rdma_io(struct call *k, bool to_client, uint64_t off, size_t n);
+
+/* Answers 500 S3RdmaIoError: 1, or -EIO when that could not be sent. */
+int sv_rdma_fail(struct call *k);
+
+/* x-amz-rdma-reply and x-amz-rdma-bytes-transferred, for k->rdma. */
+void sv_rdma_headers(const struct call *k, struct s3_buf *h);
 
 #endif
