@@ -473,12 +473,17 @@ static int s3_options(const struct rdcp *r, struct s3_copy_opts *o)
 			}
 			o->rules[o->nrules++] = (struct rdx_rule){ g->arg, g->key == OPT_TREE_INCLUDE };
 			break;
-		default:
-			if (!s3opts_handle(o, g->key, g->arg))
+		default: {
+			int ret = s3opts_handle(o, g->key, g->arg);
+
+			if (ret < 0)
+				return RDX_EXIT_USAGE;
+			if (!ret)
 				break;
 			rdx_error("--%s has no meaning for a copy with s3:// (see rds3(1))",
 				  opt_name(g->key));
 			return RDX_EXIT_USAGE;
+		}
 		}
 	}
 	return 0;

@@ -19,6 +19,7 @@
 
 #include "core/err.h"
 #include "core/log.h"
+#include "core/xport.h"
 #include "core/units.h"
 #include "s3/config.h"
 #include "s3/pool.h"
@@ -56,6 +57,7 @@ enum s3_key {
 	OPT_EXPIRE_UPLOADS,
 	OPT_MAX_PER_ADDR,
 	OPT_HEADER_TIMEOUT,
+	OPT_RDMA_CONNS,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -97,6 +99,9 @@ static const struct rdx_opt s3_opts[] = {
 	  NULL },
 	{ "header-timeout", OPT_HEADER_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "serve: a request's header must be in whole SECS after its first byte (default 10)", NULL },
+	{ "rdma-connections", OPT_RDMA_CONNS, RDX_ARG_REQUIRED, "N",
+	  "serve --rdma: RDMA connections at once, 1..1024 (default 32; each pins 1 MiB and its queues)",
+	  NULL },
 	{ "expire-uploads", OPT_EXPIRE_UPLOADS, RDX_ARG_REQUIRED, "DAYS",
 	  "serve: remove incomplete multipart uploads begun DAYS ago, at the start and hourly (default 7; 0: never)",
 	  NULL },
@@ -152,6 +157,7 @@ struct s3_cmd {
 	unsigned port, max_conns;
 	unsigned expire_days; /* serve --expire-uploads */
 	unsigned max_per_addr, header_secs; /* serve: 0 for the defaults */
+	unsigned rdma_conns;		    /* serve: 0 for the default */
 	bool expire_set;
 	bool serve_opt; /* a serve-only option was given */
 };
@@ -168,9 +174,10 @@ static int handle(int key, const char *arg, void *ctx)
 {
 	struct s3_cmd *s = ctx;
 	uint64_t v;
+	int known = s3opts_handle(&s->o, key, arg);
 
-	if (!s3opts_handle(&s->o, key, arg))
-		return 0;
+	if (known <= 0)
+		return known;
 	switch (key) {
 	case OPT_RECURSIVE:
 		s->o.recursive = true;
@@ -246,6 +253,14 @@ static int handle(int key, const char *arg, void *ctx)
 		}
 		s->expire_days = (unsigned)v;
 		s->expire_set = true;
+		s->serve_opt = true;
+		return 0;
+	case OPT_RDMA_CONNS:
+		if (rdx_parse_uint(arg, 1, 1024, &v)) {
+			rdx_error("invalid value '%s' for --rdma-connections: expected a number from 1 to 1024", arg);
+			return -1;
+		}
+		s->rdma_conns = (unsigned)v;
 		s->serve_opt = true;
 		return 0;
 	case OPT_MAX_CONNS:
@@ -625,6 +640,13 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 		return RDX_EXIT_USAGE;
 	}
 	o.root = args[0];
+	/* Served only when asked for; auto: where there is a device. */
+	o.rdma = s->o.rdma_set && s->o.rdma != S3_RDMA_OFF;
+	if (o.rdma && s->o.rdma == S3_RDMA_AUTO && rdx_verbs_unavailable()) {
+		rdx_info(1, "--rdma=auto: not serving S3 over RDMA: %s", rdx_verbs_unavailable());
+		o.rdma = false;
+	}
+	o.rdma_conns = s->rdma_conns ? s->rdma_conns : 32;
 	if (!o.timeout_secs)
 		o.timeout_secs = 1;
 	/* By default a quarter of the places stay for other addresses. */
@@ -708,7 +730,7 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 	if (s3_copy_opts_check(&s->o, c, n == 2 ? args[0] : NULL, n == 2 ? args[1] : NULL))
 		return RDX_EXIT_USAGE;
 	if (s->serve_opt && strcmp(c, "serve")) {
-		rdx_error("--listen, --port, --max-connections, --max-per-address, --header-timeout and --expire-uploads are for serve");
+		rdx_error("--listen, --port, --max-connections, --max-per-address, --header-timeout, --expire-uploads and --rdma-connections are for serve");
 		return RDX_EXIT_USAGE;
 	}
 	if (!strcmp(c, "put") || !strcmp(c, "get") || !strcmp(c, "cat") || !strcmp(c, "cp") ||

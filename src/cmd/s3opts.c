@@ -1,5 +1,7 @@
 #include "cmd/s3opts.h"
 
+#include "core/log.h"
+
 #include <stddef.h>
 
 int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg)
@@ -25,6 +27,15 @@ int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg)
 		return 0;
 	case S3OPT_INSECURE:
 		o->insecure = true;
+		return 0;
+	case S3OPT_RDMA:
+		if (!arg) {
+			o->rdma = S3_RDMA_ON;
+		} else if (s3_rdma_mode_parse(arg, &o->rdma)) {
+			rdx_error("invalid value '%s' for --rdma: expected auto, on or off", arg);
+			return -1;
+		}
+		o->rdma_set = true;
 		return 0;
 	default:
 		return 1;

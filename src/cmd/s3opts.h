@@ -16,6 +16,7 @@ enum s3opt_key {
 	S3OPT_PATH_STYLE,
 	S3OPT_VIRTUAL_HOST,
 	S3OPT_INSECURE,
+	S3OPT_RDMA,
 };
 
 #define S3OPT_ENTRIES                                                                 \
@@ -35,10 +36,15 @@ enum s3opt_key {
 	{ "virtual-host", S3OPT_VIRTUAL_HOST, RDX_ARG_NONE, NULL,                     \
 	  "S3: address buckets as http://bucket.host/key", NULL },                    \
 	{ "insecure", S3OPT_INSECURE, RDX_ARG_NONE, NULL,                             \
-	  "S3: do not verify the server's TLS certificate", NULL }
+	  "S3: do not verify the server's TLS certificate", NULL },                   \
+	{ "rdma", S3OPT_RDMA, RDX_ARG_OPTIONAL, "MODE",                               \
+	  "S3 over RDMA: auto (default: where the endpoint takes it), on (bare "      \
+	  "--rdma; fail, exit 3, where it cannot be set up) or off; RDS3_RDMA sets "  \
+	  "the default.  serve: on or auto also serves it (default off)",             \
+	  NULL }
 
-/* Takes key (with its arg) into o.  Returns 0, or 1 when key is not one of
- * S3OPT_ENTRIES. */
+/* Takes key (with its arg) into o.  Returns 0, -1 for a bad value (said),
+ * or 1 when key is not one of S3OPT_ENTRIES. */
 int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg);
 
 /* The option's name, for messages ("--profile"), or NULL. */

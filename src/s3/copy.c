@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #define PUT_MAX ((uint64_t)5 << 30) /* S3's limit for one PutObject */
+/* Each client's registered buffer: its part size, up to this. */
+#define RDMA_BUF_MAX ((uint64_t)256 << 20)
 
 void s3_copy_opts_init(struct s3_copy_opts *o)
 {
@@ -28,6 +30,7 @@ void s3_copy_opts_init(struct s3_copy_opts *o)
 		.part_size = (uint64_t)8 << 20,
 		.concurrency = 4,
 		.jobs = 8,
+		.rdma = S3_RDMA_AUTO,
 	};
 }
 
@@ -68,6 +71,12 @@ int s3_session_open(struct s3_session *s, const struct s3_copy_opts *o,
 		 s->cfg.endpoint_source, s->cfg.region,
 		 s->cfg.addressing == S3_ADDR_PATH ? "path" : "virtual-host",
 		 s->cfg.no_sign ? "nowhere (unsigned)" : s->cfg.cred_source);
+	if (!o->rdma_set && getenv("RDS3_RDMA") &&
+	    s3_rdma_mode_parse(getenv("RDS3_RDMA"), &s->o.rdma)) {
+		rdx_error("invalid RDS3_RDMA '%s': expected auto, on or off", getenv("RDS3_RDMA"));
+		s3_config_release(&s->cfg);
+		return RDX_EXIT_USAGE;
+	}
 	s->client = (struct s3_client_opts){
 		.cfg = &s->cfg,
 		.retries = o->retries,
@@ -77,6 +86,9 @@ int s3_session_open(struct s3_session *s, const struct s3_copy_opts *o,
 		.verbose = o->verbose,
 		.stop = stop,
 		.moved = o->progress ? &s->moved : NULL,
+		.rdma = s->o.rdma,
+		.rdma_buf = (size_t)(o->part_size < RDMA_BUF_MAX ? o->part_size : RDMA_BUF_MAX),
+		.rdma_stats = &s->rdma,
 	};
 	s->xfer = (struct s3_xfer_opts){
 		.client = &s->client,
@@ -105,6 +117,10 @@ int s3_session_open(struct s3_session *s, const struct s3_copy_opts *o,
 
 void s3_session_close(struct s3_session *s)
 {
+	uint64_t r = atomic_load(&s->rdma.rdma), h = atomic_load(&s->rdma.http);
+
+	if (s->o.rdma != S3_RDMA_OFF && (r || h))
+		rdx_info(1, "%s: %" PRIu64 " bytes by RDMA, %" PRIu64 " by HTTP", s->cmd, r, h);
 	s3_client_free(s->c);
 	s3_config_release(&s->cfg);
 }

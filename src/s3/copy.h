@@ -41,6 +41,8 @@ struct s3_copy_opts {
 	bool progress;	/* a progress line on stderr when it is a terminal */
 	bool quiet;
 	int verbose;
+	enum s3_rdma_mode rdma; /* --rdma (auto, or RDS3_RDMA) */
+	bool rdma_set;		/* given on the command line */
 };
 
 /* The defaults above. */
@@ -64,6 +66,7 @@ struct s3_session {
 	const char *cmd; /* names the command in messages ("put", "cp", "sync") */
 	const atomic_int *stop;
 	_Atomic uint64_t moved, total; /* --progress: bytes so far, and of what (0: unknown) */
+	struct s3_rdma_stats rdma;	/* -v: bytes by RDMA and by HTTP */
 	struct {
 		pthread_t thread;
 		pthread_mutex_t lock;

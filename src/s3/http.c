@@ -187,6 +187,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 		r->etag[0] = r->last_modified[0] = r->content_type[0] = '\0';
 		r->request_id[0] = r->content_range[0] = r->sse[0] = '\0';
 		r->meta_mtime[0] = r->mp_parts[0] = '\0';
+		r->rdma_reply[0] = r->rdma_moved[0] = '\0';
 		r->carry[0] = '\0';
 		r->carry_len = 0;
 		r->carry_over = false;
@@ -220,6 +221,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 	header_value(p, len, "x-amz-server-side-encryption", r->sse, sizeof(r->sse));
 	header_value(p, len, "x-amz-meta-mtime", r->meta_mtime, sizeof(r->meta_mtime));
 	header_value(p, len, "x-amz-mp-parts-count", r->mp_parts, sizeof(r->mp_parts));
+	header_value(p, len, "x-amz-rdma-reply", r->rdma_reply, sizeof(r->rdma_reply));
+	header_value(p, len, "x-amz-rdma-bytes-transferred", r->rdma_moved, sizeof(r->rdma_moved));
 	keep_carried(r, p, len);
 	if (len > 48 && !strncasecmp(p, "x-amz-server-side-encryption-customer-algorithm:", 48))
 		r->sse_c = true;

@@ -69,6 +69,8 @@ struct s3_http_resp {
 	char sse[32];		/* x-amz-server-side-encryption */
 	char meta_mtime[24];	/* x-amz-meta-mtime (rds3 sync's), "" if none */
 	char mp_parts[16];	/* x-amz-mp-parts-count (?partNumber=), "" if none */
+	char rdma_reply[16];	/* x-amz-rdma-reply, "" if none */
+	char rdma_moved[24];	/* x-amz-rdma-bytes-transferred, "" if none */
 	bool sse_c;		/* a customer-provided key was used */
 	/* What a copy carries over to a new object: Content-Type and the
 	 * other representation headers, and x-amz-meta-*, as lines "Name:

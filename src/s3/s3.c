@@ -55,6 +55,7 @@ void s3_client_free(struct s3_client *c)
 {
 	if (!c)
 		return;
+	s3_rdma_close(c->rdma);
 	s3_http_free(c->http);
 	s3_http_resp_release(&c->resp);
 	s3_sigv4_release(&c->sig);
@@ -339,7 +340,8 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 			again = true;
 		} else if (ret == 0) {
 			s3_fill_error(c, 0);
-			again = retryable_status(c->resp.status, c->err.code);
+			again = retryable_status(c->resp.status, c->err.code) &&
+				!(r->rdma && s3_rdma_decline_code(c->err.code));
 			if (!again && digest_code(c->err.code) && !digest_retried)
 				again = digest_retried = true;
 		} else {
@@ -396,6 +398,23 @@ static void take_info(const struct s3_client *c, struct s3_object_info *info)
 
 /* --------------------------------------------------------- operations */
 
+/* A request with a body (PutObject, UploadPart): by RDMA when it can,
+ * else, or when declined, over HTTP. */
+static int send_body(struct s3_client *c, const struct s3_req *r)
+{
+	struct s3_rdma *rd;
+	int ret = s3_rdma_conn(c, r->body_len, &rd);
+
+	if (ret)
+		return ret;
+	if (rd && (ret = s3_rdma_put(c, rd, r)) != 1)
+		return ret;
+	ret = s3_do_request(c, r);
+	if (!ret)
+		s3_rdma_count(c, false, r->body_len);
+	return ret;
+}
+
 /* One PutObject of r's body (a file range or a buffer): Content-MD5 and
  * the payload hash from sum, the returned ETag checked against it. */
 static int put_body(struct s3_client *c, struct s3_req *r,
@@ -411,7 +430,7 @@ static int put_body(struct s3_client *c, struct s3_req *r,
 	r->headers = h;
 	r->nheaders = 1;
 	r->payload_hash = sum->sha256_hex;
-	ret = s3_do_request(c, r);
+	ret = send_body(c, r);
 	if (!ret)
 		ret = s3_check_put_etag(c, sum);
 	if (!ret)
@@ -496,7 +515,7 @@ int s3_mpu_part(struct s3_client *c, const char *bucket, const char *key,
 
 	s3_md5_b64(sum->md5, b64);
 	snprintf(num, sizeof(num), "%u", part);
-	ret = s3_do_request(c, &r);
+	ret = send_body(c, &r);
 	if (ret)
 		return ret;
 	if (!etag_ok(c->resp.etag))
@@ -591,7 +610,9 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 		.headers = h, .body_fd = -1, .sink = sink,
 	};
 	const struct s3_http_resp *p = &c->resp;
-	uint64_t a, b, t, want_end;
+	uint64_t a, b, t, want_end, got, moved = 0;
+	struct s3_rdma *rd;
+	bool by_rdma;
 	int ret;
 
 	if (!rg->len || rg->start > UINT64_MAX - rg->len)
@@ -604,10 +625,18 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 	rg->whole = false;
 	rg->got = rg->total = 0;
 	rg->etag[0] = '\0';
-	ret = s3_do_request(c, &r);
+	ret = s3_rdma_conn(c, rg->len, &rd);
+	if (!ret && rd)
+		ret = s3_rdma_get(c, rd, &r, rg->len, &moved);
+	else if (!ret)
+		ret = 1;
+	by_rdma = ret == 0;
+	if (ret == 1 || ret == 2)
+		ret = ret == 1 ? s3_do_request(c, &r) : 0;
 	if (ret)
 		return ret;
-	rg->got = p->bytes;
+	got = by_rdma ? moved : p->bytes;
+	rg->got = got;
 	snprintf(rg->etag, sizeof(rg->etag), "%s", p->etag);
 	rg->encrypted = !strncmp(p->sse, "aws:kms", 7) || p->sse_c;
 	if (p->has_length && p->bytes != p->content_length)
@@ -619,7 +648,7 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 					    "the server ignored Range: bytes=%" PRIu64 "-",
 					    rg->start);
 		rg->whole = true;
-		rg->total = p->bytes;
+		rg->total = got;
 	} else if (p->status == 206) {
 		if (s3_http_content_range(p->content_range, &a, &b, &t))
 			return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
@@ -629,11 +658,11 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 					    "an object of %" PRIu64 " bytes (Content-Range '%s'): "
 					    "S3's are at most 5 TiB", t, p->content_range);
 		want_end = rg->start + rg->len < t ? rg->start + rg->len - 1 : t - 1;
-		if (a != rg->start || b != want_end || p->bytes != b - a + 1)
+		if (a != rg->start || b != want_end || got != b - a + 1)
 			return s3_bad_response(c, -RDX_EINTEGRITY, "",
 					    "asked for bytes %" PRIu64 "-%" PRIu64
 					    ", got %" PRIu64 " bytes as '%s'",
-					    rg->start, want_end, p->bytes, p->content_range);
+					    rg->start, want_end, got, p->content_range);
 		rg->total = t;
 	} else {
 		return s3_bad_response(c, -RDX_EPROTO, "MalformedResponse",
@@ -643,6 +672,14 @@ int s3_get_range(struct s3_client *c, const char *bucket, const char *key,
 		return s3_bad_response(c, -RDX_EREMOTE, "PreconditionFailed",
 				    "the object changed during the download (ETag %s, was %s)",
 				    rg->etag[0] ? rg->etag : "none", rg->if_match);
+	/* Checked: the bytes in the registered buffer go where a body would. */
+	if (by_rdma && got) {
+		size_t cap;
+
+		if ((ret = sink->write(sink->ctx, s3_rdma_buf(rd, &cap), (size_t)got)))
+			return ret;
+	}
+	s3_rdma_count(c, by_rdma, got);
 	return 0;
 }
 

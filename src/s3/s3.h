@@ -16,6 +16,7 @@
 
 #include "s3/buf.h"
 #include "s3/config.h"
+#include "s3/rdma.h"
 #include "s3/sigv4.h"
 #include "s3/xml.h"
 
@@ -36,6 +37,18 @@ struct s3_client_opts {
 	int verbose;
 	const atomic_int *stop;
 	_Atomic uint64_t *moved; /* --progress (s3_http_opts) */
+	/* S3 over RDMA (rdma.h): each client opens its own connection and
+	 * buffer of rdma_buf bytes at its first object or part that fits;
+	 * what does not fit, or is declined, goes over HTTP. */
+	enum s3_rdma_mode rdma;
+	size_t rdma_buf;
+	struct s3_rdma_stats *rdma_stats; /* shared by a session's clients, or NULL */
+};
+
+/* What a session's clients moved, and whether RDMA is worth trying. */
+struct s3_rdma_stats {
+	_Atomic uint64_t rdma, http; /* object bytes, each way */
+	atomic_int unusable;	     /* auto: a client found it cannot be had */
 };
 
 struct s3_error {
