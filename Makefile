@@ -53,7 +53,8 @@ TOOLS := rdsend rdrecv rdx-diag rdcp rds3
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/evilpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so
+PEER_BIN := $(BUILD)/tests/badpeer $(BUILD)/tests/evilpeer $(BUILD)/tests/verbspeer $(BUILD)/tests/shim.so \
+	$(BUILD)/tests/s3rdmapeer
 LIB := $(BUILD)/librdx.a
 S3LIB := $(BUILD)/librdxs3.a
 # libFuzzer targets for the decoders of everything a peer sends (clang only).
@@ -134,6 +135,11 @@ $(BUILD)/tests/verbspeer: tests/peer/verbspeer.c $(LIB)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/s3rdmapeer: tests/peer/s3rdmapeer.c $(S3LIB) $(LIB)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(S3LIB) $(LIB) $(LDLIBS)
 
 # The targets share one set of objects of the code under test.
 FUZZ_CFLAGS = -std=gnu11 -Isrc -D_GNU_SOURCE -g -O1 -Wall -Wextra $(WERROR)

@@ -119,7 +119,7 @@ void s3_session_close(struct s3_session *s)
 {
 	uint64_t r = atomic_load(&s->rdma.rdma), h = atomic_load(&s->rdma.http);
 
-	if (s->o.rdma != S3_RDMA_OFF && (r || h))
+	if (atomic_load(&s->rdma.opened) && (r || h))
 		rdx_info(1, "%s: %" PRIu64 " bytes by RDMA, %" PRIu64 " by HTTP", s->cmd, r, h);
 	s3_client_free(s->c);
 	s3_config_release(&s->cfg);

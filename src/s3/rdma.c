@@ -209,8 +209,12 @@ enum s3_rdma_verdict s3_rdma_verdict(bool get, long status, const char *code,
 {
 	uint64_t r = 0;
 
+	/* A PUT's Content-MD5 checked against the empty HTTP body: a server
+	 * that ignored the token (BadDigest) declined it just the same. */
 	if (status < 200 || status > 299)
-		return s3_rdma_decline_code(code) ? S3_RDMA_DECLINED : S3_RDMA_FAILED;
+		return s3_rdma_decline_code(code) || (!get && !strcmp(code, "BadDigest"))
+			       ? S3_RDMA_DECLINED
+			       : S3_RDMA_FAILED;
 	if (reply && count(reply, &r))
 		return S3_RDMA_BAD;
 	if (reply && r == 501) {
@@ -271,6 +275,10 @@ static int split_host(const struct s3_config *cfg, char *host, size_t hl, char *
 	memcpy(host, h, n);
 	host[n] = '\0';
 	snprintf(port, pl, "%s", colon ? colon + 1 : cfg->https ? "443" : "80");
+	/* Behind a proxy or load balancer, the server's RDMA port may be
+	 * another number than the one HTTP reaches. */
+	if (getenv("RDS3_RDMA_PORT") && *getenv("RDS3_RDMA_PORT"))
+		snprintf(port, pl, "%s", getenv("RDS3_RDMA_PORT"));
 	return 0;
 }
 

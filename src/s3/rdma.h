@@ -89,7 +89,8 @@ enum s3_rdma_verdict {
 };
 
 /* The answer to a request sent with a token: status, S3 error code ("" for
- * none), the x-amz-rdma-reply and x-amz-rdma-bytes-transferred headers
+ * none; a PUT's BadDigest is a decline too: the server checked Content-MD5
+ * against the empty HTTP body, having ignored the token), the x-amz-rdma-reply and x-amz-rdma-bytes-transferred headers
  * (NULL: absent) and the HTTP body's size.  *bytes gets the count of a
  * DONE. */
 enum s3_rdma_verdict s3_rdma_verdict(bool get, long status, const char *code,
@@ -104,7 +105,8 @@ bool s3_rdma_decline_code(const char *code);
 
 struct s3_rdma;
 
-/* Connects to cfg's endpoint host at its port's number over RDMA,
+/* Connects to cfg's endpoint host at its port's number (RDS3_RDMA_PORT,
+ * when set, names another) over RDMA,
  * registers a buffer of cap bytes (remote read and write) and logs in
  * with cfg's credentials, within timeout_ms.  Returns 0, or an error
  * with the reason in why: -RDX_ENOTSUP (no device, the buffer could not

@@ -5,6 +5,7 @@
 #include "core/err.h"
 #include "core/io.h"
 #include "core/log.h"
+#include "core/xport.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define AUTO_OPEN_MS 3000 /* auto: how long a first connection may take */
+#define AUTO_OPEN_MS 1500 /* auto: how long a first connection may take */
 
 void s3_rdma_count(struct s3_client *c, bool rdma, uint64_t n)
 {
@@ -21,6 +22,9 @@ void s3_rdma_count(struct s3_client *c, bool rdma, uint64_t n)
 
 	if (st)
 		atomic_fetch_add(rdma ? &st->rdma : &st->http, n);
+	/* --progress: libcurl counts what crosses HTTP; these did not. */
+	if (rdma && c->o.moved)
+		atomic_fetch_add(c->o.moved, n);
 }
 
 int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
@@ -47,6 +51,8 @@ int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
 	if (!ret) {
 		rdx_info(2, "rdma: connected to %s, %zu bytes registered", c->cfg->host,
 			 c->o.rdma_buf);
+		if (st)
+			atomic_store(&st->opened, 1);
 		*out = c->rdma;
 		return 0;
 	}
@@ -58,8 +64,9 @@ int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
 		return ret == -ENOMEM ? ret : ret == -RDX_EAUTH ? ret : -RDX_ENOTSUP;
 	}
 	c->rdma_failed = true;
+	/* A host without a device is the common case, not news. */
 	if (!st || !atomic_exchange(&st->unusable, 1))
-		rdx_info(1, "rdma: not used (%s); over HTTP", why);
+		rdx_info(rdx_verbs_unavailable() ? 2 : 1, "rdma: not used (%s); over HTTP", why);
 	return 0;
 }
 
@@ -72,6 +79,7 @@ static int send_token(struct s3_client *c, struct s3_rdma *rd, const struct s3_r
 	struct s3_kv h[16];
 	struct s3_req q = *r;
 	char tok[S3_RDMA_TOKEN_LEN + 1], dl[24];
+	enum s3_rdma_verdict v;
 	size_t nh = 0, i;
 	int ret;
 
@@ -96,12 +104,12 @@ static int send_token(struct s3_client *c, struct s3_rdma *rd, const struct s3_r
 	ret = s3_do_request(c, &q);
 	if (ret && !c->err.status)
 		return ret; /* no answer */
-	if (ret && !s3_rdma_decline_code(c->err.code))
+	v = s3_rdma_verdict(get, c->resp.status, ret ? c->err.code : "",
+			    c->resp.rdma_reply[0] ? c->resp.rdma_reply : NULL,
+			    c->resp.rdma_moved[0] ? c->resp.rdma_moved : NULL, c->resp.bytes, bytes);
+	if (ret && v != S3_RDMA_DECLINED)
 		return ret; /* an S3 error, as over HTTP */
-	return (int)s3_rdma_verdict(get, c->resp.status, ret ? c->err.code : "",
-				    c->resp.rdma_reply[0] ? c->resp.rdma_reply : NULL,
-				    c->resp.rdma_moved[0] ? c->resp.rdma_moved : NULL,
-				    c->resp.bytes, bytes);
+	return (int)v;
 }
 
 /* After a decline: a token the server would not take (the connection it

@@ -340,13 +340,16 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 			again = true;
 		} else if (ret == 0) {
 			s3_fill_error(c, 0);
-			again = retryable_status(c->resp.status, c->err.code) &&
-				!(r->rdma && s3_rdma_decline_code(c->err.code));
+			again = retryable_status(c->resp.status, c->err.code);
 			if (!again && digest_code(c->err.code) && !digest_retried)
 				again = digest_retried = true;
 		} else {
 			break; /* the sink, memory, a stop: final */
 		}
+		/* Sent with a token: a decline goes over HTTP at once (rdma_req.c). */
+		if (ret == 0 && r->rdma &&
+		    (s3_rdma_decline_code(c->err.code) || digest_code(c->err.code)))
+			again = false;
 		if (r->sink && guard.bytes && !r->sink->rewind)
 			again = false;
 		if (!again || attempt >= c->o.retries ||

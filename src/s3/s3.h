@@ -49,6 +49,7 @@ struct s3_client_opts {
 struct s3_rdma_stats {
 	_Atomic uint64_t rdma, http; /* object bytes, each way */
 	atomic_int unusable;	     /* auto: a client found it cannot be had */
+	atomic_int opened;	     /* a client opened a connection */
 };
 
 struct s3_error {

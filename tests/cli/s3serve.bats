@@ -1584,3 +1584,53 @@ keys_of_listing() {
 	[ -z "$(find "$OPEN_DIR/$B" -name 'bad-*' -o -name two -o -name md5 -o -name short -o -name '*.rds3*' -o -name 'mp')" ] ||
 		fail "left: $(find "$OPEN_DIR/$B")"
 }
+
+@test "S3 over RDMA where there is no RDMA: a token is declined 501; --rdma exits 3 on both sides; auto and off go over HTTP" {
+	local tok=0000000000001000:00001000:00000007:0000:000011:0:00000000000000000000000000000000
+	o=(--no-sign-request --endpoint "$OPEN_URL")
+	rds3 "${o[@]}" mb "s3://$B"
+	assert_status 0
+	# A server without --rdma refuses a token as NooBaa does, and writes
+	# nothing (a server that took the empty body would store it).
+	hcurl -X PUT -H 'Content-Length: 0' -H "x-amz-rdma-token: $tok" \
+		-H 'x-amz-decoded-content-length: 4096' "$OPEN_URL/$B/tok"
+	want_code 501
+	[ "$(body_code)" = S3RdmaNotSupported ] || fail "$(cat "$D/body")"
+	[ ! -e "$OPEN_DIR/$B/tok" ] || fail "the declined PUT wrote an object"
+	hcurl -H "x-amz-rdma-token: $tok" "$OPEN_URL/$B/tok"
+	want_code 501
+	# Usage.
+	rds3 --rdma=yes ls
+	assert_status 2
+	assert_match "$stderr" "invalid value 'yes' for --rdma"
+	RDS3_RDMA=maybe rds3 "${o[@]}" get "s3://$B/x" "$D/x"
+	assert_status 2
+	assert_match "$stderr" "invalid RDS3_RDMA 'maybe'"
+	rds3 --rdma-connections 4 ls
+	assert_status 2
+	mkrand "$D/f" 70000
+	mkdir -p "$D/rstore"
+	if [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+		# No device on this host: on is an error, on both sides, in one line.
+		run_t "$RDS3" --rdma serve "$D/rstore"
+		assert_status 3
+		assert_match "$stderr" '^rds3: --rdma: no RDMA device'
+		[ "$(grep -c '' <<<"$stderr")" -eq 1 ] || fail "more than one line: $stderr"
+		rds3 "${o[@]}" --rdma put "$D/f" "s3://$B/on"
+		assert_status 3
+		assert_match "$stderr" '^rds3: put .*--rdma on: no RDMA device'
+		[ "$(grep -c '' <<<"$stderr")" -eq 1 ] || fail "more than one line: $stderr"
+		# auto: a server without RDMA serves HTTP, says why with -v.
+		serve_bg auto "$D/rstore" --rdma=auto
+		grep -q 'not serving S3 over RDMA: no RDMA device' "$D/auto.err" || fail "$(cat "$D/auto.err")"
+	fi
+	# auto (the default) and off: over HTTP, silently.
+	for m in auto off; do
+		rds3 "${o[@]}" -v --rdma="$m" put "$D/f" "s3://$B/$m"
+		assert_status 0
+		! grep -q 'by RDMA' <<<"$stderr" || fail "$m: $stderr"
+		rds3 "${o[@]}" --rdma="$m" get "s3://$B/$m" "$D/$m.back"
+		assert_status 0
+		assert_same "$D/f" "$D/$m.back"
+	done
+}

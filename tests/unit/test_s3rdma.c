@@ -144,6 +144,10 @@ static void test_verdict(void)
 	      "verdict: a reply that is no number is a protocol error");
 	CHECK(s3_rdma_verdict(true, 200, "", "404", "1", 0, &n) == S3_RDMA_BAD,
 	      "verdict: a failing reply in a success is a protocol error");
+	CHECK(s3_rdma_verdict(false, 400, "BadDigest", NULL, NULL, 200, &n) == S3_RDMA_DECLINED,
+	      "verdict: a PUT's BadDigest (Content-MD5 against the empty body) declines");
+	CHECK(s3_rdma_verdict(true, 400, "BadDigest", NULL, NULL, 200, &n) == S3_RDMA_FAILED,
+	      "verdict: a GET's BadDigest is an error");
 	CHECK(s3_rdma_verdict(true, 404, "NoSuchKey", NULL, NULL, 200, &n) == S3_RDMA_FAILED,
 	      "verdict: other S3 errors are errors, not declines");
 	CHECK(s3_rdma_verdict(false, 403, "AccessDenied", NULL, NULL, 200, &n) == S3_RDMA_FAILED,

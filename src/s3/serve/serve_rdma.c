@@ -170,7 +170,8 @@ static void *conn_main(void *arg)
 		}
 	} else if (ret != -RDX_EAUTH) {
 		rdx_info(1, "rdma %s: login did not complete: %s", rc->c->peer,
-			 rc->c->why[0] ? rc->c->why : rdx_strerror(ret));
+			 ret == RDX_XPORT_EOF ? "the client left"
+			 : rc->c->why[0] ? rc->c->why : rdx_strerror(ret));
 	}
 	/* Gone from the table first, then wait for the request holding it:
 	 * its operation ends (done or failed, within the connection's
