@@ -28,6 +28,11 @@ ALL_CFLAGS := -std=gnu11 -Wall -Wextra $(WERROR) -Wshadow -Wno-missing-field-ini
 	-Isrc -D_GNU_SOURCE -DRDX_VERSION='"$(VERSION)"' -pthread $(SAN) $(CFLAGS) \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lzstd -lcrypto -lxxhash -libverbs -lrdmacm -lcurl -lexpat -larchive) -pthread
+# S3 over RDMA's DC provider (src/s3/rdma_dc.c) where rdma-core has mlx5dv.
+ifneq ($(wildcard /usr/include/infiniband/mlx5dv.h),)
+ALL_CFLAGS += -DRDX_HAVE_MLX5DV
+LDLIBS += -lmlx5
+endif
 ALL_LDFLAGS := $(SAN) $(LDFLAGS)
 
 ifeq ($(V),1)

@@ -640,6 +640,10 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 		return RDX_EXIT_USAGE;
 	}
 	o.root = args[0];
+	if (s->o.rdma_dc) {
+		rdx_error("--rdma-dc is for clients: rds3 serve serves rc tokens (--rdma)");
+		return RDX_EXIT_USAGE;
+	}
 	/* Served only when asked for; auto: where there is a device. */
 	o.rdma = s->o.rdma_set && s->o.rdma != S3_RDMA_OFF;
 	if (o.rdma && s->o.rdma == S3_RDMA_AUTO && rdx_verbs_unavailable()) {

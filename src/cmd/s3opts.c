@@ -2,7 +2,9 @@
 
 #include "core/log.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg)
 {
@@ -37,6 +39,23 @@ int s3opts_handle(struct s3_copy_opts *o, int key, const char *arg)
 		}
 		o->rdma_set = true;
 		return 0;
+	case S3OPT_RDMA_DC: {
+		char *end;
+		unsigned long long k = S3_RDMA_DC_KEY;
+
+		if (arg) {
+			errno = 0;
+			k = strtoull(arg, &end, 16);
+			if (!*arg || *end || errno || *arg == '-' || *arg == '+' || *arg == ' ') {
+				rdx_error("invalid value '%s' for --rdma-dc: expected a DC access key in hex",
+					  arg);
+				return -1;
+			}
+		}
+		o->rdma_dc = true;
+		o->rdma_dc_key = k;
+		return 0;
+	}
 	default:
 		return 1;
 	}

@@ -17,6 +17,7 @@ enum s3opt_key {
 	S3OPT_VIRTUAL_HOST,
 	S3OPT_INSECURE,
 	S3OPT_RDMA,
+	S3OPT_RDMA_DC,
 };
 
 #define S3OPT_ENTRIES                                                                 \
@@ -41,6 +42,11 @@ enum s3opt_key {
 	  "S3 over RDMA: auto (default: where the endpoint takes it), on (bare "      \
 	  "--rdma; fail, exit 3, where it cannot be set up) or off; RDS3_RDMA sets "  \
 	  "the default.  serve: on or auto also serves it (default off)",             \
+	  NULL },                                                                     \
+	{ "rdma-dc", S3OPT_RDMA_DC, RDX_ARG_OPTIONAL, "KEY",                          \
+	  "S3 over RDMA to cuObject-style servers (NooBaa, AIStor): a DC target "     \
+	  "with DC access key KEY (hex, default ffeeddcc) instead of a connection; "  \
+	  "mlx5 (ConnectX) only, untested on hardware",                               \
 	  NULL }
 
 /* Takes key (with its arg) into o.  Returns 0, -1 for a bad value (said),

@@ -87,6 +87,7 @@ int s3_session_open(struct s3_session *s, const struct s3_copy_opts *o,
 		.stop = stop,
 		.moved = o->progress ? &s->moved : NULL,
 		.rdma = s->o.rdma,
+		.rdma_how = { .dc = o->rdma_dc, .dc_key = o->rdma_dc_key },
 		.rdma_buf = (size_t)(o->part_size < RDMA_BUF_MAX ? o->part_size : RDMA_BUF_MAX),
 		.rdma_stats = &s->rdma,
 	};

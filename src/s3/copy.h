@@ -43,6 +43,8 @@ struct s3_copy_opts {
 	int verbose;
 	enum s3_rdma_mode rdma; /* --rdma (auto, or RDS3_RDMA) */
 	bool rdma_set;		/* given on the command line */
+	bool rdma_dc;		/* --rdma-dc: a DC target, key rdma_dc_key */
+	uint64_t rdma_dc_key;
 };
 
 /* The defaults above. */

@@ -241,13 +241,12 @@ enum s3_rdma_verdict s3_rdma_verdict(bool get, long status, const char *code,
 /* ----------------------------------------------------------- client */
 
 struct s3_rdma {
-	struct rdx_conn *conn;
+	struct rdx_conn *conn; /* rc */
 	struct rdx_verbs_mr *mr;
+	struct s3_rdma_dc *dc; /* dc */
 	void *buf;
 	size_t cap;
-	struct rdx_verbs_qpaddr self;
-	uint64_t addr;
-	uint32_t rkey;
+	struct s3_rdma_token base; /* every token's fields but rsize */
 };
 
 /* cfg->host ("host", "host:port", "[v6]" or "[v6]:port") into host and
@@ -284,8 +283,8 @@ static int split_host(const struct s3_config *cfg, char *host, size_t hl, char *
 
 static int login(struct s3_rdma *r, const struct s3_config *cfg, char *why, size_t wl)
 {
-	struct s3_rdma_hello h = { .version = S3_RDMA_VERSION, .addr = r->addr,
-				   .len = r->cap, .rkey = r->rkey };
+	struct s3_rdma_hello h = { .version = S3_RDMA_VERSION, .addr = r->base.raddr,
+				   .len = r->cap, .rkey = r->base.rkey };
 	const char *secret = cfg->no_sign ? "" : cfg->secret_key;
 	uint8_t hb[S3_RDMA_HELLO_MAX], in[RDX_CTRL_MAX], mac[S3_RDMA_MAC];
 	size_t hl, n;
@@ -340,9 +339,9 @@ lost:
 	return ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret;
 }
 
-int s3_rdma_open(const struct s3_config *cfg, size_t cap, uint64_t timeout_ms,
-		 const atomic_int *stop, struct s3_rdma **out, char *why,
-		 size_t whylen)
+int s3_rdma_open(const struct s3_config *cfg, const struct s3_rdma_how *how, size_t cap,
+		 uint64_t timeout_ms, const atomic_int *stop, struct s3_rdma **out,
+		 char *why, size_t whylen)
 {
 	struct rdx_net_opts no = { .timeout_ms = timeout_ms };
 	const char *nodev = rdx_verbs_unavailable();
@@ -368,6 +367,13 @@ int s3_rdma_open(const struct s3_config *cfg, size_t cap, uint64_t timeout_ms,
 		free(r);
 		return -ENOMEM;
 	}
+	if (how && how->dc) {
+		ret = s3_rdma_dc_open(host, r->buf, cap, how->dc_key, &r->dc, &r->base, why, whylen);
+		if (ret)
+			goto fail;
+		*out = r;
+		return 0;
+	}
 	ret = rdx_xport_verbs.connect(&no, host, port, rdx_now_ns() + timeout_ms * 1000000,
 				      stop, &last, &r->conn);
 	if (ret) {
@@ -384,14 +390,17 @@ int s3_rdma_open(const struct s3_config *cfg, size_t cap, uint64_t timeout_ms,
 	}
 	{
 		struct rdx_verbs_remote d;
+		struct rdx_verbs_qpaddr self;
 
 		rdx_verbs_desc(r->mr, &d);
-		r->addr = d.addr;
-		r->rkey = d.rkey;
-	}
-	if ((ret = rdx_verbs_qpaddr(r->conn, false, &r->self))) {
-		snprintf(why, whylen, "the device does not say where this queue pair is");
-		goto fail;
+		if ((ret = rdx_verbs_qpaddr(r->conn, false, &self))) {
+			snprintf(why, whylen, "the device does not say where this queue pair is");
+			goto fail;
+		}
+		r->base = (struct s3_rdma_token){ .raddr = d.addr, .rkey = d.rkey,
+						  .lid = self.lid, .qpn = self.qpn,
+						  .has_gid = self.has_gid };
+		memcpy(r->base.gid, self.gid, 16);
 	}
 	if ((ret = login(r, cfg, why, whylen)))
 		goto fail;
@@ -407,6 +416,7 @@ void s3_rdma_close(struct s3_rdma *r)
 {
 	if (!r)
 		return;
+	s3_rdma_dc_close(r->dc);
 	if (r->conn) {
 		/* The MR first: its protection domain goes with the last
 		 * connection on the device. */
@@ -427,17 +437,15 @@ void *s3_rdma_buf(const struct s3_rdma *r, size_t *cap)
 int s3_rdma_token(const struct s3_rdma *r, size_t len,
 		  char out[S3_RDMA_TOKEN_LEN + 1])
 {
-	struct s3_rdma_token t = {
-		.raddr = r->addr,
-		.rsize = (uint32_t)len,
-		.rkey = r->rkey,
-		.lid = r->self.lid,
-		.qpn = r->self.qpn,
-		.has_gid = r->self.has_gid,
-	};
+	struct s3_rdma_token t = r->base;
 
 	if (!len || len > r->cap || len > UINT32_MAX)
 		return -EINVAL;
-	memcpy(t.gid, r->self.gid, 16);
+	t.rsize = (uint32_t)len;
 	return s3_rdma_token_encode(&t, out);
+}
+
+const char *s3_rdma_agent(const struct s3_rdma *r)
+{
+	return r->dc ? S3_RDMA_DC_AGENT : S3_RDMA_AGENT;
 }

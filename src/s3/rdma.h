@@ -38,6 +38,8 @@
 #define S3_RDMA_MAC 32
 #define S3_RDMA_HELLO_MAX (4 + 2 + 2 + S3_RDMA_NONCE + 8 + 8 + 4 + S3_RDMA_KEY_MAX)
 #define S3_RDMA_AGENT "rdxfer" /* x-amz-rdma-agent of an rc token */
+#define S3_RDMA_DC_AGENT "cuobj" /* ... of a dc token, as NooBaa wants it */
+#define S3_RDMA_DC_KEY 0xffeeddccull /* cuObject's default DC access key */
 #define S3_RDMA_LOGIN_MS 10000	   /* the whole login, either end */
 
 enum s3_rdma_mode { S3_RDMA_OFF, S3_RDMA_AUTO, S3_RDMA_ON };
@@ -105,17 +107,40 @@ bool s3_rdma_decline_code(const char *code);
 
 struct s3_rdma;
 
-/* Connects to cfg's endpoint host at its port's number (RDS3_RDMA_PORT,
+/* How a client's buffer is reached. */
+struct s3_rdma_how {
+	bool dc;	 /* a DC target (rdma_dc.c), not an RC connection */
+	uint64_t dc_key; /* its DC access key */
+};
+
+/* rc: connects to cfg's endpoint host at its port's number (RDS3_RDMA_PORT,
  * when set, names another) over RDMA,
  * registers a buffer of cap bytes (remote read and write) and logs in
  * with cfg's credentials, within timeout_ms.  Returns 0, or an error
  * with the reason in why: -RDX_ENOTSUP (no device, the buffer could not
  * be registered), -RDX_ECONNECT (nobody listens there over RDMA),
  * -RDX_EAUTH (the login was refused), -RDX_EPROTO. */
-int s3_rdma_open(const struct s3_config *cfg, size_t cap, uint64_t timeout_ms,
-		 const atomic_int *stop, struct s3_rdma **out, char *why,
-		 size_t whylen);
+int s3_rdma_open(const struct s3_config *cfg, const struct s3_rdma_how *how, size_t cap,
+		 uint64_t timeout_ms, const atomic_int *stop, struct s3_rdma **out,
+		 char *why, size_t whylen);
 void s3_rdma_close(struct s3_rdma *r);
+
+/* The x-amz-rdma-agent of r's tokens: rdxfer (rc) or cuobj (dc). */
+const char *s3_rdma_agent(const struct s3_rdma *r);
+
+/* ---------------------------------------------------- the dc provider */
+
+struct s3_rdma_dc;
+
+/* Makes a DC target with DC access key key on the device and port that
+ * route to host, and registers buf (cap bytes) there for remote read and
+ * write; *t gets the token's fields but rsize.  Returns 0, or
+ * -RDX_ENOTSUP (no device on the way; not an mlx5 one; a build without
+ * mlx5dv) or -RDX_ECONNECT (no route), with the reason in why. */
+int s3_rdma_dc_open(const char *host, void *buf, size_t cap, uint64_t key,
+		    struct s3_rdma_dc **out, struct s3_rdma_token *t, char *why,
+		    size_t wl);
+void s3_rdma_dc_close(struct s3_rdma_dc *d);
 
 /* The registered buffer and its size. */
 void *s3_rdma_buf(const struct s3_rdma *r, size_t *cap);

@@ -47,9 +47,11 @@ int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
 		if (ms > AUTO_OPEN_MS)
 			ms = AUTO_OPEN_MS;
 	}
-	ret = s3_rdma_open(c->cfg, c->o.rdma_buf, ms, c->o.stop, &c->rdma, why, sizeof(why));
+	ret = s3_rdma_open(c->cfg, &c->o.rdma_how, c->o.rdma_buf, ms, c->o.stop, &c->rdma, why,
+			   sizeof(why));
 	if (!ret) {
-		rdx_info(2, "rdma: connected to %s, %zu bytes registered", c->cfg->host,
+		rdx_info(2, "rdma: %s %s, %zu bytes registered",
+			 c->o.rdma_how.dc ? "a DC target for" : "connected to", c->cfg->host,
 			 c->o.rdma_buf);
 		if (st)
 			atomic_store(&st->opened, 1);
@@ -88,7 +90,7 @@ static int send_token(struct s3_client *c, struct s3_rdma *rd, const struct s3_r
 	for (i = 0; i < r->nheaders; i++)
 		h[nh++] = r->headers[i];
 	h[nh++] = (struct s3_kv){ "x-amz-rdma-token", tok };
-	h[nh++] = (struct s3_kv){ "x-amz-rdma-agent", S3_RDMA_AGENT };
+	h[nh++] = (struct s3_kv){ "x-amz-rdma-agent", s3_rdma_agent(rd) };
 	if (!get) {
 		snprintf(dl, sizeof(dl), "%" PRIu64, len);
 		h[nh++] = (struct s3_kv){ "x-amz-decoded-content-length", dl };

@@ -41,6 +41,7 @@ struct s3_client_opts {
 	 * buffer of rdma_buf bytes at its first object or part that fits;
 	 * what does not fit, or is declined, goes over HTTP. */
 	enum s3_rdma_mode rdma;
+	struct s3_rdma_how rdma_how; /* rc, or a dc target */
 	size_t rdma_buf;
 	struct s3_rdma_stats *rdma_stats; /* shared by a session's clients, or NULL */
 };

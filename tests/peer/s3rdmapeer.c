@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	cfg.access_key = getenv("AWS_ACCESS_KEY_ID");
 	cfg.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
 	cfg.no_sign = !cfg.access_key || !cfg.secret_key;
-	if (s3_rdma_open(&cfg, CAP, 10000, NULL, &r, why, sizeof(why))) {
+	if (s3_rdma_open(&cfg, NULL, CAP, 10000, NULL, &r, why, sizeof(why))) {
 		printf("failed %s\n", why);
 		return 1;
 	}

@@ -172,6 +172,11 @@ no_temps() {
 	assert_status 3
 	assert_match "$stderr" '--rdma on: .*RDMA'
 	[ ! -e "$D/back2" ] || fail "a file was left by the failed get"
+	# The dc provider needs mlx5: Soft-RoCE says no, in one line.
+	run_t "$RDS3" --rdma --rdma-dc get "s3://$BK/k" "$D/back2"
+	assert_status 3
+	assert_match "$stderr" '--rdma on: rxe0 is not an mlx5 \(ConnectX\) device: DC targets need one'
+	[ ! -e "$D/back2" ] || fail "a file was left by the failed get"
 }
 
 @test "every way of declining brings the same request over HTTP, with the same result" {

@@ -2,6 +2,7 @@
  * HELLO and proofs, and how a client reads each kind of answer (the
  * declines of NooBaa and others, and nonsense). */
 #include "core/err.h"
+#include "core/xport.h"
 #include "s3/rdma.h"
 #include "s3/rdma_token.h"
 #include "tap.h"
@@ -154,6 +155,28 @@ static void test_verdict(void)
 	      "verdict: AccessDenied is no decline");
 }
 
+/* The dc provider's setup where it cannot run: a one-line reason, no
+ * target; on a host with an RDMA device it either works (mlx5) or says why
+ * not. */
+static void test_dc_setup(void)
+{
+	static char buf[8192];
+	struct s3_rdma_token t;
+	struct s3_rdma_dc *d = NULL;
+	char why[256] = "";
+	int ret = s3_rdma_dc_open("127.0.0.1", buf, sizeof(buf), S3_RDMA_DC_KEY, &d, &t, why,
+				  sizeof(why));
+
+	if (rdx_verbs_unavailable()) {
+		CHECK(ret == -RDX_ENOTSUP && !d && strstr(why, "RDMA"),
+		      "dc: no device: refused, saying why (%s)", why);
+	} else {
+		CHECK((ret == 0 && d && t.qpn) || (ret < 0 && !d && why[0]),
+		      "dc: set up, or refused saying why (%s)", why);
+	}
+	s3_rdma_dc_close(d);
+}
+
 int main(void)
 {
 	enum s3_rdma_mode m;
@@ -161,6 +184,7 @@ int main(void)
 	test_token();
 	test_hello();
 	test_verdict();
+	test_dc_setup();
 	CHECK(s3_rdma_mode_parse("auto", &m) == 0 && m == S3_RDMA_AUTO &&
 	      s3_rdma_mode_parse("on", &m) == 0 && m == S3_RDMA_ON &&
 	      s3_rdma_mode_parse("off", &m) == 0 && m == S3_RDMA_OFF &&
