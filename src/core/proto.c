@@ -1,42 +1,10 @@
 #include "core/proto.h"
 
+#include "core/be.h"
 #include "core/err.h"
 
 #include <string.h>
 #include <zstd.h>
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
 
 uint32_t rdx_data_max(uint32_t slot_size)
 {
@@ -47,11 +15,11 @@ void rdx_hdr_encode(const struct rdx_frame_hdr *h, uint8_t out[RDX_HDR_LEN])
 {
 	out[0] = h->type;
 	out[1] = h->flags;
-	put16(out + 2, h->stream);
-	put32(out + 4, h->len);
-	put32(out + 8, h->plain_len);
-	put32(out + 12, 0);
-	put64(out + 16, h->seq);
+	rdx_put16(out + 2, h->stream);
+	rdx_put32(out + 4, h->len);
+	rdx_put32(out + 8, h->plain_len);
+	rdx_put32(out + 12, 0);
+	rdx_put64(out + 16, h->seq);
 }
 
 int rdx_hdr_decode(const uint8_t in[RDX_HDR_LEN], uint32_t max_data,
@@ -59,15 +27,15 @@ int rdx_hdr_decode(const uint8_t in[RDX_HDR_LEN], uint32_t max_data,
 {
 	h->type = in[0];
 	h->flags = in[1];
-	h->stream = get16(in + 2);
-	h->len = get32(in + 4);
-	h->plain_len = get32(in + 8);
-	h->seq = get64(in + 16);
+	h->stream = rdx_get16(in + 2);
+	h->len = rdx_get32(in + 4);
+	h->plain_len = rdx_get32(in + 8);
+	h->seq = rdx_get64(in + 16);
 	if (h->type == 0 || h->type >= RDX_F_MAX)
 		return -RDX_EPROTO;
 	if (h->flags & ~(unsigned)(RDX_FL_COMPRESSED | RDX_FL_SEALED))
 		return -RDX_EPROTO;
-	if (get32(in + 12) != 0)
+	if (rdx_get32(in + 12) != 0)
 		return -RDX_EPROTO;
 	if (h->type == RDX_F_DATA) {
 		if (h->len > max_data)
@@ -91,9 +59,9 @@ bool rdx_list_encode(const struct rdx_list_entry *e, uint8_t *out, size_t cap,
 	if (cap - *used < RDX_LIST_FIXED + (size_t)e->len + extra)
 		return false;
 	p[0] = e->type;
-	put64(p + 1, e->size);
-	put64(p + 9, (uint64_t)e->mtime);
-	put16(p + 17, e->len);
+	rdx_put64(p + 1, e->size);
+	rdx_put64(p + 9, (uint64_t)e->mtime);
+	rdx_put16(p + 17, e->len);
 	memcpy(p + RDX_LIST_FIXED, e->name, e->len);
 	memcpy(p + RDX_LIST_FIXED + e->len, e->hash, extra);
 	*used += RDX_LIST_FIXED + e->len + extra;
@@ -131,9 +99,9 @@ int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
 	if (len - *off < RDX_LIST_FIXED)
 		return -RDX_EPROTO;
 	e->type = p[0];
-	e->size = get64(p + 1);
-	e->mtime = (int64_t)get64(p + 9);
-	e->len = get16(p + 17);
+	e->size = rdx_get64(p + 1);
+	e->mtime = (int64_t)rdx_get64(p + 9);
+	e->len = rdx_get16(p + 17);
 	extra = e->type == RDX_LIST_HASHED ? sizeof(e->hash) : 0;
 	if (len - *off - RDX_LIST_FIXED < (size_t)e->len + extra || e->size > (uint64_t)INT64_MAX ||
 	    (e->type != RDX_LIST_FILE && e->type != RDX_LIST_HASHED && e->type != RDX_LIST_DIR &&
@@ -150,8 +118,8 @@ int rdx_list_decode(const uint8_t *in, size_t len, size_t *off,
 size_t rdx_hello_encode(const struct rdx_hello *m, uint8_t *out)
 {
 	memcpy(out, RDX_MAGIC, 4);
-	put16(out + 4, m->version);
-	put16(out + 6, 0);
+	rdx_put16(out + 4, m->version);
+	rdx_put16(out + 6, 0);
 	memcpy(out + 8, m->nonce, RDX_NONCE_LEN);
 	memcpy(out + 8 + RDX_NONCE_LEN, m->share, RDX_PAKE_SHARE_LEN);
 	if (!m->has_confirm)
@@ -167,11 +135,11 @@ int rdx_hello_decode(const uint8_t *in, size_t len, bool want_confirm,
 	 * version with a longer HELLO is reported as such. */
 	if (len < 8 || memcmp(in, RDX_MAGIC, 4) != 0)
 		return -RDX_EPROTO;
-	m->version = get16(in + 4);
+	m->version = rdx_get16(in + 4);
 	if (m->version != RDX_PROTO_VERSION)
 		return -RDX_EVERSION;
 	if (len != (want_confirm ? RDX_HELLO_R_LEN : RDX_HELLO_S_LEN) ||
-	    get16(in + 6) != 0)
+	    rdx_get16(in + 6) != 0)
 		return -RDX_EPROTO;
 	memcpy(m->nonce, in + 8, RDX_NONCE_LEN);
 	memcpy(m->share, in + 8 + RDX_NONCE_LEN, RDX_PAKE_SHARE_LEN);
@@ -183,13 +151,13 @@ int rdx_hello_decode(const uint8_t *in, size_t len, bool want_confirm,
 
 void rdx_opts_encode(const struct rdx_opts_wire *o, uint8_t out[RDX_OPTS_LEN])
 {
-	put32(out, o->slot_size);
-	put32(out + 4, o->slots);
-	put16(out + 8, o->streams);
+	rdx_put32(out, o->slot_size);
+	rdx_put32(out + 4, o->slots);
+	rdx_put16(out + 8, o->streams);
 	out[10] = o->compress;
 	out[11] = o->encrypt;
-	put32(out + 12, o->flags);
-	put64(out + 16, o->size);
+	rdx_put32(out + 12, o->flags);
+	rdx_put64(out + 16, o->size);
 }
 
 size_t rdx_auth_encode(const struct rdx_auth *m, uint8_t *out)
@@ -209,13 +177,13 @@ int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 	memcpy(m->confirm, in, RDX_PAKE_CONFIRM_LEN);
 	memcpy(m->mac, in + RDX_PAKE_CONFIRM_LEN, RDX_MAC_LEN);
 	memcpy(m->opts_raw, o, RDX_OPTS_LEN);
-	m->opts.slot_size = get32(o);
-	m->opts.slots = get32(o + 4);
-	m->opts.streams = get16(o + 8);
+	m->opts.slot_size = rdx_get32(o);
+	m->opts.slots = rdx_get32(o + 4);
+	m->opts.streams = rdx_get16(o + 8);
 	m->opts.compress = o[10];
 	m->opts.encrypt = o[11];
-	m->opts.flags = get32(o + 12);
-	m->opts.size = get64(o + 16);
+	m->opts.flags = rdx_get32(o + 12);
+	m->opts.size = rdx_get64(o + 16);
 	if (m->opts.slot_size < RDX_MIN_SLOT || m->opts.slot_size > RDX_MAX_SLOT ||
 	    m->opts.slot_size % RDX_MIN_SLOT || m->opts.streams == 0 ||
 	    m->opts.streams > RDX_MAX_STREAMS || m->opts.encrypt > 1 ||
@@ -235,10 +203,10 @@ int rdx_auth_decode(const uint8_t *in, size_t len, struct rdx_auth *m)
 void rdx_accept_wire_encode(const struct rdx_accept_wire *a,
 			    uint8_t out[RDX_ACCEPT_LEN])
 {
-	put16(out, a->streams);
+	rdx_put16(out, a->streams);
 	out[2] = a->encrypt;
 	out[3] = 0;
-	put32(out + 4, 0);
+	rdx_put32(out + 4, 0);
 }
 
 size_t rdx_accept_encode(const struct rdx_accept *m, uint8_t *out)
@@ -253,10 +221,10 @@ int rdx_accept_decode(const uint8_t *in, size_t len, struct rdx_accept *m)
 	if (len != RDX_ACCEPT_MSG_LEN)
 		return -RDX_EPROTO;
 	memcpy(m->raw, in, RDX_ACCEPT_LEN);
-	m->acc.streams = get16(in);
+	m->acc.streams = rdx_get16(in);
 	m->acc.encrypt = in[2];
 	m->acc.reserved = in[3];
-	m->acc.reserved2 = get32(in + 4);
+	m->acc.reserved2 = rdx_get32(in + 4);
 	memcpy(m->mac, in + RDX_ACCEPT_LEN, RDX_MAC_LEN);
 	if (m->acc.streams == 0 || m->acc.streams > RDX_MAX_STREAMS ||
 	    m->acc.encrypt > 1 || m->acc.reserved || m->acc.reserved2)
@@ -267,8 +235,8 @@ int rdx_accept_decode(const uint8_t *in, size_t len, struct rdx_accept *m)
 size_t rdx_join_encode(const struct rdx_join *m, uint8_t *out)
 {
 	memcpy(out, RDX_MAGIC, 4);
-	put16(out + 4, m->version);
-	put16(out + 6, m->index);
+	rdx_put16(out + 4, m->version);
+	rdx_put16(out + 6, m->index);
 	memcpy(out + 8, m->nonce_r, RDX_NONCE_LEN);
 	memcpy(out + 40, m->mac, RDX_MAC_LEN);
 	return RDX_JOIN_LEN;
@@ -278,10 +246,10 @@ int rdx_join_decode(const uint8_t *in, size_t len, struct rdx_join *m)
 {
 	if (len != RDX_JOIN_LEN || memcmp(in, RDX_MAGIC, 4) != 0)
 		return -RDX_EPROTO;
-	m->version = get16(in + 4);
+	m->version = rdx_get16(in + 4);
 	if (m->version != RDX_PROTO_VERSION)
 		return -RDX_EVERSION;
-	m->index = get16(in + 6);
+	m->index = rdx_get16(in + 6);
 	if (m->index == 0 || m->index >= RDX_MAX_STREAMS)
 		return -RDX_EPROTO;
 	memcpy(m->nonce_r, in + 8, RDX_NONCE_LEN);
@@ -291,8 +259,8 @@ int rdx_join_decode(const uint8_t *in, size_t len, struct rdx_join *m)
 
 size_t rdx_eos_encode(const struct rdx_eos *m, uint8_t *out)
 {
-	put64(out, m->total);
-	put64(out + 8, m->nchunks);
+	rdx_put64(out, m->total);
+	rdx_put64(out + 8, m->nchunks);
 	memcpy(out + 16, m->hash, RDX_HASH_LEN);
 	return RDX_EOS_LEN;
 }
@@ -301,8 +269,8 @@ int rdx_eos_decode(const uint8_t *in, size_t len, struct rdx_eos *m)
 {
 	if (len != RDX_EOS_LEN)
 		return -RDX_EPROTO;
-	m->total = get64(in);
-	m->nchunks = get64(in + 8);
+	m->total = rdx_get64(in);
+	m->nchunks = rdx_get64(in + 8);
 	memcpy(m->hash, in + 16, RDX_HASH_LEN);
 	/* Every chunk but an empty stream carries at least one byte. */
 	if (m->nchunks > m->total || (m->total && !m->nchunks) ||
@@ -313,7 +281,7 @@ int rdx_eos_decode(const uint8_t *in, size_t len, struct rdx_eos *m)
 
 size_t rdx_done_encode(const struct rdx_done *m, uint8_t *out)
 {
-	put64(out, m->total);
+	rdx_put64(out, m->total);
 	memcpy(out + 8, m->hash, RDX_HASH_LEN);
 	return RDX_DONE_LEN;
 }
@@ -322,7 +290,7 @@ int rdx_done_decode(const uint8_t *in, size_t len, struct rdx_done *m)
 {
 	if (len != RDX_DONE_LEN)
 		return -RDX_EPROTO;
-	m->total = get64(in);
+	m->total = rdx_get64(in);
 	memcpy(m->hash, in + 8, RDX_HASH_LEN);
 	return 0;
 }
@@ -333,7 +301,7 @@ size_t rdx_errmsg_encode(uint32_t code, const char *text, uint8_t *out)
 
 	if (n > RDX_ERRTEXT_MAX)
 		n = RDX_ERRTEXT_MAX;
-	put32(out, code);
+	rdx_put32(out, code);
 	memcpy(out + 4, text, n);
 	return 4 + n;
 }
@@ -344,7 +312,7 @@ int rdx_errmsg_decode(const uint8_t *in, size_t len, struct rdx_errmsg *m)
 
 	if (len < 4 || len > 4 + RDX_ERRTEXT_MAX)
 		return -RDX_EPROTO;
-	m->code = get32(in);
+	m->code = rdx_get32(in);
 	n = len - 4;
 	for (i = 0; i < n; i++) {
 		uint8_t c = in[4 + i];

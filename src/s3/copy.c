@@ -271,10 +271,12 @@ static int put_single(struct s3_session *s, const struct s3_url *u,
 		      int fd, struct s3_object_info *info)
 {
 	struct s3_body_sum sum;
+	struct stat st;
 	uint64_t size = 0;
 	int ret;
 
-	ret = s3_local_hash(fd, PUT_MAX, s->stop, &size, &sum);
+	ret = s3_local_hash(fd, PUT_MAX, s->stop, &size, &sum,
+			    fstat(fd, &st) || !s3_rdma_wanted(s->c, (uint64_t)st.st_size));
 	if (ret == -RDX_EINTR)
 		return ret;
 	if (ret) /* -EFBIG: the file grew past one part since fstat */

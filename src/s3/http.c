@@ -381,7 +381,8 @@ int s3_http_do(struct s3_http *h, const struct s3_http_req *r,
 		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->o.connect_timeout_ms);
 	if (h->o.stall_secs) {
 		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->o.stall_secs);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+				 r->stall_secs > h->o.stall_secs ? r->stall_secs : h->o.stall_secs);
 	}
 	if (h->o.insecure) {
 		curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);

@@ -53,6 +53,9 @@ struct s3_http_req {
 	uint64_t body_off;
 	uint64_t body_len;
 	struct s3_http_sink sink; /* NULL write: the body goes to resp->body */
+	/* Silence allowed before giving up, when longer than the handle's
+	 * (an RDMA request: no HTTP byte moves while the server works). */
+	long stall_secs;
 };
 
 struct s3_http_resp {

@@ -35,6 +35,58 @@ void s3_body_sum(const void *p, size_t n, struct s3_body_sum *out)
 	EVP_Digest(p, n, out->md5, &dl, EVP_md5(), NULL);
 }
 
+void s3_body_sum_md5(const void *p, size_t n, struct s3_body_sum *out)
+{
+	unsigned int dl;
+
+	out->sha256_hex[0] = '\0';
+	EVP_Digest(p, n, out->md5, &dl, EVP_md5(), NULL);
+}
+
+int s3_body_sha256(const void *p, int fd, uint64_t off, uint64_t len,
+		   const atomic_int *stop, char *hex)
+{
+	EVP_MD_CTX *md;
+	unsigned char d[32];
+	unsigned int dl;
+	size_t cap = 1 << 20;
+	char *buf;
+	uint64_t done = 0;
+	int ret = 0;
+
+	if (p) {
+		s3_sha256_hex(p, (size_t)len, hex);
+		return 0;
+	}
+	md = EVP_MD_CTX_new();
+	buf = malloc(cap);
+	if (!md || !buf || !EVP_DigestInit_ex(md, EVP_sha256(), NULL)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (done < len) {
+		size_t k = len - done < cap ? (size_t)(len - done) : cap;
+		ssize_t n = rdx_pread_full(fd, buf, k, (off_t)(off + done));
+
+		if (stop && atomic_load(stop)) {
+			ret = -RDX_EINTR;
+			goto out;
+		}
+		if (n != (ssize_t)k) {
+			ret = n < 0 ? (int)n : -ENODATA;
+			goto out;
+		}
+		EVP_DigestUpdate(md, buf, k);
+		done += k;
+	}
+	EVP_DigestFinal_ex(md, d, &dl);
+	rdx_hex_encode(d, 32, hex);
+out:
+	EVP_MD_CTX_free(md);
+	free(buf);
+	return ret;
+}
+
 bool s3_etag_md5(const char *etag, char *hex)
 {
 	size_t n = strlen(etag);

@@ -31,7 +31,7 @@ static int write_full(int fd, const void *p, size_t n)
 
 /* Hashes the file fd from its start and gives its size. */
 int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
-		  struct s3_body_sum *sum)
+		  struct s3_body_sum *sum, bool sha)
 {
 	EVP_MD_CTX *md = EVP_MD_CTX_new(), *m5 = EVP_MD_CTX_new();
 	char *hex = sum->sha256_hex;
@@ -62,7 +62,8 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 			ret = -RDX_EINTR;
 			goto out;
 		}
-		EVP_DigestUpdate(md, buf, (size_t)n);
+		if (sha)
+			EVP_DigestUpdate(md, buf, (size_t)n);
 		EVP_DigestUpdate(m5, buf, (size_t)n);
 		off += (uint64_t)n;
 		if (off > max) {
@@ -73,6 +74,8 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 	EVP_DigestFinal_ex(md, d, &dl);
 	EVP_DigestFinal_ex(m5, sum->md5, &dl);
 	rdx_hex_encode(d, 32, hex);
+	if (!sha)
+		hex[0] = '\0'; /* computed if the upload goes over HTTP (s3_body_sum_md5) */
 	*size = off;
 out:
 	EVP_MD_CTX_free(md);

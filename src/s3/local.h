@@ -13,11 +13,11 @@
 
 struct s3_body_sum;
 
-/* Hashes the file fd from its start (SHA-256 and MD5 into sum) and gives
- * its size.  More than max bytes is -EFBIG; stop set is -RDX_EINTR.
- * Returns 0 or -errno. */
+/* Hashes the file fd from its start (MD5, and SHA-256 unless !sha: see
+ * s3_body_sum_md5, into sum) and gives its size.  More than max bytes is
+ * -EFBIG; stop set is -RDX_EINTR.  Returns 0 or -errno. */
 int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
-		  struct s3_body_sum *sum);
+		  struct s3_body_sum *sum, bool sha);
 
 /* A download target: "-" is stdout; a directory gets the key's last part
  * inside it; a file is written unnamed (O_TMPFILE) or as .NAME.rdx-XXXXXXXX

@@ -184,8 +184,12 @@ static void *up_work(void *arg)
 		pthread_mutex_unlock(&u->lock);
 
 		/* Both digests while the part is in memory: SHA-256 for the
-		 * signature, MD5 for Content-MD5 and the final ETag. */
-		s3_body_sum(j.buf, j.len, &sum);
+		 * signature (not for RDMA, which signs no payload), MD5 for
+		 * Content-MD5 and the final ETag. */
+		if (s3_rdma_wanted(w->c, j.len))
+			s3_body_sum_md5(j.buf, j.len, &sum);
+		else
+			s3_body_sum(j.buf, j.len, &sum);
 		memcpy(u->md5[j.part - 1], sum.md5, 16);
 		ret = s3_mpu_part(w->c, u->bucket, u->key, u->upload_id, j.part,
 				  j.buf, j.len, &sum, u->etags[j.part - 1]);
@@ -755,7 +759,10 @@ int s3_upload_stream(struct s3_client *c, const struct s3_xfer_opts *o,
 	}
 	if (!r) {
 		/* It all fits one part: a single PutObject from memory. */
-		s3_body_sum(buf, len, &sum);
+		if (s3_rdma_wanted(c, len))
+			s3_body_sum_md5(buf, len, &sum);
+		else
+			s3_body_sum(buf, len, &sum);
 		ret = s3_put_buffer(c, bucket, key, buf, len, &sum, info);
 		goto out;
 	}

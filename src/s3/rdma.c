@@ -2,6 +2,7 @@
  * and the client's connection (see rdma.h). */
 #include "s3/rdma.h"
 
+#include "core/be.h"
 #include "core/err.h"
 #include "core/io.h"
 #include "core/proto.h"
@@ -33,39 +34,6 @@ int s3_rdma_mode_parse(const char *s, enum s3_rdma_mode *out)
 
 /* ------------------------------------------------------------- login */
 
-static void be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void be32(uint8_t *p, uint32_t v)
-{
-	be16(p, (uint16_t)(v >> 16));
-	be16(p + 2, (uint16_t)v);
-}
-
-static void be64(uint8_t *p, uint64_t v)
-{
-	be32(p, (uint32_t)(v >> 32));
-	be32(p + 4, (uint32_t)v);
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	return (uint32_t)rd16(p) << 16 | rd16(p + 2);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	return (uint64_t)rd32(p) << 32 | rd32(p + 4);
-}
-
 #define HELLO_FIXED (4 + 2 + 2 + S3_RDMA_NONCE + 8 + 8 + 4)
 
 size_t s3_rdma_hello_encode(const struct s3_rdma_hello *h, uint8_t *out)
@@ -73,12 +41,12 @@ size_t s3_rdma_hello_encode(const struct s3_rdma_hello *h, uint8_t *out)
 	size_t kl = strlen(h->access_key);
 
 	memcpy(out, "RDS3", 4);
-	be16(out + 4, h->version);
-	be16(out + 6, (uint16_t)kl);
+	rdx_put16(out + 4, h->version);
+	rdx_put16(out + 6, (uint16_t)kl);
 	memcpy(out + 8, h->nonce, S3_RDMA_NONCE);
-	be64(out + 8 + S3_RDMA_NONCE, h->addr);
-	be64(out + 16 + S3_RDMA_NONCE, h->len);
-	be32(out + 24 + S3_RDMA_NONCE, h->rkey);
+	rdx_put64(out + 8 + S3_RDMA_NONCE, h->addr);
+	rdx_put64(out + 16 + S3_RDMA_NONCE, h->len);
+	rdx_put32(out + 24 + S3_RDMA_NONCE, h->rkey);
 	memcpy(out + HELLO_FIXED, h->access_key, kl);
 	return HELLO_FIXED + kl;
 }
@@ -90,16 +58,16 @@ int s3_rdma_hello_decode(const uint8_t *in, size_t n, struct s3_rdma_hello *h)
 
 	if (n < HELLO_FIXED || memcmp(in, "RDS3", 4))
 		return -RDX_EPROTO;
-	r.version = rd16(in + 4);
+	r.version = rdx_get16(in + 4);
 	if (r.version != S3_RDMA_VERSION)
 		return -RDX_EVERSION;
-	kl = rd16(in + 6);
+	kl = rdx_get16(in + 6);
 	if (kl > S3_RDMA_KEY_MAX || n != HELLO_FIXED + kl)
 		return -RDX_EPROTO;
 	memcpy(r.nonce, in + 8, S3_RDMA_NONCE);
-	r.addr = rd64(in + 8 + S3_RDMA_NONCE);
-	r.len = rd64(in + 16 + S3_RDMA_NONCE);
-	r.rkey = rd32(in + 24 + S3_RDMA_NONCE);
+	r.addr = rdx_get64(in + 8 + S3_RDMA_NONCE);
+	r.len = rdx_get64(in + 16 + S3_RDMA_NONCE);
+	r.rkey = rdx_get32(in + 24 + S3_RDMA_NONCE);
 	if (!r.len || r.addr > UINT64_MAX - r.len)
 		return -RDX_EPROTO;
 	for (i = 0; i < kl; i++) {

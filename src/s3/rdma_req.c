@@ -27,6 +27,16 @@ void s3_rdma_count(struct s3_client *c, bool rdma, uint64_t n)
 		atomic_fetch_add(c->o.moved, n);
 }
 
+bool s3_rdma_wanted(const struct s3_client *c, uint64_t len)
+{
+	const struct s3_rdma_stats *st = c->o.rdma_stats;
+
+	if (c->o.rdma == S3_RDMA_OFF || !len || len > c->o.rdma_buf)
+		return false;
+	return c->rdma || c->o.rdma == S3_RDMA_ON ||
+	       (!c->rdma_failed && !(st && atomic_load(&st->unusable)) && !rdx_verbs_unavailable());
+}
+
 int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
 {
 	struct s3_rdma_stats *st = c->o.rdma_stats;
@@ -103,6 +113,9 @@ static int send_token(struct s3_client *c, struct s3_rdma *rd, const struct s3_r
 	q.headers = h;
 	q.nheaders = nh;
 	q.rdma = true;
+	/* The server moves the bytes 1 MiB at a time, each move bounded by
+	 * its own timeout, and answers only then: allow as much silence. */
+	q.stall_secs = c->o.stall_secs * (long)(1 + len / (1u << 20));
 	ret = s3_do_request(c, &q);
 	if (ret && !c->err.status)
 		return ret; /* no answer */

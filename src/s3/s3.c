@@ -291,6 +291,7 @@ int s3_do_request(struct s3_client *c, const struct s3_req *r)
 			.body_fd = r->body_fd,
 			.body_off = r->body_off,
 			.body_len = r->body_len,
+			.stall_secs = r->stall_secs,
 		};
 		bool again;
 
@@ -405,6 +406,8 @@ static void take_info(const struct s3_client *c, struct s3_object_info *info)
  * else, or when declined, over HTTP. */
 static int send_body(struct s3_client *c, const struct s3_req *r)
 {
+	struct s3_req q = *r;
+	char sha[S3_SHA256_HEX_LEN + 1];
 	struct s3_rdma *rd;
 	int ret = s3_rdma_conn(c, r->body_len, &rd);
 
@@ -412,7 +415,14 @@ static int send_body(struct s3_client *c, const struct s3_req *r)
 		return ret;
 	if (rd && (ret = s3_rdma_put(c, rd, r)) != 1)
 		return ret;
-	ret = s3_do_request(c, r);
+	/* Hashed for RDMA, which signs no payload, and declined: the
+	 * SHA-256 the signature needs, now. */
+	if (q.payload_hash && !q.payload_hash[0]) {
+		if ((ret = s3_body_sha256(q.body, q.body_fd, q.body_off, q.body_len, c->o.stop, sha)))
+			return ret;
+		q.payload_hash = sha;
+	}
+	ret = s3_do_request(c, &q);
 	if (!ret)
 		s3_rdma_count(c, false, r->body_len);
 	return ret;
@@ -421,17 +431,23 @@ static int send_body(struct s3_client *c, const struct s3_req *r)
 /* One PutObject of r's body (a file range or a buffer): Content-MD5 and
  * the payload hash from sum, the returned ETag checked against it. */
 static int put_body(struct s3_client *c, struct s3_req *r,
-		    const struct s3_body_sum *sum, struct s3_object_info *info)
+		    const struct s3_body_sum *sum, const struct s3_kv *extra, size_t nextra,
+		    struct s3_object_info *info)
 {
 	char b64[32];
-	struct s3_kv h[] = { { "Content-MD5", b64 } };
+	struct s3_kv h[8] = { { "Content-MD5", b64 } };
+	size_t i;
 	int ret;
 
+	if (nextra > sizeof(h) / sizeof(h[0]) - 1)
+		return -EINVAL;
+	for (i = 0; i < nextra; i++)
+		h[1 + i] = extra[i];
 	s3_md5_b64(sum->md5, b64);
 	r->method = "PUT";
 	r->op = "put";
 	r->headers = h;
-	r->nheaders = 1;
+	r->nheaders = 1 + nextra;
 	r->payload_hash = sum->sha256_hex;
 	ret = send_body(c, r);
 	if (!ret)
@@ -447,12 +463,20 @@ int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 		  int fd, uint64_t off, uint64_t len,
 		  const struct s3_body_sum *sum, struct s3_object_info *info)
 {
+	return s3_put_object_h(c, bucket, key, fd, off, len, sum, NULL, 0, info);
+}
+
+int s3_put_object_h(struct s3_client *c, const char *bucket, const char *key,
+		    int fd, uint64_t off, uint64_t len, const struct s3_body_sum *sum,
+		    const struct s3_kv *headers, size_t nheaders,
+		    struct s3_object_info *info)
+{
 	struct s3_req r = {
 		.bucket = bucket, .key = key,
 		.body_fd = fd, .body_off = off, .body_len = len,
 	};
 
-	return put_body(c, &r, sum, info);
+	return put_body(c, &r, sum, headers, nheaders, info);
 }
 
 int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
@@ -464,7 +488,7 @@ int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,
 		.body = p, .body_fd = -1, .body_len = len,
 	};
 
-	return put_body(c, &r, sum, info);
+	return put_body(c, &r, sum, NULL, 0, info);
 }
 
 /* An ETag goes back into CompleteMultipartUpload's XML as it came: refuse

@@ -79,8 +79,19 @@ struct s3_body_sum {
 	unsigned char md5[16];
 };
 
-/* Both digests of n bytes at p. */
+/* Both digests of n bytes at p; with md5_only (a body that will go by
+ * RDMA, which signs no payload: s3_rdma_wanted), the SHA-256 is left ""
+ * and computed only if the request goes over HTTP after all. */
 void s3_body_sum(const void *p, size_t n, struct s3_body_sum *out);
+void s3_body_sum_md5(const void *p, size_t n, struct s3_body_sum *out);
+
+/* The SHA-256 (hex) of len bytes of p, or of fd from off when p is NULL. */
+int s3_body_sha256(const void *p, int fd, uint64_t off, uint64_t len,
+		   const atomic_int *stop, char *hex);
+
+/* Whether a body of len bytes is likely to go by RDMA on c (so its
+ * SHA-256 can wait: s3_body_sum_md5). */
+bool s3_rdma_wanted(const struct s3_client *c, uint64_t len);
 
 /* Whether etag (quotes included or not) is a plain MD5, 32 hex digits,
  * hex (33 bytes, may be NULL) getting them without quotes. */
@@ -110,6 +121,12 @@ void s3_set_error(struct s3_client *c, const struct s3_error *e);
 int s3_put_object(struct s3_client *c, const char *bucket, const char *key,
 		  int fd, uint64_t off, uint64_t len,
 		  const struct s3_body_sum *sum, struct s3_object_info *info);
+
+/* s3_put_object with nheaders extra headers (x-amz-meta-*; at most 7). */
+int s3_put_object_h(struct s3_client *c, const char *bucket, const char *key,
+		    int fd, uint64_t off, uint64_t len, const struct s3_body_sum *sum,
+		    const struct s3_kv *headers, size_t nheaders,
+		    struct s3_object_info *info);
 
 /* PutObject of len bytes from memory (see s3_put_object). */
 int s3_put_buffer(struct s3_client *c, const char *bucket, const char *key,

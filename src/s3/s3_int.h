@@ -35,6 +35,7 @@ struct s3_req {
 	const char *payload_hash; /* NULL: of the empty body */
 	const struct s3_sink *sink;
 	bool rdma; /* sent with a token: a decline is not retried */
+	long stall_secs; /* s3_http_req's: 0 for the client's */
 };
 
 /* Addresses, signs and sends r, retrying as s3.h says.  Returns 0 for a

@@ -202,27 +202,14 @@ static int put_small(struct run *r, struct s3_client *c, const char *key,
 		     int fd, const struct s3_kv *meta)
 {
 	struct s3_body_sum sum;
-	char b64[32];
-	struct s3_kv h[2] = {*meta, {"Content-MD5", b64}};
+	struct stat st;
 	uint64_t size = 0;
-	struct s3_req q = {
-		.method = "PUT",
-		.op = "put",
-		.bucket = r->dst->bucket,
-		.key = key,
-		.headers = h,
-		.nheaders = 2,
-		.body_fd = fd,
-		.payload_hash = sum.sha256_hex,
-	};
-	int ret = s3_local_hash(fd, PUT_MAX, r->o->stop, &size, &sum);
+	int ret = s3_local_hash(fd, PUT_MAX, r->o->stop, &size, &sum,
+				fstat(fd, &st) || !s3_rdma_wanted(c, (uint64_t)st.st_size));
 
 	if (ret)
 		return ret == -EFBIG ? -ENODATA : ret;
-	s3_md5_b64(sum.md5, b64);
-	q.body_len = size;
-	ret = s3_do_request(c, &q);
-	return ret ? ret : s3_check_put_etag(c, &sum);
+	return s3_put_object_h(c, r->dst->bucket, key, fd, 0, size, &sum, meta, 1, NULL);
 }
 
 static int put_large(struct run *r, struct s3_client *c, const char *key,

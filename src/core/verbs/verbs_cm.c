@@ -396,7 +396,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	}
 	id = ev->id;
 	if (ev->param.conn.private_data_len < 4 ||
-	    get32(ev->param.conn.private_data) != PRIV_MAGIC)
+	    rdx_get32(ev->param.conn.private_data) != PRIV_MAGIC)
 		why = "not an rdxfer sender";
 	else if (id->verbs && id->verbs->device->transport_type == IBV_TRANSPORT_IWARP)
 		why = "iWARP is not supported";

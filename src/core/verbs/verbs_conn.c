@@ -376,19 +376,19 @@ static void on_pool(struct vb_conn *c, const uint8_t *m, size_t len)
 {
 	struct pool_desc *p = &c->pool;
 
-	if (len != POOL_LEN || get32(m) != POOL_MAGIC || c->have_pool || c->receiver) {
+	if (len != POOL_LEN || rdx_get32(m) != POOL_MAGIC || c->have_pool || c->receiver) {
 		vb_fail(c, -RDX_EPROTO, "peer sent a bad slot pool description");
 		return;
 	}
-	p->addr = get64(m + 8);
-	p->hdr_addr = get64(m + 16);
-	p->grant = get64(m + 24);
-	p->rkey = get32(m + 32);
-	p->hdr_rkey = get32(m + 36);
-	p->nslots = get32(m + 40);
-	p->stride = get32(m + 44);
-	p->data_cap = get32(m + 48);
-	p->wire_cap = get32(m + 52);
+	p->addr = rdx_get64(m + 8);
+	p->hdr_addr = rdx_get64(m + 16);
+	p->grant = rdx_get64(m + 24);
+	p->rkey = rdx_get32(m + 32);
+	p->hdr_rkey = rdx_get32(m + 36);
+	p->nslots = rdx_get32(m + 40);
+	p->stride = rdx_get32(m + 44);
+	p->data_cap = rdx_get32(m + 48);
+	p->wire_cap = rdx_get32(m + 52);
 	if (p->nslots == 0 || p->nslots > 65536 || p->data_cap == 0 ||
 	    p->stride < (uint64_t)p->data_cap + p->wire_cap || p->grant > p->nslots) {
 		vb_fail(c, -RDX_EPROTO, "peer sent an impossible slot pool");
@@ -407,7 +407,7 @@ static void on_grant(struct vb_conn *c, const uint8_t *m, size_t len)
 		vb_fail(c, -RDX_EPROTO, "peer sent a bad grant");
 		return;
 	}
-	g = get64(m);
+	g = rdx_get64(m);
 	if (g > c->granted) {
 		c->granted = g;
 		pthread_cond_broadcast(&c->cond);

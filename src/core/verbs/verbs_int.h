@@ -12,6 +12,7 @@
 #ifndef RDX_VERBS_INT_H
 #define RDX_VERBS_INT_H
 
+#include "core/be.h"
 #include "core/ring.h"
 #include "core/verbs/verbs.h"
 #include "core/xport.h"
@@ -171,30 +172,6 @@ static inline size_t round_page(size_t n)
 static inline struct vb_conn *vb_of(struct rdx_conn *c)
 {
 	return (struct vb_conn *)c;
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static inline void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static inline uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
 /* verbs_conn.c */

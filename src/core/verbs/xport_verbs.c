@@ -245,18 +245,18 @@ static int send_pool(struct vb_conn *c, uint64_t grant)
 	struct rdx_slot *s1 = rdx_ring_slot(r, rdx_ring_nslots(r) > 1 ? 1 : 0);
 	uint8_t m[POOL_LEN] = { 0 };
 
-	put32(m, POOL_MAGIC);
-	put64(m + 8, (uintptr_t)s0->data);
-	put64(m + 16, (uintptr_t)c->hdrs);
-	put64(m + 24, grant);
-	put32(m + 32, c->ring_mr->mr->rkey);
-	put32(m + 36, c->hdr_mr->rkey);
-	put32(m + 40, rdx_ring_nslots(r));
-	put32(m + 44, rdx_ring_nslots(r) > 1
+	rdx_put32(m, POOL_MAGIC);
+	rdx_put64(m + 8, (uintptr_t)s0->data);
+	rdx_put64(m + 16, (uintptr_t)c->hdrs);
+	rdx_put64(m + 24, grant);
+	rdx_put32(m + 32, c->ring_mr->mr->rkey);
+	rdx_put32(m + 36, c->hdr_mr->rkey);
+	rdx_put32(m + 40, rdx_ring_nslots(r));
+	rdx_put32(m + 44, rdx_ring_nslots(r) > 1
 			      ? (uint32_t)((uint8_t *)s1->data - (uint8_t *)s0->data)
 			      : (uint32_t)(rdx_ring_slot_size(r) + rdx_ring_wire_size(r)));
-	put32(m + 48, (uint32_t)rdx_ring_slot_size(r));
-	put32(m + 52, (uint32_t)rdx_ring_wire_size(r));
+	rdx_put32(m + 48, (uint32_t)rdx_ring_slot_size(r));
+	rdx_put32(m + 52, (uint32_t)rdx_ring_wire_size(r));
 	return post_ctrl(c, m, sizeof(m), NULL, 0, IMM_POOL);
 }
 
@@ -403,7 +403,7 @@ static void verbs_grant(struct rdx_conn *cb, uint64_t below)
 	prev = c->last_grant;
 	c->last_grant = g;
 	pthread_mutex_unlock(&c->lock);
-	put64(m, g);
+	rdx_put64(m, g);
 	if (post_ctrl(c, m, sizeof(m), NULL, 0, IMM_GRANT)) {
 		/* Not told: the next release tries again. */
 		pthread_mutex_lock(&c->lock);
