@@ -210,6 +210,163 @@ sanitized() {
 	unset RDX_BIG_SIZE RDX_SANITIZED
 }
 
+# ------------------------------------------ Soft-RoCE tier (optional)
+# RDX_RXE=1 (make check sets it), or RDX_TESTS naming it ('rxe' for all,
+# 'rxe/NAME' for tests/rxe/NAME.*): tests/rxe/*.bats and the TAP scripts
+# tests/rxe/*.sh in one guest, tests/rxe/two*.bats in two, booted by
+# scripts/rxe-vm.sh (docs/RXE-VM.md, "The test tier").  In the guest,
+# tests/rxe/guest.sh prints each file's TAP on the console, every line
+# prefixed "RXETAP ROLE|" between BEGIN and END lines; the results are
+# taken from the console log and counted here.  A guest that fails to boot
+# (125), times out (124) or stops before a file's END is a failure, shown
+# with the console tail, never a skip.  RDX_RXE_TRANSPORT (default rdma)
+# is the transport the tests use; tcp checks the harness without verbs.
+
+# rxe_files one|two: the tests/rxe files RDX_TESTS selects for one guest
+# (*.bats but two*, and TAP scripts *.sh) or for two guests (two*.bats).
+rxe_files() {
+	local f base
+	for f in tests/rxe/*.bats tests/rxe/*.sh; do
+		[ -f "$f" ] || continue
+		base=${f##*/}
+		base=${base%.*}
+		[ "$base" != guest ] || continue
+		if [[ $base == two* ]]; then
+			if [ "$1" != two ] || [[ $f != *.bats ]]; then
+				continue
+			fi
+		else
+			[ "$1" = one ] || continue
+		fi
+		matches rxe || matches "rxe/$base" || continue
+		echo "$f"
+	done
+}
+
+rxe_why() {
+	case $1 in
+	124) echo "scripts/rxe-vm.sh exit 124: timed out" ;;
+	125) echo "scripts/rxe-vm.sh exit 125: no status from the guest, boot or setup failed" ;;
+	*) echo "scripts/rxe-vm.sh exit $1" ;;
+	esac
+}
+
+# rxe_boot STATE [--two] FILE...: one boot (or a pair) running every FILE;
+# the console log into STATE.clog, rxe-vm.sh's own output into STATE.vlog,
+# its exit status into STATE.rc.  Prints nothing, so it can run in the
+# background while other tests print.
+rxe_boot() {
+	local st=$1 two=()
+	shift
+	if [ "$1" = --two ]; then
+		two=(--two)
+		shift
+	fi
+	# Every command in the tests is bounded; the guest's own limit is the
+	# safety net, generous because a busy host slows TCG down a lot.
+	RDX_RXE_LOG=$st.clog RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-1500} \
+		scripts/rxe-vm.sh run "${two[@]}" tests/rxe/guest.sh \
+		"RDX_BUILD=$build" "RDX_RXE_TRANSPORT=${RDX_RXE_TRANSPORT:-rdma}" \
+		${RDX_FILTER:+"RDX_FILTER=$RDX_FILTER"} "$@" </dev/null >"$st.vlog" 2>&1
+	echo $? >"$st.rc"
+}
+
+# rxe_count STATE [--two] FILE...: what rxe_boot STATE left, as TAP, counted.
+rxe_count() {
+	local st=$1 two=() roles=(single) clog vlog rc role f name end cut_short=0 bad0=$failed
+	shift
+	if [ "$1" = --two ]; then
+		two=(--two)
+		roles=(a b)
+		shift
+	fi
+	echo "# rxe: scripts/rxe-vm.sh run ${two[*]} tests/rxe/guest.sh $*"
+	clog=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-console.XXXXXX")
+	[ -f "$st.clog" ] && cat "$st.clog" >"$clog"
+	vlog=$st.vlog
+	[ -f "$vlog" ] || : >"$vlog"
+	rc=$(cat "$st.rc" 2>/dev/null || echo 125)
+	sed -n 's/^rxe-vm: \(guest .* s\)\( (.*)\)\{0,1\}$/# rxe \1\2/p' "$vlog"
+	for role in "${roles[@]}"; do
+		for f in "$@"; do
+			name=${f#tests/}
+			name=${name%.*}
+			[ "$role" = single ] || name+=" $role"
+			rm -f "$log.end"
+			awk -v tag="RXETAP $role|" -v f="$f" -v endf="$log.end" '
+				{ i = index($0, tag); if (!i) next; s = substr($0, i + length(tag)) }
+				s == "BEGIN " f { on = 1; next }
+				on && index(s, "END " f " ") == 1 { print substr(s, length(f) + 6) >endf; on = 0; next }
+				on { print s }' "$clog" |
+				sed -E "s/^(not ok|ok)( [0-9]+)?( -)? /\1\2 $(sed 's/[\/&]/\\&/g' <<<"$name"): /" >"$log"
+			cat "$log"
+			count_tap "$log" rxe
+			end=$(cat "$log.end" 2>/dev/null)
+			if [ -z "$end" ]; then
+				echo "not ok - $name: the guest stopped before it ended ($(rxe_why "$rc"))"
+				failed=$((failed + 1))
+				cut_short=1
+			elif [ "$end" -ne 0 ] && ! grep -qE '^not ok ' "$log"; then
+				echo "not ok - $name exited with status $end"
+				failed=$((failed + 1))
+			elif [ "$tap_n" -eq 0 ]; then
+				echo "not ok - $name printed no TAP results"
+				failed=$((failed + 1))
+			fi
+		done
+	done
+	# Booting or the guest itself failed: the console tail says why.
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
+		if [ "$cut_short" = 0 ]; then
+			echo "not ok - rxe: the guest did not end after the tests ($(rxe_why "$rc"))"
+			failed=$((failed + 1))
+		fi
+		sed 's/^/# /' "$vlog"
+	fi
+	rm -f "$vlog" "$log.end" "$st.clog" "$st.rc"
+	if [ "$failed" -gt "$bad0" ] && [ -s "$clog" ]; then
+		echo "# rxe: full console log kept in $clog"
+	else
+		rm -f "$clog"
+	fi
+}
+
+# run_rxe [--two] FILE...: rxe_boot then rxe_count.
+run_rxe() {
+	local st
+	st=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	rxe_boot "$st" "$@"
+	rxe_count "$st" "$@"
+	rm -f "$st"
+}
+
+# The guests start before the sanitizer passes when there are any: they
+# spend most of their time waiting (emulation, timers, the tests' own
+# pauses), so they run in the background beside those passes and are
+# counted after them.  Without sanitizer passes they run here and now.
+rxe_one=() rxe_two=() rxe_bg=
+if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 ]; }; then
+	mapfile -t rxe_one < <(rxe_files one)
+	mapfile -t rxe_two < <(rxe_files two)
+	if [ $((${#rxe_one[@]} + ${#rxe_two[@]})) -gt 0 ] &&
+		! scripts/rxe-vm.sh fetch >"$log" 2>&1; then
+		sed 's/^/# /' "$log"
+		echo "not ok - rxe: scripts/rxe-vm.sh fetch failed"
+		failed=$((failed + 1))
+		rxe_one=() rxe_two=()
+	fi
+	if [ $((${#rxe_one[@]} + ${#rxe_two[@]})) -gt 0 ] &&
+		[ -n "${RDX_ASAN_BUILD:-}${RDX_TSAN_BUILD:-}" ]; then
+		rxe_bg=$(mktemp -d "${TMPDIR:-/tmp}/rdx-rxe-bg.XXXXXX")
+		echo "# rxe: the guests boot now, beside the sanitizer passes; their results follow those"
+		(
+			[ ${#rxe_one[@]} -eq 0 ] || rxe_boot "$rxe_bg/one" "${rxe_one[@]}"
+			[ ${#rxe_two[@]} -eq 0 ] || rxe_boot "$rxe_bg/two" --two "${rxe_two[@]}"
+		) &
+		rxe_bg_pid=$!
+	fi
+fi
+
 # RDX_ASAN_BUILD=DIR (ASan/UBSan): the transfers, faults, servers, S3, rdcp,
 # trees and resumes.
 if [ -n "${RDX_ASAN_BUILD:-}" ]; then
@@ -260,123 +417,14 @@ if [ -n "${RDX_FUZZ_BUILD:-}" ]; then
 	done
 fi
 
-# ------------------------------------------ Soft-RoCE tier (optional)
-# RDX_RXE=1 (make check sets it), or RDX_TESTS naming it ('rxe' for all,
-# 'rxe/NAME' for tests/rxe/NAME.*): tests/rxe/*.bats and the TAP scripts
-# tests/rxe/*.sh in one guest, tests/rxe/two*.bats in two, booted by
-# scripts/rxe-vm.sh (docs/RXE-VM.md, "The test tier").  In the guest,
-# tests/rxe/guest.sh prints each file's TAP on the console, every line
-# prefixed "RXETAP ROLE|" between BEGIN and END lines; the results are
-# taken from the console log and counted here.  A guest that fails to boot
-# (125), times out (124) or stops before a file's END is a failure, shown
-# with the console tail, never a skip.  RDX_RXE_TRANSPORT (default rdma)
-# is the transport the tests use; tcp checks the harness without verbs.
-
-# rxe_files one|two: the tests/rxe files RDX_TESTS selects for one guest
-# (*.bats but two*, and TAP scripts *.sh) or for two guests (two*.bats).
-rxe_files() {
-	local f base
-	for f in tests/rxe/*.bats tests/rxe/*.sh; do
-		[ -f "$f" ] || continue
-		base=${f##*/}
-		base=${base%.*}
-		[ "$base" != guest ] || continue
-		if [[ $base == two* ]]; then
-			if [ "$1" != two ] || [[ $f != *.bats ]]; then
-				continue
-			fi
-		else
-			[ "$1" = one ] || continue
-		fi
-		matches rxe || matches "rxe/$base" || continue
-		echo "$f"
-	done
-}
-
-rxe_why() {
-	case $1 in
-	124) echo "scripts/rxe-vm.sh exit 124: timed out" ;;
-	125) echo "scripts/rxe-vm.sh exit 125: no status from the guest, boot or setup failed" ;;
-	*) echo "scripts/rxe-vm.sh exit $1" ;;
-	esac
-}
-
-# run_rxe [--two] FILE...: one boot (or a pair) running every FILE.
-run_rxe() {
-	local two=() roles=(single) clog vlog=$log.vm rc role f name end cut_short=0 bad0=$failed
-	if [ "$1" = --two ]; then
-		two=(--two)
-		roles=(a b)
-		shift
-	fi
-	echo "# rxe: scripts/rxe-vm.sh run ${two[*]} tests/rxe/guest.sh $*"
-	clog=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-console.XXXXXX")
-	# Every command in the tests is bounded; the guest's own limit is the
-	# safety net, generous because a busy host slows TCG down a lot.
-	RDX_RXE_LOG=$clog RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-600} \
-		scripts/rxe-vm.sh run "${two[@]}" tests/rxe/guest.sh \
-		"RDX_BUILD=$build" "RDX_RXE_TRANSPORT=${RDX_RXE_TRANSPORT:-rdma}" \
-		${RDX_FILTER:+"RDX_FILTER=$RDX_FILTER"} "$@" </dev/null >"$vlog" 2>&1
-	rc=$?
-	[ -f "$clog" ] || : >"$clog"
-	sed -n 's/^rxe-vm: \(guest .* s\)\( (.*)\)\{0,1\}$/# rxe \1\2/p' "$vlog"
-	for role in "${roles[@]}"; do
-		for f in "$@"; do
-			name=${f#tests/}
-			name=${name%.*}
-			[ "$role" = single ] || name+=" $role"
-			rm -f "$log.end"
-			awk -v tag="RXETAP $role|" -v f="$f" -v endf="$log.end" '
-				{ i = index($0, tag); if (!i) next; s = substr($0, i + length(tag)) }
-				s == "BEGIN " f { on = 1; next }
-				on && index(s, "END " f " ") == 1 { print substr(s, length(f) + 6) >endf; on = 0; next }
-				on { print s }' "$clog" |
-				sed -E "s/^(not ok|ok)( [0-9]+)?( -)? /\1\2 $(sed 's/[\/&]/\\&/g' <<<"$name"): /" >"$log"
-			cat "$log"
-			count_tap "$log" rxe
-			end=$(cat "$log.end" 2>/dev/null)
-			if [ -z "$end" ]; then
-				echo "not ok - $name: the guest stopped before it ended ($(rxe_why "$rc"))"
-				failed=$((failed + 1))
-				cut_short=1
-			elif [ "$end" -ne 0 ] && ! grep -qE '^not ok ' "$log"; then
-				echo "not ok - $name exited with status $end"
-				failed=$((failed + 1))
-			elif [ "$tap_n" -eq 0 ]; then
-				echo "not ok - $name printed no TAP results"
-				failed=$((failed + 1))
-			fi
-		done
-	done
-	# Booting or the guest itself failed: the console tail says why.
-	if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
-		if [ "$cut_short" = 0 ]; then
-			echo "not ok - rxe: the guest did not end after the tests ($(rxe_why "$rc"))"
-			failed=$((failed + 1))
-		fi
-		sed 's/^/# /' "$vlog"
-	fi
-	rm -f "$vlog" "$log.end"
-	if [ "$failed" -gt "$bad0" ] && [ -s "$clog" ]; then
-		echo "# rxe: full console log kept in $clog"
-	else
-		rm -f "$clog"
-	fi
-}
-
-if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 ]; }; then
-	mapfile -t files < <(rxe_files one)
-	mapfile -t pair < <(rxe_files two)
-	if [ $((${#files[@]} + ${#pair[@]})) -gt 0 ]; then
-		if ! scripts/rxe-vm.sh fetch >"$log" 2>&1; then
-			sed 's/^/# /' "$log"
-			echo "not ok - rxe: scripts/rxe-vm.sh fetch failed"
-			failed=$((failed + 1))
-		else
-			[ ${#files[@]} -eq 0 ] || run_rxe "${files[@]}"
-			[ ${#pair[@]} -eq 0 ] || run_rxe --two "${pair[@]}"
-		fi
-	fi
+if [ -n "$rxe_bg" ]; then
+	wait "$rxe_bg_pid"
+	[ ${#rxe_one[@]} -eq 0 ] || rxe_count "$rxe_bg/one" "${rxe_one[@]}"
+	[ ${#rxe_two[@]} -eq 0 ] || rxe_count "$rxe_bg/two" --two "${rxe_two[@]}"
+	rm -rf "$rxe_bg"
+else
+	[ ${#rxe_one[@]} -eq 0 ] || run_rxe "${rxe_one[@]}"
+	[ ${#rxe_two[@]} -eq 0 ] || run_rxe --two "${rxe_two[@]}"
 fi
 
 # The next slow test shows up here when it arrives.
