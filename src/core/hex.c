@@ -47,3 +47,14 @@ bool rdx_hex_is(const char *s, size_t n)
 			return false;
 	return true;
 }
+
+int rdx_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

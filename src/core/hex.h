@@ -16,6 +16,9 @@ void rdx_hex_encode(const void *in, size_t n, char *out);
  * -EINVAL when h has fewer digits or another character among them. */
 int rdx_hex_decode(const char *h, size_t n, void *out);
 
+/* The value of one hex digit of either case, or -1. */
+int rdx_hex_digit(char c);
+
 /* Whether the first n characters of s are all lower-case hex digits. */
 bool rdx_hex_is(const char *s, size_t n);
 

@@ -249,14 +249,46 @@ static int split_host(const struct s3_config *cfg, char *host, size_t hl, char *
 	return 0;
 }
 
+/* The login did not complete: why, from the transport or its error. */
+static int lost(struct s3_rdma *r, int ret, char *why, size_t wl)
+{
+	snprintf(why, wl, "the login did not complete: %s",
+		 r->conn->why[0] ? r->conn->why
+		 : ret == RDX_XPORT_EOF ? "the server closed the connection"
+					: rdx_strerror(ret));
+	return ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret;
+}
+
+/* The server's next answer, of type want and n bytes (an ERROR is its
+ * refusal, said in why).  Returns 0, or an error with why filled. */
+static int answer(struct s3_rdma *r, unsigned want, uint8_t *in, size_t cap, size_t n,
+		  char *why, size_t wl)
+{
+	unsigned type;
+	size_t got;
+	int ret = s3_rdma_recv(r->conn, &type, in, cap - 1, &got);
+
+	if (ret)
+		return lost(r, ret, why, wl);
+	if (type == RDX_F_ERROR) {
+		in[got] = '\0';
+		snprintf(why, wl, "the server refused the login: %s", (char *)in);
+		return -RDX_EAUTH;
+	}
+	if (type != want || got != n) {
+		snprintf(why, wl, "the server's answer to the login is malformed");
+		return -RDX_EPROTO;
+	}
+	return 0;
+}
+
 static int login(struct s3_rdma *r, const struct s3_config *cfg, char *why, size_t wl)
 {
 	struct s3_rdma_hello h = { .version = S3_RDMA_VERSION, .addr = r->base.raddr,
 				   .len = r->cap, .rkey = r->base.rkey };
 	const char *secret = cfg->no_sign ? "" : cfg->secret_key;
 	uint8_t hb[S3_RDMA_HELLO_MAX], in[RDX_CTRL_MAX], mac[S3_RDMA_MAC];
-	size_t hl, n;
-	unsigned type;
+	size_t hl;
 	int ret;
 
 	if (!cfg->no_sign && strlen(cfg->access_key) > S3_RDMA_KEY_MAX) {
@@ -268,43 +300,19 @@ static int login(struct s3_rdma *r, const struct s3_config *cfg, char *why, size
 	if (getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce))
 		return -errno;
 	hl = s3_rdma_hello_encode(&h, hb);
-	if ((ret = s3_rdma_send(r->conn, RDX_F_HELLO, hb, hl)) ||
-	    (ret = s3_rdma_recv(r->conn, &type, in, sizeof(in) - 1, &n)))
-		goto lost;
-	if (type == RDX_F_ERROR) {
-		in[n] = '\0';
-		snprintf(why, wl, "the server refused the login: %.*s", (int)n, (char *)in);
-		return -RDX_EAUTH;
-	}
-	if (type != RDX_F_AUTH || n != S3_RDMA_NONCE + S3_RDMA_MAC) {
-		snprintf(why, wl, "the server's answer to the login is malformed");
-		return -RDX_EPROTO;
-	}
+	if ((ret = s3_rdma_send(r->conn, RDX_F_HELLO, hb, hl)))
+		return lost(r, ret, why, wl);
+	if ((ret = answer(r, RDX_F_AUTH, in, sizeof(in), S3_RDMA_NONCE + S3_RDMA_MAC, why, wl)))
+		return ret;
 	s3_rdma_proof(secret, "server", hb, hl, in, mac);
 	if (CRYPTO_memcmp(mac, in + S3_RDMA_NONCE, S3_RDMA_MAC)) {
 		snprintf(why, wl, "the server could not prove it holds the secret key");
 		return -RDX_EAUTH;
 	}
 	s3_rdma_proof(secret, "client", hb, hl, in, mac);
-	if ((ret = s3_rdma_send(r->conn, RDX_F_AUTH, mac, sizeof(mac))) ||
-	    (ret = s3_rdma_recv(r->conn, &type, in, sizeof(in) - 1, &n)))
-		goto lost;
-	if (type == RDX_F_ERROR) {
-		in[n] = '\0';
-		snprintf(why, wl, "the server refused the login: %.*s", (int)n, (char *)in);
-		return -RDX_EAUTH;
-	}
-	if (type != RDX_F_ACCEPT || n) {
-		snprintf(why, wl, "the server's answer to the login is malformed");
-		return -RDX_EPROTO;
-	}
-	return 0;
-lost:
-	snprintf(why, wl, "the login did not complete: %s",
-		 r->conn->why[0] ? r->conn->why
-		 : ret == RDX_XPORT_EOF ? "the server closed the connection"
-					: rdx_strerror(ret));
-	return ret == RDX_XPORT_EOF ? -RDX_ECONNECT : ret;
+	if ((ret = s3_rdma_send(r->conn, RDX_F_AUTH, mac, sizeof(mac))))
+		return lost(r, ret, why, wl);
+	return answer(r, RDX_F_ACCEPT, in, sizeof(in), 0, why, wl);
 }
 
 int s3_rdma_open(const struct s3_config *cfg, const struct s3_rdma_how *how, size_t cap,

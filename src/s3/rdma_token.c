@@ -1,6 +1,8 @@
 /* The x-amz-rdma-token descriptor: see rdma_token.h. */
 #include "s3/rdma_token.h"
 
+#include "core/hex.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,17 +22,6 @@ int s3_rdma_token_encode(const struct s3_rdma_token *t,
 	return n == S3_RDMA_TOKEN_LEN ? 0 : -ERANGE;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Exactly digits hex digits at *p, then sep (0: the end); *p moves on. */
 static int field(const char **p, unsigned digits, char sep, uint64_t *v)
 {
@@ -38,7 +29,7 @@ static int field(const char **p, unsigned digits, char sep, uint64_t *v)
 	unsigned i;
 
 	for (i = 0; i < digits; i++) {
-		int d = hexval((*p)[i]);
+		int d = rdx_hex_digit((*p)[i]);
 
 		if (d < 0)
 			return -EINVAL;

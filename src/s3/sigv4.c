@@ -43,17 +43,6 @@ int s3_uri_encode(struct s3_buf *b, const char *s, size_t n, bool keep_slash)
 	return s3_buf_err(b);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int s3_uri_decode(struct s3_buf *b, const char *s, size_t n)
 {
 	size_t i;
@@ -65,9 +54,9 @@ int s3_uri_decode(struct s3_buf *b, const char *s, size_t n)
 		}
 		if (n - i < 3)
 			return -EINVAL;
-		if (hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0)
+		if (rdx_hex_digit(s[i + 1]) < 0 || rdx_hex_digit(s[i + 2]) < 0)
 			return -EINVAL;
-		s3_buf_addc(b, (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2])));
+		s3_buf_addc(b, (char)(rdx_hex_digit(s[i + 1]) * 16 + rdx_hex_digit(s[i + 2])));
 		i += 2;
 	}
 	return s3_buf_err(b);

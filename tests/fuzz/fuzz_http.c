@@ -6,6 +6,7 @@
  * request read has a method, a decoded path starting with '/', at most
  * SV_HDRS_MAX headers and SV_QUERY_MAX parameters, and a body no longer
  * than what was sent. */
+#include "fuzz.h"
 #include "s3/serve/serve_int.h"
 
 #include <stdio.h>
@@ -13,8 +14,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

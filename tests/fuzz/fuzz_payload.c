@@ -1,6 +1,7 @@
 /* libFuzzer target: DATA payloads after the frame header was accepted.
  * A hostile or corrupted frame must never decompress past its slot, never
  * come out of AES-GCM as plaintext without the right tag, and never crash. */
+#include "fuzz.h"
 #include "core/err.h"
 #include "core/proto.h"
 #include "core/seal.h"
@@ -10,8 +11,6 @@
 #include <string.h>
 
 #define SLOT 65536
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -2,19 +2,12 @@
  * handshake goes through these decoders.  Beyond "no crash, no
  * out-of-bounds" (ASan), checks that whatever decodes re-encodes to the
  * same bytes, so no decoder accepts more than the format says. */
+#include "fuzz.h"
 #include "core/err.h"
 #include "core/proto.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			abort();                                               \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

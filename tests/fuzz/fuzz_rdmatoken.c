@@ -2,18 +2,11 @@
  * request that carries one.  Beyond "no crash, no out-of-bounds" (ASan),
  * checks the decoder's promise: it takes exactly the 81-character shape,
  * and what it takes encodes back to the same token (case aside). */
+#include "fuzz.h"
 #include "s3/rdma_token.h"
 
 #include <stdlib.h>
 #include <strings.h>
-
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			abort();                                               \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

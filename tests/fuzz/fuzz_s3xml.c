@@ -3,19 +3,12 @@
  * "no crash, no out-of-bounds, no leak" (ASan), checks the parsers'
  * promises: a failure leaves no partial list or field, entries always have
  * a name, and the Code fits its buffer with a NUL. */
+#include "fuzz.h"
 #include "core/err.h"
 #include "s3/xml.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c)                                                               \
-	do {                                                                   \
-		if (!(c))                                                      \
-			abort();                                               \
-	} while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,6 +4,7 @@
  * symlinks to it), no ".NAME.rdx-" temporary may be left behind (unless
  * the stream names such a file itself), and a
  * failed extraction must say why. */
+#include "fuzz.h"
 #include "core/tree/tree.h"
 
 #include <dirent.h>
@@ -13,8 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char base[64], root[96], outside[96];
 

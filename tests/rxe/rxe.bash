@@ -110,3 +110,13 @@ assert_xport() {
 		return 1
 	}
 }
+
+# rxe_s3_env: the S3 tests' environment (tests/rxe/s3.bats, two-s3.bats):
+# our keys and region only, nothing from a user's ~/.aws or AWS_*.
+rxe_s3_env() {
+	unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN RDS3_RDMA RDS3_RDMA_PORT
+	export HOME=$D/home AWS_CONFIG_FILE=$D/home/.aws/config
+	export AWS_SHARED_CREDENTIALS_FILE=$D/home/.aws/credentials
+	export AWS_ACCESS_KEY_ID=rxe-key AWS_SECRET_ACCESS_KEY='rxe/Secret+1' AWS_REGION=us-east-1
+	mkdir -p "$HOME" "$D/store"
+}

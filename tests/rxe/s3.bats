@@ -17,11 +17,7 @@ BK=rxe-bucket
 
 setup() {
 	rxe_setup
-	unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN RDS3_RDMA RDS3_RDMA_PORT
-	export HOME=$D/home AWS_CONFIG_FILE=$D/home/.aws/config
-	export AWS_SHARED_CREDENTIALS_FILE=$D/home/.aws/credentials
-	export AWS_ACCESS_KEY_ID=rxe-key AWS_SECRET_ACCESS_KEY='rxe/Secret+1' AWS_REGION=us-east-1
-	mkdir -p "$HOME" "$D/store"
+	rxe_s3_env
 }
 
 # serve NAME [OPTIONS...]: rds3 -v OPTIONS serve $D/store on $RXE_ADDR at a

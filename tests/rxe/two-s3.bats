@@ -22,11 +22,7 @@ setup_file() {
 
 setup() {
 	rxe_setup
-	unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN RDS3_RDMA RDS3_RDMA_PORT
-	export HOME=$D/home AWS_CONFIG_FILE=$D/home/.aws/config
-	export AWS_SHARED_CREDENTIALS_FILE=$D/home/.aws/credentials
-	export AWS_ACCESS_KEY_ID=rxe-key AWS_SECRET_ACCESS_KEY='rxe/Secret+1' AWS_REGION=us-east-1
-	mkdir -p "$HOME" "$D/store"
+	rxe_s3_env
 }
 
 # two_s3 BYTES SEED: b puts BYTES of mkdet data to a's server (port 7300 +
