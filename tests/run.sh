@@ -340,33 +340,6 @@ run_rxe() {
 	rm -f "$st"
 }
 
-# The guests start before the sanitizer passes when there are any: they
-# spend most of their time waiting (emulation, timers, the tests' own
-# pauses), so they run in the background beside those passes and are
-# counted after them.  Without sanitizer passes they run here and now.
-rxe_one=() rxe_two=() rxe_bg=
-if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 ]; }; then
-	mapfile -t rxe_one < <(rxe_files one)
-	mapfile -t rxe_two < <(rxe_files two)
-	if [ $((${#rxe_one[@]} + ${#rxe_two[@]})) -gt 0 ] &&
-		! scripts/rxe-vm.sh fetch >"$log" 2>&1; then
-		sed 's/^/# /' "$log"
-		echo "not ok - rxe: scripts/rxe-vm.sh fetch failed"
-		failed=$((failed + 1))
-		rxe_one=() rxe_two=()
-	fi
-	if [ $((${#rxe_one[@]} + ${#rxe_two[@]})) -gt 0 ] &&
-		[ -n "${RDX_ASAN_BUILD:-}${RDX_TSAN_BUILD:-}" ]; then
-		rxe_bg=$(mktemp -d "${TMPDIR:-/tmp}/rdx-rxe-bg.XXXXXX")
-		echo "# rxe: the guests boot now, beside the sanitizer passes; their results follow those"
-		(
-			[ ${#rxe_one[@]} -eq 0 ] || rxe_boot "$rxe_bg/one" "${rxe_one[@]}"
-			[ ${#rxe_two[@]} -eq 0 ] || rxe_boot "$rxe_bg/two" --two "${rxe_two[@]}"
-		) &
-		rxe_bg_pid=$!
-	fi
-fi
-
 # RDX_ASAN_BUILD=DIR (ASan/UBSan): the transfers, faults, servers, S3, rdcp,
 # trees and resumes.
 if [ -n "${RDX_ASAN_BUILD:-}" ]; then
@@ -417,14 +390,22 @@ if [ -n "${RDX_FUZZ_BUILD:-}" ]; then
 	done
 fi
 
-if [ -n "$rxe_bg" ]; then
-	wait "$rxe_bg_pid"
-	[ ${#rxe_one[@]} -eq 0 ] || rxe_count "$rxe_bg/one" "${rxe_one[@]}"
-	[ ${#rxe_two[@]} -eq 0 ] || rxe_count "$rxe_bg/two" --two "${rxe_two[@]}"
-	rm -rf "$rxe_bg"
-else
-	[ ${#rxe_one[@]} -eq 0 ] || run_rxe "${rxe_one[@]}"
-	[ ${#rxe_two[@]} -eq 0 ] || run_rxe --two "${rxe_two[@]}"
+# The guests run last, alone: emulation needs every CPU there is, and a
+# guest slowed by other tests' load gains nothing (measured: beside the
+# sanitizer passes, make check took as long, everything slower).
+if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 ]; }; then
+	mapfile -t rxe_one < <(rxe_files one)
+	mapfile -t rxe_two < <(rxe_files two)
+	if [ $((${#rxe_one[@]} + ${#rxe_two[@]})) -gt 0 ]; then
+		if ! scripts/rxe-vm.sh fetch >"$log" 2>&1; then
+			sed 's/^/# /' "$log"
+			echo "not ok - rxe: scripts/rxe-vm.sh fetch failed"
+			failed=$((failed + 1))
+		else
+			[ ${#rxe_one[@]} -eq 0 ] || run_rxe "${rxe_one[@]}"
+			[ ${#rxe_two[@]} -eq 0 ] || run_rxe --two "${rxe_two[@]}"
+		fi
+	fi
 fi
 
 # The next slow test shows up here when it arrives.

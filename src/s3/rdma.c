@@ -358,7 +358,11 @@ int s3_rdma_open(const struct s3_config *cfg, const struct s3_rdma_how *how, siz
 		r->conn = NULL;
 		goto fail;
 	}
-	rdx_xport_verbs.set_deadline(r->conn, rdx_now_ns() + (uint64_t)S3_RDMA_LOGIN_MS * 1000000, stop);
+	/* A lossy link can take longer than the connect did (each lost SEND
+	 * waits out RC's retransmission timer): the longer bound. */
+	rdx_xport_verbs.set_deadline(r->conn, rdx_now_ns() +
+				     (timeout_ms > S3_RDMA_LOGIN_MS ? timeout_ms : S3_RDMA_LOGIN_MS) * 1000000,
+				     stop);
 	ret = rdx_verbs_reg(r->conn, r->buf, cap, true, true, &r->mr);
 	if (ret) {
 		snprintf(why, whylen, "%s", r->conn->why);

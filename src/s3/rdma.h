@@ -40,7 +40,8 @@
 #define S3_RDMA_AGENT "rdxfer" /* x-amz-rdma-agent of an rc token */
 #define S3_RDMA_DC_AGENT "cuobj" /* ... of a dc token, as NooBaa wants it */
 #define S3_RDMA_DC_KEY 0xffeeddccull /* cuObject's default DC access key */
-#define S3_RDMA_LOGIN_MS 10000	   /* the whole login, either end */
+#define S3_RDMA_LOGIN_MS 10000	   /* the whole login, either end (the client:
+				    * or its connect timeout, if longer) */
 
 enum s3_rdma_mode { S3_RDMA_OFF, S3_RDMA_AUTO, S3_RDMA_ON };
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """An S3 endpoint that declines S3 over RDMA, for tests/rxe/s3.bats.
 
-    decline.py ADDR PORT UPSTREAM_PORT MODE COUNT_FILE
+    decline.py ADDR PORT UPSTREAM_PORT MODE_FILE COUNT_FILE
 
 Forwards every request to rds3 serve at ADDR:UPSTREAM_PORT, but answers a
-request that carries x-amz-rdma-token the way MODE says a server declines:
+request that carries x-amz-rdma-token the way the mode says a server
+declines (read from MODE_FILE at each request, so one proxy serves every
+mode: Python starts slowly under emulation):
 
     s3-400      400 S3InvalidRdmaToken      (NooBaa's errors)
     s3-501      501 S3RdmaNotSupported
@@ -15,7 +17,7 @@ request that carries x-amz-rdma-token the way MODE says a server declines:
     no-count    200 with x-amz-rdma-reply: 200 but no
                 x-amz-rdma-bytes-transferred: no decline, a broken server
 
-and writes the count of declines so far to COUNT_FILE.  rds3 finds the
+and writes the count of declines so far to COUNT_FILE.NAME, NAME the mode.  rds3 finds the
 server's RDMA port through RDS3_RDMA_PORT.  Used against an unsigned
 server (ignore changes signed headers).
 """
@@ -24,11 +26,11 @@ import http.server
 import sys
 import threading
 
-ADDR, PORT, UP, MODE, COUNT = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+ADDR, PORT, UP, MODE_FILE, COUNT = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 ERRORS = {"s3-400": (400, "S3InvalidRdmaToken"), "s3-501": (501, "S3RdmaNotSupported"),
           "s3-500": (500, "S3RdmaIoError")}
 lock = threading.Lock()
-declined = 0
+declined = {}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -47,15 +49,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def handle_any(self):
-        global declined
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         headers = [(k, v) for k, v in self.headers.items()]
+        with open(MODE_FILE) as f:
+            MODE = f.read().strip()
         if self.headers.get("x-amz-rdma-token"):
             with lock:
-                declined += 1
-                with open(COUNT, "w") as f:
-                    f.write("%d\n" % declined)
+                declined[MODE] = declined.get(MODE, 0) + 1
+                with open(COUNT + "." + MODE, "w") as f:
+                    f.write("%d\n" % declined[MODE])
             if MODE in ERRORS:
                 st, code = ERRORS[MODE]
                 xml = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"

@@ -34,7 +34,7 @@ two_s3() {
 	if [ "$RXE_ROLE" = a ]; then
 		bg_start srv "$RDS3" -v --rdma serve --listen "$RXE_ADDR" --port "$port" "$D/store"
 		mkdir -p "$D/store/$BK"
-		wait_until $((6 * T)) [ -e "$D/store/$BK/done" ] || fail "b never finished: $(tail -n 20 "$D/srv.err")"
+		wait_until $((12 * T)) [ -e "$D/store/$BK/done" ] || fail "b never finished: $(tail -n 20 "$D/srv.err")"
 		assert_same "$D/src" "$D/store/$BK/obj"
 		[ "$(grep -o ' rdma [0-9]*$' "$D/srv.err" | awk '{ s += $2 } END { print s + 0 }')" -eq $((2 * n)) ] ||
 			fail "the server did not move the bytes by RDMA: $(tail -n 20 "$D/srv.err")"
@@ -44,16 +44,20 @@ two_s3() {
 			"$RDS3" --retries 0 ls "s3://$BK" >/dev/null 2>&1 && break
 			sleep 1
 		done
-		run_t --secs $((5 * T)) "$RDS3" -v --timeout $T put "$D/src" "s3://$BK/obj"
-		assert_status 0
-		assert_match "$stderr" ": $n bytes by RDMA, 0 by HTTP"
-		run_t --secs $((5 * T)) "$RDS3" -v --timeout $T get "s3://$BK/obj" "$D/back"
+		# --rdma (on): under loss the connection and its login may take
+		# seconds; --connect-timeout bounds both.
+		o=(-v --rdma --connect-timeout $T --timeout $T)
+		run_t --secs $((5 * T)) "$RDS3" "${o[@]}" put "$D/src" "s3://$BK/obj"
+		put_status=$status put_err=$stderr
+		run_t --secs $((5 * T)) "$RDS3" "${o[@]}" get "s3://$BK/obj" "$D/back"
+		# a waits for this, whatever came before.
+		: >"$D/empty"
+		"$RDS3" put "$D/empty" "s3://$BK/done" >/dev/null 2>&1 || true
+		[ "$put_status" -eq 0 ] || fail "put: exit $put_status: $put_err"
+		assert_match "$put_err" ": $n bytes by RDMA, 0 by HTTP"
 		assert_status 0
 		assert_match "$stderr" ": $n bytes by RDMA, 0 by HTTP"
 		assert_same "$D/src" "$D/back"
-		: >"$D/empty"
-		run_t "$RDS3" put "$D/empty" "s3://$BK/done"
-		assert_status 0
 	fi
 }
 
