@@ -280,7 +280,6 @@ rxe_count() {
 		roles=(a b)
 		shift
 	fi
-	echo "# rxe: scripts/rxe-vm.sh run ${two[*]} tests/rxe/guest.sh $*"
 	clog=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-console.XXXXXX")
 	[ -f "$st.clog" ] && cat "$st.clog" >"$clog"
 	vlog=$st.vlog
@@ -335,6 +334,11 @@ rxe_count() {
 run_rxe() {
 	local st
 	st=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	if [ "$1" = --two ]; then
+		echo "# rxe: scripts/rxe-vm.sh run --two tests/rxe/guest.sh ${*:2}"
+	else
+		echo "# rxe: scripts/rxe-vm.sh run  tests/rxe/guest.sh $*"
+	fi
 	rxe_boot "$st" "$@"
 	rxe_count "$st" "$@"
 	rm -f "$st"
