@@ -7,11 +7,12 @@
 # On hardware, run the two halves by hand (docs/RDMA.md, "S3 over RDMA on
 # hardware").
 #
-# Usage:   bash bench/s3rdma.sh                    # boots the two guests
-#          SIZE=64M COUNT=200 bash bench/s3rdma.sh # quick run
+# Usage:   bash bench/s3rdma.sh                    # boots the two guests: the
+#                                                  # issue's sizes, hours under TCG
+#          SIZE=128M MIDS=8 COUNT=200 bash bench/s3rdma.sh   # about 8 minutes
 #
 # Environment (all optional):
-#   SIZE=256M     the one big object (head -c suffixes)
+#   SIZE=1G       the one big object (head -c suffixes)
 #   MIDS=16       how many 8 MiB objects in the 8 MiB rows
 #   COUNT=2000    how many 4 KiB objects in the many-objects rows (up: one
 #                 rds3 put each, 8 at once; down: rds3 cp -r, --jobs 8)
@@ -26,11 +27,11 @@ cd "$(dirname "$0")/.." || exit 1
 
 if [ -z "${RXE_ROLE:-}" ]; then
 	RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-1800} exec scripts/rxe-vm.sh run --two bench/s3rdma.sh \
-		SIZE="${SIZE:-256M}" MIDS="${MIDS:-16}" COUNT="${COUNT:-2000}" \
+		SIZE="${SIZE:-1G}" MIDS="${MIDS:-16}" COUNT="${COUNT:-2000}" \
 		RUNS="${RUNS:-1}" BUILD="${BUILD:-build}"
 fi
 for a in "$@"; do export "${a?}"; done
-SIZE=${SIZE:-256M} MIDS=${MIDS:-16} COUNT=${COUNT:-2000} RUNS=${RUNS:-1} BUILD=${BUILD:-build}
+SIZE=${SIZE:-1G} MIDS=${MIDS:-16} COUNT=${COUNT:-2000} RUNS=${RUNS:-1} BUILD=${BUILD:-build}
 RDS3=$PWD/$BUILD/rds3
 PORT=7400
 W=/tmp/s3rdma
