@@ -15,6 +15,8 @@
 
 struct rdx_verbs_mr;
 
+#define RDX_VERBS_SLOTS 2 /* one-sided operations in flight per connection */
+
 /* Where a queue pair is, as a peer addresses it: its number, and the
  * port's LID (InfiniBand) or the GID (RoCE: has_gid). */
 struct rdx_verbs_qpaddr {
@@ -53,9 +55,21 @@ bool rdx_verbs_wait_gone(struct rdx_conn *c, unsigned ms);
 /* Copies len bytes between local (inside m) and r->addr + offset: an RDMA
  * WRITE when write, else an RDMA READ.  Waits for the completion (bounded
  * by the connection's timeout).  Returns 0, -EINVAL when local is outside
- * m, or the connection's error with the reason in c->why. */
+ * m, or the connection's error with the reason in c->why.  Uses slot 0. */
 int rdx_verbs_rw(struct rdx_conn *c, bool write, struct rdx_verbs_mr *m,
 		 void *local, size_t len, const struct rdx_verbs_remote *r,
 		 uint64_t offset);
+
+/* The same in two steps, so that a caller keeps up to RDX_VERBS_SLOTS
+ * operations in flight (reading the next piece of a file while the last
+ * one crosses): rdx_verbs_post() starts one in slot (which must be free),
+ * rdx_verbs_wait() waits for it.  Until its wait returns, a slot's local
+ * bytes belong to the NIC; a failed wait returns only once no slot's
+ * operation can still touch local memory (the queue pair is moved to the
+ * error state and the flush awaited), and ends the connection. */
+int rdx_verbs_post(struct rdx_conn *c, unsigned slot, bool write, struct rdx_verbs_mr *m,
+		   void *local, size_t len, const struct rdx_verbs_remote *r,
+		   uint64_t offset);
+int rdx_verbs_wait(struct rdx_conn *c, unsigned slot);
 
 #endif

@@ -457,9 +457,9 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 			c->pend[idx].done = NULL;
 			c->inflight--;
 		}
-		if (kind == WR_ONESIDED) {
-			c->onesided = *wc;
-			c->onesided_done = true;
+		if (kind == WR_ONESIDED && idx < RDX_VERBS_SLOTS) {
+			c->onesided[idx] = *wc;
+			c->onesided_done[idx] = true;
 		}
 		return;
 	}
@@ -523,8 +523,10 @@ static void on_wc(struct vb_conn *c, const struct ibv_wc *wc,
 		return;
 	case WR_ONESIDED:
 		c->sq_used--;
-		c->onesided = *wc;
-		c->onesided_done = true;
+		if (idx < RDX_VERBS_SLOTS) {
+			c->onesided[idx] = *wc;
+			c->onesided_done[idx] = true;
+		}
 		pthread_cond_broadcast(&c->cond);
 		return;
 	default:

@@ -152,8 +152,12 @@ struct vb_conn {
 	struct pending *pend;  /* sender: per local slot */
 	unsigned inflight;
 	unsigned remote_rd;    /* RDMA READs the peer lets us have in flight */
-	struct ibv_wc onesided; /* result of the last one-sided operation */
-	bool onesided_done;
+	/* One-sided operations, at most RDX_VERBS_SLOTS in flight: each
+	 * slot's result, whether it came, whether one is posted. */
+	struct ibv_wc onesided[RDX_VERBS_SLOTS];
+	bool onesided_done[RDX_VERBS_SLOTS];
+	bool onesided_busy[RDX_VERBS_SLOTS];
+	bool onesided_write[RDX_VERBS_SLOTS]; /* a WRITE, else a READ */
 };
 
 struct vb_listener {

@@ -569,9 +569,9 @@ bool rdx_verbs_wait_gone(struct rdx_conn *cb, unsigned ms)
 	return gone;
 }
 
-int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
-		 void *local, size_t len, const struct rdx_verbs_remote *r,
-		 uint64_t offset)
+int rdx_verbs_post(struct rdx_conn *cb, unsigned slot, bool write, struct rdx_verbs_mr *m,
+		   void *local, size_t len, const struct rdx_verbs_remote *r,
+		   uint64_t offset)
 {
 	struct vb_conn *c = vb_of(cb);
 	struct ibv_mr *mr = (struct ibv_mr *)m;
@@ -584,12 +584,12 @@ int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 	if (cb->ops != &rdx_xport_verbs)
 		return -RDX_ENOTSUP;
 	/* Our own bounds; the peer's are checked by its hardware (rkey). */
-	if (len > UINT32_MAX || (uint8_t *)local < (uint8_t *)mr->addr ||
+	if (slot >= RDX_VERBS_SLOTS || len > UINT32_MAX || (uint8_t *)local < (uint8_t *)mr->addr ||
 	    (uint8_t *)local + len > (uint8_t *)mr->addr + mr->length)
 		return -EINVAL;
 	if (!write && c->remote_rd == 0)
 		return -RDX_ENOTSUP;
-	wr.wr_id = WR_ID(WR_ONESIDED, 0);
+	wr.wr_id = WR_ID(WR_ONESIDED, slot);
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
@@ -597,36 +597,83 @@ int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
 	wr.wr.rdma.remote_addr = r->addr + offset;
 	wr.wr.rdma.rkey = r->rkey;
 	pthread_mutex_lock(&c->lock);
+	if (c->onesided_busy[slot]) {
+		pthread_mutex_unlock(&c->lock);
+		return -EBUSY;
+	}
 	while (!c->err && c->sq_used >= c->sq_depth && !(ret = vb_wait_tick(c, since, false)))
 		;
 	if (!ret && c->err)
 		ret = c->err;
 	if (!ret) {
-		c->onesided_done = false;
+		c->onesided_done[slot] = false;
 		ret = ibv_post_send(c->qp, &wr, &bad);
-		if (ret)
+		if (ret) {
 			ret = vb_fail(c, -RDX_ECONNECT, "cannot post an RDMA %s: %s",
 				      write ? "write" : "read", strerror(ret));
-		else
+		} else {
 			c->sq_used++;
+			c->onesided_busy[slot] = true;
+			c->onesided_write[slot] = write;
+		}
 	}
-	while (!ret && !c->onesided_done)
-		ret = c->err ? c->err : vb_wait_tick(c, since, false);
-	if (ret && c->sq_used && !c->onesided_done) {
-		/* Never return while the hardware may still write into local:
-		 * kill the QP and wait (bounded) for the flush. */
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-		uint64_t until = rdx_now_ns() + 2000000000ull;
-
-		vb_fail(c, ret, "RDMA %s did not complete", write ? "write" : "read");
-		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
-		while (!c->onesided_done && rdx_now_ns() < until)
-			vb_nap(c, 20);
-	}
-	if (c->onesided_done && c->onesided.status != IBV_WC_SUCCESS)
-		ret = -RDX_ECONNECT;
 	pthread_mutex_unlock(&c->lock);
 	return ret;
+}
+
+int rdx_verbs_wait(struct rdx_conn *cb, unsigned slot)
+{
+	struct vb_conn *c = vb_of(cb);
+	uint64_t since = rdx_now_ns();
+	unsigned i;
+	int ret = 0;
+
+	if (cb->ops != &rdx_xport_verbs || slot >= RDX_VERBS_SLOTS)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	if (!c->onesided_busy[slot]) {
+		pthread_mutex_unlock(&c->lock);
+		return -EINVAL;
+	}
+	while (!ret && !c->onesided_done[slot])
+		ret = c->err ? c->err : vb_wait_tick(c, since, false);
+	if (ret && !c->onesided_done[slot]) {
+		/* Never return while the hardware may still touch local
+		 * memory: kill the QP and wait (bounded) for every slot's
+		 * flush. */
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+		uint64_t until = rdx_now_ns() + 2000000000ull;
+		bool left;
+
+		vb_fail(c, ret, "RDMA %s did not complete", c->onesided_write[slot] ? "write" : "read");
+		ibv_modify_qp(c->qp, &a, IBV_QP_STATE);
+		do {
+			left = false;
+			for (i = 0; i < RDX_VERBS_SLOTS; i++)
+				left |= c->onesided_busy[i] && !c->onesided_done[i];
+			if (left)
+				vb_nap(c, 20);
+		} while (left && rdx_now_ns() < until);
+		for (i = 0; i < RDX_VERBS_SLOTS; i++)
+			if (c->onesided_done[i])
+				c->onesided_busy[i] = false;
+	}
+	if (c->onesided_done[slot]) {
+		c->onesided_busy[slot] = false;
+		if (c->onesided[slot].status != IBV_WC_SUCCESS)
+			ret = -RDX_ECONNECT;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int rdx_verbs_rw(struct rdx_conn *cb, bool write, struct rdx_verbs_mr *m,
+		 void *local, size_t len, const struct rdx_verbs_remote *r,
+		 uint64_t offset)
+{
+	int ret = rdx_verbs_post(cb, 0, write, m, local, len, r, offset);
+
+	return ret ? ret : rdx_verbs_wait(cb, 0);
 }
 
 const struct rdx_xport_ops rdx_xport_verbs = {

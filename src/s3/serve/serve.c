@@ -261,19 +261,6 @@ static int rdma_body_ok(struct call *k, uint64_t max)
 	return 0;
 }
 
-/* The next piece of an RDMA upload, read from the client's buffer at done:
- * its length, 0 at the end, or -EIO. */
-static ssize_t rdma_read(struct call *k, void *buf, uint64_t done)
-{
-	uint64_t left = sv_rdma_size(k) - done;
-	size_t n = left < IO_BUF ? (size_t)left : IO_BUF;
-
-	(void)buf; /* it is sv_rdma_buf(k), where the READ lands */
-	if (!n)
-		return 0;
-	return sv_rdma_io(k, false, done, n) ? -EIO : (ssize_t)n;
-}
-
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size)
 {
@@ -284,19 +271,17 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 	struct s3_cksum ck = { 0 };
 	enum s3_ck alg;
 	unsigned char sha[32];
+	/* By RDMA the bytes come in the registered buffer's halves. */
 	char *buf = k->rdma ? NULL : malloc(IO_BUF);
 	uint64_t total = 0;
 	int ret = 0;
 
 	*size = 0;
-	if (k->rdma) {
-		buf = sv_rdma_buf(k);
-		if ((ret = rdma_body_ok(k, max)))
-			goto out;
-	}
+	if (k->rdma && (ret = rdma_body_ok(k, max)))
+		goto out;
 	if ((ret = body_checksum(k, &ckh, &alg)))
 		goto out;
-	if (!m || !sh || !buf || !EVP_DigestInit_ex(m, EVP_md5(), NULL) ||
+	if (!m || !sh || (!buf && !k->rdma) || !EVP_DigestInit_ex(m, EVP_md5(), NULL) ||
 	    !EVP_DigestInit_ex(sh, EVP_sha256(), NULL) || (ckh && s3_cksum_init(&ck, alg))) {
 		ret = sv_fail(k, 500, "InternalError", "out of memory") ? -ENOMEM : 1;
 		goto out;
@@ -310,7 +295,8 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		goto out;
 	}
 	for (;;) {
-		ssize_t n = k->rdma ? rdma_read(k, buf, total) : sv_body_read(k->c, r, buf, IO_BUF);
+		const void *data = buf;
+		ssize_t n = k->rdma ? sv_rdma_read_next(k, &data) : sv_body_read(k->c, r, buf, IO_BUF);
 
 		if (n < 0 && k->rdma) {
 			ret = sv_rdma_fail(k);
@@ -331,12 +317,12 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 			ret = sv_fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
 			goto out;
 		}
-		EVP_DigestUpdate(m, buf, (size_t)n);
+		EVP_DigestUpdate(m, data, (size_t)n);
 		if (k->payload)
-			EVP_DigestUpdate(sh, buf, (size_t)n);
+			EVP_DigestUpdate(sh, data, (size_t)n);
 		if (ckh)
-			s3_cksum_update(&ck, buf, (size_t)n);
-		if (rdx_pwrite_full(fd, buf, (size_t)n, (off_t)(total - (uint64_t)n)) < 0) {
+			s3_cksum_update(&ck, data, (size_t)n);
+		if (rdx_pwrite_full(fd, data, (size_t)n, (off_t)(total - (uint64_t)n)) < 0) {
 			ret = sv_fail_errno(k, -errno) ? -EIO : 1;
 			goto out;
 		}
@@ -383,8 +369,7 @@ out:
 	s3_cksum_release(&ck);
 	EVP_MD_CTX_free(m);
 	EVP_MD_CTX_free(sh);
-	if (!k->rdma)
-		free(buf);
+	free(buf);
 	return ret;
 }
 

@@ -124,24 +124,16 @@ static int conditions(const struct sv_req *r, const char *etag, time_t mtime)
 static int rdma_send(struct call *k, int status, int fd, uint64_t off, uint64_t len,
 		     struct s3_buf *h)
 {
-	char *buf = sv_rdma_buf(k);
-	uint64_t done = 0;
+	int ret;
 
 	if (len > sv_rdma_size(k))
 		return sv_fail(k, 400, "S3InvalidRdmaToken",
 			    "the object does not fit the token's buffer") ? -EIO : 0;
-	while (done < len) {
-		size_t n = len - done < IO_BUF ? (size_t)(len - done) : IO_BUF;
-		ssize_t got = pread(fd, buf, n, (off_t)(off + done));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return sv_fail_errno(k, got < 0 ? -errno : -EIO);
-		if (sv_rdma_io(k, true, done, (size_t)got))
-			return sv_rdma_fail(k) < 0 ? -EIO : 0;
-		done += (uint64_t)got;
-	}
+	ret = sv_rdma_send_file(k, fd, off, len);
+	if (ret == -EIO)
+		return sv_rdma_fail(k) < 0 ? -EIO : 0;
+	if (ret)
+		return sv_fail_errno(k, ret);
 	sv_rdma_headers(k, h);
 	if (s3_buf_err(h))
 		return -ENOMEM;

@@ -165,13 +165,16 @@ void sv_rdma_drop(struct call *k);
 /* The token's buffer size: a GET's room, a PUT's exact length. */
 uint64_t sv_rdma_size(const struct call *k);
 
-/* The registered buffer (IO_BUF bytes) sv_rdma_io() moves through. */
-void *sv_rdma_buf(const struct call *k);
+/* A GET by RDMA: len bytes of fd from off into the client's buffer, in
+ * halves of the registered buffer, reading the next from the file while
+ * the last crosses.  Returns 0, -EIO (the RDMA side failed: the
+ * connection is done for) or -errno (the file). */
+int sv_rdma_send_file(struct call *k, int fd, uint64_t off, uint64_t len);
 
-/* Moves n bytes (at most IO_BUF) between the buffer and the client's at
- * off: an RDMA WRITE to_client, else a READ.  Returns 0, or -EIO (the
- * connection is done for) / -EINVAL (outside the token's buffer). */
-int sv_rdma_io(struct call *k, bool to_client, uint64_t off, size_t n);
+/* A PUT by RDMA: the next piece of the client's buffer, its bytes at *p
+ * (valid until the next call), its length; 0 at the end, -EIO when the
+ * RDMA side failed.  The piece after it is already on its way. */
+ssize_t sv_rdma_read_next(struct call *k, const void **p);
 
 /* Answers 500 S3RdmaIoError: 1, or -EIO when that could not be sent. */
 int sv_rdma_fail(struct call *k);

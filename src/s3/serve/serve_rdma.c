@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 struct rconn {
 	struct sv_rdma *d;
@@ -61,11 +62,19 @@ struct sv_rdma {
 	atomic_int quit;
 };
 
-/* One request's hold on a connection. */
+/* One request's hold on a connection, and its moves in flight: the
+ * buffer's two halves take turns, so that the file is read (or written)
+ * while the other half crosses. */
 struct sv_rdma_use {
 	struct rconn *rc;
 	struct s3_rdma_token t;
+	bool busy[RDX_VERBS_SLOTS]; /* a move in flight in that half */
+	size_t len[RDX_VERBS_SLOTS];
+	unsigned cur;  /* READ: the half whose bytes come next */
+	uint64_t next; /* READ: where the next one starts in the client's buffer */
 };
+
+#define HALF (IO_BUF / 2)
 
 static void unlink_conn(struct sv_rdma *d, struct rconn *rc)
 {
@@ -355,7 +364,7 @@ int sv_rdma_take(struct call *k)
 	pthread_mutex_unlock(&d->lock);
 	if (why)
 		return decline(k, 400, "S3InvalidRdmaToken", why);
-	k->rdma = malloc(sizeof(*k->rdma));
+	k->rdma = calloc(1, sizeof(*k->rdma));
 	if (!k->rdma) {
 		pthread_mutex_lock(&d->lock);
 		rc->busy = false;
@@ -368,12 +377,71 @@ int sv_rdma_take(struct call *k)
 	return 0;
 }
 
+/* Marks the connection failed (an RC queue pair in error does not
+ * recover): no request takes it again, its thread closes it. */
+static void conn_failed(struct call *k, bool write)
+{
+	struct rconn *rc = k->rdma->rc;
+
+	rdx_info(1, "%s %s %s: RDMA %s failed: %s", k->c->peer, k->r->method, k->r->raw_path,
+		 write ? "write" : "read", rc->c->why[0] ? rc->c->why : "the connection failed");
+	pthread_mutex_lock(&k->s->rdma->lock);
+	rc->dead = true;
+	pthread_mutex_unlock(&k->s->rdma->lock);
+}
+
+/* Waits for the move in half slot; counts its bytes.  0 or -EIO. */
+static int wait_half(struct call *k, unsigned slot, bool write)
+{
+	struct sv_rdma_use *u = k->rdma;
+
+	u->busy[slot] = false;
+	if (rdx_verbs_wait(u->rc->c, slot)) {
+		conn_failed(k, write);
+		return -EIO;
+	}
+	k->rdma_moved += u->len[slot];
+	return 0;
+}
+
+/* Starts moving n bytes between half slot and the client's buffer at off. */
+static int post_half(struct call *k, unsigned slot, bool write, uint64_t off, size_t n)
+{
+	struct sv_rdma_use *u = k->rdma;
+	struct rdx_verbs_remote r = { .addr = u->t.raddr, .rkey = u->t.rkey, .len = u->t.rsize };
+
+	if (n > HALF || off > r.len || n > r.len - off)
+		return -EINVAL;
+	if (rdx_verbs_post(u->rc->c, slot, write, u->rc->mr, (char *)u->rc->buf + slot * HALF, n,
+			   &r, off)) {
+		conn_failed(k, write);
+		return -EIO;
+	}
+	u->busy[slot] = true;
+	u->len[slot] = n;
+	return 0;
+}
+
+/* Waits for every move still in flight: the halves are the NIC's until
+ * then.  Returns 0 or -EIO. */
+static int drain(struct call *k, bool write)
+{
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; i < RDX_VERBS_SLOTS; i++)
+		if (k->rdma->busy[i] && wait_half(k, i, write))
+			ret = -EIO;
+	return ret;
+}
+
 void sv_rdma_drop(struct call *k)
 {
 	struct sv_rdma *d = k->s->rdma;
 
 	if (!k->rdma)
 		return;
+	drain(k, false);
 	pthread_mutex_lock(&d->lock);
 	k->rdma->rc->busy = false;
 	k->rdma->rc->last_ns = (int64_t)rdx_now_ns();
@@ -388,32 +456,64 @@ uint64_t sv_rdma_size(const struct call *k)
 	return k->rdma->t.rsize;
 }
 
-void *sv_rdma_buf(const struct call *k)
+int sv_rdma_send_file(struct call *k, int fd, uint64_t off, uint64_t len)
 {
-	return k->rdma->rc->buf;
+	char *buf = k->rdma->rc->buf;
+	uint64_t done = 0;
+	unsigned s = 0;
+	int ret = 0;
+
+	while (!ret && done < len) {
+		size_t n = len - done < HALF ? (size_t)(len - done) : HALF;
+		ssize_t got;
+
+		if (k->rdma->busy[s] && (ret = wait_half(k, s, true)))
+			break;
+		do
+			got = pread(fd, buf + s * HALF, n, (off_t)(off + done));
+		while (got < 0 && errno == EINTR);
+		if (got <= 0) {
+			ret = got < 0 ? -errno : -ENODATA;
+			break;
+		}
+		if ((ret = post_half(k, s, true, done, (size_t)got)))
+			break;
+		done += (uint64_t)got;
+		s ^= 1;
+	}
+	if (drain(k, true) && !ret)
+		ret = -EIO;
+	return ret;
 }
 
-int sv_rdma_io(struct call *k, bool to_client, uint64_t off, size_t n)
+ssize_t sv_rdma_read_next(struct call *k, const void **p)
 {
-	struct rconn *rc = k->rdma->rc;
-	struct rdx_verbs_remote r = { .addr = k->rdma->t.raddr, .rkey = k->rdma->t.rkey,
-				      .len = k->rdma->t.rsize };
-	int ret;
+	struct sv_rdma_use *u = k->rdma;
+	uint64_t size = u->t.rsize;
+	unsigned s = u->cur, o = s ^ 1;
+	size_t n;
 
-	if (n > IO_BUF || off > r.len || n > r.len - off)
-		return -EINVAL;
-	ret = rdx_verbs_rw(rc->c, to_client, rc->mr, rc->buf, n, &r, off);
-	if (ret) {
-		rdx_info(1, "%s %s %s: RDMA %s failed: %s", k->c->peer, k->r->method,
-			 k->r->raw_path, to_client ? "write" : "read",
-			 rc->c->why[0] ? rc->c->why : rdx_strerror(ret));
-		pthread_mutex_lock(&k->s->rdma->lock);
-		rc->dead = true; /* an RC queue pair does not recover */
-		pthread_mutex_unlock(&k->s->rdma->lock);
+	/* The half due next, posted on the first call; the other one's
+	 * READ starts now, so that it crosses while the caller writes. */
+	for (unsigned h = s, i = 0; i < RDX_VERBS_SLOTS; h ^= 1, i++) {
+		if (u->busy[h] || u->next >= size)
+			continue;
+		n = size - u->next < HALF ? (size_t)(size - u->next) : HALF;
+		if (post_half(k, h, false, u->next, n)) {
+			drain(k, false);
+			return -EIO;
+		}
+		u->next += n;
+	}
+	if (!u->busy[s])
+		return 0;
+	if (wait_half(k, s, false)) {
+		drain(k, false);
 		return -EIO;
 	}
-	k->rdma_moved += n;
-	return 0;
+	u->cur = o;
+	*p = (char *)u->rc->buf + s * HALF;
+	return (ssize_t)u->len[s];
 }
 
 int sv_rdma_fail(struct call *k)
