@@ -27,11 +27,18 @@ void s3_rdma_count(struct s3_client *c, bool rdma, uint64_t n)
 		atomic_fetch_add(c->o.moved, n);
 }
 
+/* Whether a body of len bytes may go by RDMA at all: not off, not empty
+ * (empty objects always go over HTTP), within the buffer. */
+static bool fits(const struct s3_client *c, uint64_t len)
+{
+	return c->o.rdma != S3_RDMA_OFF && len && len <= c->o.rdma_buf;
+}
+
 bool s3_rdma_wanted(const struct s3_client *c, uint64_t len)
 {
 	const struct s3_rdma_stats *st = c->o.rdma_stats;
 
-	if (c->o.rdma == S3_RDMA_OFF || !len || len > c->o.rdma_buf)
+	if (!fits(c, len))
 		return false;
 	return c->rdma || c->o.rdma == S3_RDMA_ON ||
 	       (!c->rdma_failed && !(st && atomic_load(&st->unusable)) && !rdx_verbs_unavailable());
@@ -45,8 +52,8 @@ int s3_rdma_conn(struct s3_client *c, uint64_t len, struct s3_rdma **out)
 	int ret;
 
 	*out = NULL;
-	if (c->o.rdma == S3_RDMA_OFF || !len || len > c->o.rdma_buf)
-		return 0; /* empty objects always go over HTTP */
+	if (!fits(c, len))
+		return 0;
 	if (c->rdma) {
 		*out = c->rdma;
 		return 0;

@@ -120,3 +120,13 @@ rxe_s3_env() {
 	export AWS_ACCESS_KEY_ID=rxe-key AWS_SECRET_ACCESS_KEY='rxe/Secret+1' AWS_REGION=us-east-1
 	mkdir -p "$HOME" "$D/store"
 }
+
+# rxe_two_lossy: setup_file of the two-guest files (tests/rxe/two*.bats):
+# guest b drops 1 % of its packets, so RC has to retransmit.
+rxe_two_lossy() {
+	case ${RXE_ROLE:-} in
+	a) ;;
+	b) tc qdisc replace dev "$RXE_NETDEV" root netem loss 1% ;;
+	*) echo "RXE_ROLE must be a or b (scripts/rxe-vm.sh run --two)" >&2; return 1 ;;
+	esac
+}

@@ -12,13 +12,7 @@ T=60
 RDS3=$RDX_BUILD/rds3
 BK=rxe-two
 
-setup_file() {
-	case ${RXE_ROLE:-} in
-	a) ;;
-	b) tc qdisc replace dev "$RXE_NETDEV" root netem loss 1% ;;
-	*) echo "RXE_ROLE must be a or b (scripts/rxe-vm.sh run --two)" >&2; return 1 ;;
-	esac
-}
+setup_file() { rxe_two_lossy; }
 
 setup() {
 	rxe_setup

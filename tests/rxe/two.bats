@@ -15,13 +15,7 @@ load rxe
 
 T=60
 
-setup_file() {
-	case ${RXE_ROLE:-} in
-	a) ;;
-	b) tc qdisc replace dev "$RXE_NETDEV" root netem loss 1% ;;
-	*) echo "RXE_ROLE must be a or b (scripts/rxe-vm.sh run --two)" >&2; return 1 ;;
-	esac
-}
+setup_file() { rxe_two_lossy; }
 
 # two_xfer BYTES SEED [SEND_OPTS...]: b sends BYTES of mkdet data FILE->FILE
 # to a on port 7000 + test number; a checks exit 0, the transport and the
