@@ -52,9 +52,13 @@ CLI_OBJ := $(BUILD)/src/cmd/cli.o $(BUILD)/src/cmd/opt.o
 # rdcp's own modules (SSH through libssh), linked into rdcp only.
 CP_SRC := $(wildcard src/cp/*.c)
 CP_OBJ := $(CP_SRC:%.c=$(BUILD)/%.o)
+CP_LIB := $(BUILD)/librdxcp.a
+# rdpipe's own modules: a segment where it runs, and the plan.
+PIPE_SRC := $(wildcard src/pipe/*.c)
+PIPE_OBJ := $(PIPE_SRC:%.c=$(BUILD)/%.o)
 SSH_CFLAGS := $(shell pkg-config --cflags libssh 2>/dev/null)
 SSH_LIBS := $(shell pkg-config --libs libssh 2>/dev/null || echo -lssh)
-TOOLS := rdsend rdrecv rdx-diag rdcp rds3
+TOOLS := rdsend rdrecv rdx-diag rdcp rds3 rdpipe
 TOOL_BIN := $(TOOLS:%=$(BUILD)/%)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -105,6 +109,25 @@ $(BUILD)/rds3: $(BUILD)/src/cmd/rds3.o $(S3CMD_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 $(BUILD)/rdcp: $(BUILD)/src/cmd/rdcp.o $(S3OPTS_OBJ) $(CP_OBJ) $(CLI_OBJ) $(S3LIB) $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
+
+$(CP_LIB): $(CP_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/rdpipe: $(BUILD)/src/cmd/rdpipe.o $(PIPE_OBJ) $(CP_LIB) $(CLI_OBJ) $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(SSH_LIBS) $(LDLIBS)
+
+$(BUILD)/src/cmd/rdpipe.o: src/cmd/rdpipe.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(SSH_CFLAGS) -MMD -MP -c -o $@ $<
+
+# rdpipe's plan is pure (addresses parsed as rdcp's are).
+$(BUILD)/tests/unit/test_pipe: $(BUILD)/tests/unit/test_pipe.o $(BUILD)/src/pipe/plan.o \
+		$(BUILD)/src/cp/addr.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # rdcp's pure modules (addresses, quoting, ssh_config) need no libssh.
 $(BUILD)/tests/unit/test_cp: $(BUILD)/tests/unit/test_cp.o $(BUILD)/src/cp/addr.o \

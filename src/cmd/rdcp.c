@@ -133,77 +133,6 @@ static int bad(const char *opt, const char *arg, const char *want)
 	return -1;
 }
 
-static int set_connect_timeout(struct rdcp *r, const char *opt, const char *arg)
-{
-	uint64_t ms;
-
-	if (rdx_parse_seconds(arg, &ms) || ms < 1000)
-		return bad(opt, arg, "at least 1 second");
-	r->c.o.connect_timeout_ms = ms;
-	r->cp.ssh.connect_timeout_s = (long)(ms / 1000);
-	return 0;
-}
-
-static int set_port(struct rdcp *r, const char *opt, const char *arg)
-{
-	uint64_t v;
-
-	if (rdx_parse_uint(arg, 1, 65535, &v))
-		return bad(opt, arg, "a port from 1 to 65535");
-	r->cp.ssh.port = arg;
-	return 0;
-}
-
-/* -o Key=Value (or "Key Value"), the few ssh_config keys rdcp honours. */
-static int ssh_option(struct rdcp *r, const char *arg)
-{
-	size_t klen = strcspn(arg, "= \t");
-	const char *v = arg + klen;
-
-	v += strspn(v, " \t");
-	if (*v == '=')
-		v++;
-	v += strspn(v, " \t");
-	if (!klen || !*v) {
-		rdx_error("invalid value '%s' for -o: expected Key=Value", arg);
-		return -1;
-	}
-#define KEY_IS(k) (klen == strlen(k) && !strncasecmp(arg, k, klen))
-	if (KEY_IS("StrictHostKeyChecking")) {
-		if (cp_strict_parse(v, &r->cp.ssh.strict))
-			return bad("-o StrictHostKeyChecking", v, "yes, accept-new or no");
-		r->cp.ssh.strict_set = true;
-		return 0;
-	}
-	if (KEY_IS("UserKnownHostsFile")) {
-		r->cp.ssh.known_hosts = v;
-		return 0;
-	}
-	if (KEY_IS("User")) {
-		r->cp.ssh.user = v;
-		return 0;
-	}
-	if (KEY_IS("Port"))
-		return set_port(r, "-o Port", v);
-	if (KEY_IS("IdentityFile")) {
-		r->cp.ssh.identity = v;
-		return 0;
-	}
-	if (KEY_IS("ConnectTimeout"))
-		return set_connect_timeout(r, "-o ConnectTimeout", v);
-	if (KEY_IS("BatchMode")) {
-		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
-			return bad("-o BatchMode", v, "yes or no");
-		r->cp.ssh.batch = !strcasecmp(v, "yes");
-		r->cp.ssh.batch_set = true;
-		return 0;
-	}
-#undef KEY_IS
-	rdx_error("unsupported -o option '%.*s' (rdcp takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode)",
-		  (int)klen, arg);
-	return -1;
-}
-
 static int handle(int key, const char *arg, void *ctx)
 {
 	struct rdcp *r = ctx;
@@ -253,7 +182,7 @@ static int handle(int key, const char *arg, void *ctx)
 		r->c.o.resume = true;
 		return 0;
 	case 'P':
-		return set_port(r, "--ssh-port", arg);
+		return cp_ssh_port(&r->cp.ssh, "--ssh-port", arg);
 	case 'i':
 		r->cp.ssh.identity = arg;
 		return 0;
@@ -261,7 +190,7 @@ static int handle(int key, const char *arg, void *ctx)
 		r->cp.ssh.config = arg;
 		return 0;
 	case 'o':
-		return ssh_option(r, arg);
+		return cp_ssh_option(&r->cp.ssh, &r->c.o.connect_timeout_ms, "rdcp", arg);
 	case OPT_REMOTE_PATH:
 		if (!*arg)
 			return bad("--remote-path", arg, "a directory");
@@ -280,7 +209,8 @@ static int handle(int key, const char *arg, void *ctx)
 			r->c.o.compress = (int)v;
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
-		return set_connect_timeout(r, "--connect-timeout", arg);
+		return cp_ssh_connect_timeout(&r->cp.ssh, &r->c.o.connect_timeout_ms,
+					      "--connect-timeout", arg);
 	default:
 		if (!s3opts_name(key))
 			return -1;

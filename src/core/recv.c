@@ -14,6 +14,8 @@
  */
 #include "core/recv_int.h"
 
+#include <fcntl.h>
+
 static struct receiver *receiver_of(struct rdx_session *s)
 {
 	return (struct receiver *)s;
@@ -390,6 +392,18 @@ static int open_file(struct receiver *x)
 	const struct rdx_xfer_opts *o = s->o;
 	int ret;
 
+	if (o->fd > 0) {
+		int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+		const char *name = o->fd_name ? o->fd_name : "the output";
+
+		ret = fd < 0 ? -errno : rdx_sink_open_fd(&x->sink, fd, name, &s->stop);
+		if (ret && fd >= 0)
+			close(fd);
+		if (ret)
+			return sess_fail(s, -RDX_ELOCAL, "cannot write %s: %s", name,
+					 rdx_strerror(ret));
+		return 0;
+	}
 	ret = -ENOTSUP;
 	if (s->opts.flags & RDX_OPT_RESUME) {
 		ret = rdx_sink_open_partial(&x->sink, o->path, o->fsync, &s->stop, &x->have);

@@ -20,6 +20,7 @@
 #include "core/zpack.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -774,6 +775,18 @@ static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 		}
 		if (ret)
 			return sess_fail(s, -RDX_ELOCAL, "cannot start sending the tree: %s",
+					 rdx_strerror(ret));
+		return 0;
+	}
+	if (o->fd > 0) {
+		int fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+
+		x->src_name = o->fd_name ? o->fd_name : "the input";
+		ret = fd < 0 ? -errno : rdx_source_open_fd(&x->src, fd, &s->stop);
+		if (ret && fd >= 0)
+			close(fd);
+		if (ret)
+			return sess_fail(s, -RDX_ELOCAL, "cannot read %s: %s", x->src_name,
 					 rdx_strerror(ret));
 		return 0;
 	}

@@ -19,6 +19,12 @@ struct rdx_xfer_opts {
 	const char *bind;
 	int family;	  /* AF_UNSPEC, AF_INET, AF_INET6 */
 	const char *path; /* NULL or "-": stdin / stdout; a tree's destination */
+	/* Instead of path, a descriptor (> 0) the sender reads or the
+	 * receiver writes as a stream: rdpipe's commands and >>FILE.  The
+	 * transfer uses a duplicate; the caller keeps fd and closes it.
+	 * fd_name names it in messages. */
+	int fd;
+	const char *fd_name;
 	/* Trees (src/core/tree.h): a sender with ntree > 0 sends these files
 	 * and directories as one tree (path unused); a receiver with tree
 	 * set extracts one under path. */

@@ -48,6 +48,10 @@ struct cp_remote {
 	size_t line_len;
 	size_t chatter; /* stdout bytes before the port line */
 	bool port_seen; /* line holds "RDX-PORT ...", or chatter ran over */
+	/* cp_remote_on_output(): lines and stderr handed on as they come. */
+	void (*on_line)(void *arg, const char *line);
+	void (*on_err)(void *arg, const char *buf, size_t n);
+	void *on_arg;
 	bool ended; /* EOF on both streams and the channel is done */
 	bool intr;  /* a signal cut a password prompt short */
 	int status;
@@ -611,6 +615,15 @@ err:
 	return ret;
 }
 
+void cp_remote_on_output(struct cp_remote *r,
+			 void (*on_line)(void *arg, const char *line),
+			 void (*on_err)(void *arg, const char *buf, size_t n), void *arg)
+{
+	r->on_line = on_line;
+	r->on_err = on_err;
+	r->on_arg = arg;
+}
+
 const char *cp_remote_hostname(struct cp_remote *r)
 {
 	return r->hostname;
@@ -653,6 +666,11 @@ static void keep_err(struct cp_remote *r, const char *buf, size_t n)
 {
 	char *p;
 
+	if (r->on_err) {
+		if (n)
+			r->on_err(r->on_arg, buf, n);
+		return;
+	}
 	if (r->err_len + n > ERR_KEEP)
 		n = ERR_KEEP - r->err_len;
 	if (!n)
@@ -735,6 +753,18 @@ static void keep_out(struct cp_remote *r, const char *buf, size_t n)
 {
 	size_t i;
 
+	for (i = 0; r->on_line && i < n; i++) {
+		if (buf[i] != '\n') {
+			if (r->line_len < sizeof(r->line) - 1)
+				r->line[r->line_len++] = buf[i];
+			continue;
+		}
+		r->line[r->line_len] = '\0';
+		r->line_len = 0;
+		r->on_line(r->on_arg, r->line);
+	}
+	if (r->on_line)
+		return;
 	for (i = 0; i < n && !r->port_seen; i++) {
 		if (++r->chatter > CHATTER_MAX) {
 			r->port_seen = true; /* read_port says it is not one */

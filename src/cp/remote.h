@@ -41,6 +41,18 @@ struct cp_ssh_opts {
  * no or off.  Returns 0, or -1 for anything else. */
 int cp_strict_parse(const char *v, enum cp_strict *out);
 
+/* The command line's SSH options (sshopt.c), for rdcp and rdpipe; each
+ * prints its usage error and returns -1, or 0.  -o takes Key=Value (or
+ * "Key Value") of StrictHostKeyChecking, UserKnownHostsFile, User, Port,
+ * IdentityFile, ConnectTimeout and BatchMode; tool names the command in
+ * the refusal of any other.  ConnectTimeout and --connect-timeout set
+ * *connect_ms (the data connection's) as well. */
+int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
+		  const char *arg);
+int cp_ssh_port(struct cp_ssh_opts *o, const char *opt, const char *arg);
+int cp_ssh_connect_timeout(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *opt,
+			   const char *arg);
+
 struct cp_remote;
 
 /* Connects, checks the host key against known_hosts (as strict says) and
@@ -53,6 +65,15 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o);
 
 /* The host name SSH connected to, after ~/.ssh/config's HostName. */
 const char *cp_remote_hostname(struct cp_remote *r);
+
+/* For rdpipe, before cp_remote_exec(): each whole line of the command's
+ * stdout goes to on_line (without its newline, at most 511 bytes of it)
+ * and its stderr to on_err as it comes (less RDX-PROGRESS lines, still
+ * for cp_remote_progress()), instead of the port line and the kept
+ * stderr.  Called from cp_remote_pump(). */
+void cp_remote_on_output(struct cp_remote *r,
+			 void (*on_line)(void *arg, const char *line),
+			 void (*on_err)(void *arg, const char *buf, size_t n), void *arg);
 
 /* Runs cmd on the far host and writes line and a newline on its stdin,
  * which stays open until cp_remote_terminate() or cp_remote_close().

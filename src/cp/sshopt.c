@@ -1,0 +1,87 @@
+/* The SSH options rdcp and rdpipe take on their command lines: -P, -o
+ * and --connect-timeout, into struct cp_ssh_opts. */
+#include "cp/remote.h"
+
+#include "core/log.h"
+#include "core/units.h"
+
+#include <string.h>
+#include <strings.h>
+
+static int bad(const char *opt, const char *arg, const char *want)
+{
+	rdx_error("invalid value '%s' for %s: expected %s", arg, opt, want);
+	return -1;
+}
+
+int cp_ssh_connect_timeout(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *opt,
+			   const char *arg)
+{
+	uint64_t ms;
+
+	if (rdx_parse_seconds(arg, &ms) || ms < 1000)
+		return bad(opt, arg, "at least 1 second");
+	*connect_ms = ms;
+	o->connect_timeout_s = (long)(ms / 1000);
+	return 0;
+}
+
+int cp_ssh_port(struct cp_ssh_opts *o, const char *opt, const char *arg)
+{
+	uint64_t v;
+
+	if (rdx_parse_uint(arg, 1, 65535, &v))
+		return bad(opt, arg, "a port from 1 to 65535");
+	o->port = arg;
+	return 0;
+}
+
+int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
+		  const char *arg)
+{
+	size_t klen = strcspn(arg, "= \t");
+	const char *v = arg + klen;
+
+	v += strspn(v, " \t");
+	if (*v == '=')
+		v++;
+	v += strspn(v, " \t");
+	if (!klen || !*v) {
+		rdx_error("invalid value '%s' for -o: expected Key=Value", arg);
+		return -1;
+	}
+#define KEY_IS(k) (klen == strlen(k) && !strncasecmp(arg, k, klen))
+	if (KEY_IS("StrictHostKeyChecking")) {
+		if (cp_strict_parse(v, &o->strict))
+			return bad("-o StrictHostKeyChecking", v, "yes, accept-new or no");
+		o->strict_set = true;
+		return 0;
+	}
+	if (KEY_IS("UserKnownHostsFile")) {
+		o->known_hosts = v;
+		return 0;
+	}
+	if (KEY_IS("User")) {
+		o->user = v;
+		return 0;
+	}
+	if (KEY_IS("Port"))
+		return cp_ssh_port(o, "-o Port", v);
+	if (KEY_IS("IdentityFile")) {
+		o->identity = v;
+		return 0;
+	}
+	if (KEY_IS("ConnectTimeout"))
+		return cp_ssh_connect_timeout(o, connect_ms, "-o ConnectTimeout", v);
+	if (KEY_IS("BatchMode")) {
+		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
+			return bad("-o BatchMode", v, "yes or no");
+		o->batch = !strcasecmp(v, "yes");
+		o->batch_set = true;
+		return 0;
+	}
+#undef KEY_IS
+	rdx_error("unsupported -o option '%.*s' (%s takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode)",
+		  (int)klen, arg, tool);
+	return -1;
+}
