@@ -176,8 +176,9 @@ b_bytes() {
 	BG_STDIN=/dev/null bg_start pipe ip netns exec "$NS_B" "$RDPIPE" -F "$SSH_CONFIG" \
 		--remote-path "$RDX_BUILD" --timeout 10 rdxhost:'yes' rdxc:"sleep 300 </dev/null & echo \$! >$D/pid; cat" rdxhost:'wc -c'
 	wait_until 20 test -s "$D/pid" || fail "the middle segment never started: $(cat "$D/pipe.err")"
-	# The middle segment's command dies; its shell's child too.
-	pkill -KILL -P "$(ps -o ppid= "$(cat "$D/pid")" | tr -d ' ')" cat || true
+	# The middle segment's command dies (the shell, or the cat it became:
+	# the sleep's parent), its background sleep still running.
+	kill -KILL "$(ps -o ppid= "$(cat "$D/pid")" | tr -d ' ')"
 	wait_exit "$BG_PID" 30
 	[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] || fail "rdpipe: exit $WAIT_RC: $(cat "$D/pipe.err")"
 	assert_file_match "$D/pipe.err" "failed"

@@ -1,0 +1,46 @@
+# bash completion for rdpipe, generated from its option table
+# (rdpipe --completion bash); do not edit.
+_rdpipe()
+{
+	local cur prev
+	cur="${COMP_WORDS[COMP_CWORD]}"
+	prev="${COMP_WORDS[COMP_CWORD-1]}"
+	case "$prev" in
+	--ssh-port)
+		return 0 ;;
+	--identity)
+		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+	--ssh-config)
+		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+	--ssh-option)
+		return 0 ;;
+	--remote-path)
+		return 0 ;;
+	--rdma-addr)
+		return 0 ;;
+	--transport)
+		COMPREPLY=($(compgen -W "auto tcp rdma" -- "$cur")); return 0 ;;
+	--streams)
+		return 0 ;;
+	--timeout)
+		return 0 ;;
+	--connect-timeout)
+		return 0 ;;
+	esac
+	if [[ "$cur" == -* ]]; then
+		COMPREPLY=($(compgen -W "-v --verbose --progress --dry-run --no-prefix -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
+		return 0
+	fi
+	COMPREPLY=()
+	if [[ "$cur" != */* && "$cur" != *:* ]]; then
+		local h
+		for h in $( { sed -nE 's/^[[:space:]]*[Hh][Oo][Ss][Tt][[:space:]=]+//p' ~/.ssh/config 2>/dev/null
+			awk '$1 !~ /^[|#@]/ { n = split($1, a, ","); for (i = 1; i <= n; i++) { h = a[i]; sub(/^\[/, "", h); sub(/\]:.*/, "", h); print h } }' ~/.ssh/known_hosts 2>/dev/null
+			} | tr -s ' \t' '\n\n' | grep -v '[*?!]' | sort -u); do
+			[[ "$h:" == "$cur"* ]] && COMPREPLY+=("$h:")
+		done
+		[ ${#COMPREPLY[@]} -gt 0 ] && compopt -o nospace 2>/dev/null
+	fi
+	COMPREPLY+=($(compgen -f -- "$cur"))
+}
+complete -F _rdpipe rdpipe
