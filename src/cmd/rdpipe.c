@@ -475,10 +475,11 @@ static void far_cmd(struct cp_cmd *c, const struct opts *o, const struct node *n
  * host name SSH connected to. */
 static const char *data_host(const struct opts *o, struct node *n)
 {
-	size_t len = strlen(n->p->host);
+	size_t len;
 
 	if (n->p->local)
 		return "127.0.0.1";
+	len = strlen(n->p->host);
 	for (unsigned i = 0; i < o->naddr; i++)
 		if (!strncmp(o->addr[i], n->p->host, len) && o->addr[i][len] == '=')
 			return o->addr[i] + len + 1;

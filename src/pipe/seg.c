@@ -112,6 +112,7 @@ static int hop(struct pp_seg *s, bool in, int fd, const char *path, const char *
 	struct pp_hop_end *e = in ? &s->in : &s->out;
 	struct listen_cb l = { s, in };
 	struct rdx_xfer_opts xo = s->xo;
+	int ret;
 
 	xo.key = e->key;
 	xo.interrupted = &s->stop;
@@ -135,7 +136,10 @@ static int hop(struct pp_seg *s, bool in, int fd, const char *path, const char *
 		xo.host = e->host;
 		xo.port = e->port;
 	}
-	return in ? rdx_recv(&xo, st) : rdx_send(&xo, st);
+	ret = in ? rdx_recv(&xo, st) : rdx_send(&xo, st);
+	if (ret)
+		st->seconds = 0; /* no session, or a cut one: no rate */
+	return ret;
 }
 
 static void kill_cmd(struct run *u, int sig)
