@@ -99,6 +99,18 @@ enum cli_key {
 	/* rdcp's: "RDX-PROGRESS DONE TOTAL" lines on stderr (hidden) */       \
 	{ "progress-lines", OPT_PROGRESS_LINES, RDX_ARG_NONE, NULL, NULL, NULL }
 
+/* rdcp's and rdpipe's SSH options, handled by cp_ssh_cli() (src/cp). */
+#define CLI_SSH_ROWS                                                           \
+	{ "ssh-port", 'P', RDX_ARG_REQUIRED, "PORT",                           \
+	  "SSH port of the remote hosts (default: ~/.ssh/config's, else 22)", NULL }, \
+	{ "identity", 'i', RDX_ARG_REQUIRED, "FILE",                           \
+	  "SSH private key to try first", "file" },                            \
+	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",                         \
+	  "SSH config file instead of ~/.ssh/config", "file" },                \
+	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",                       \
+	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode", \
+	  NULL }
+
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \
 	{ "version", 'V', RDX_ARG_NONE, NULL, "show the version and exit",     \

@@ -67,15 +67,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "progress bar with rate and ETA (when stderr is a terminal)", NULL },
 	{ "json", OPT_JSON, RDX_ARG_NONE, NULL,
 	  "print the final statistics as one JSON object", NULL },
-	{ "ssh-port", 'P', RDX_ARG_REQUIRED, "PORT",
-	  "SSH port of the remote host (default: ~/.ssh/config's, else 22)", NULL },
-	{ "identity", 'i', RDX_ARG_REQUIRED, "FILE",
-	  "SSH private key to try first", "file" },
-	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",
-	  "SSH config file instead of ~/.ssh/config", "file" },
-	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",
-	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode",
-	  NULL },
+	CLI_SSH_ROWS,
 	{ "remote-path", OPT_REMOTE_PATH, RDX_ARG_REQUIRED, "DIR",
 	  "directory of rdsend and rdrecv on the remote host (default: its PATH)", NULL },
 	{ "rdma-addr", OPT_RDMA_ADDR, RDX_ARG_REQUIRED, "HOST",
@@ -182,15 +174,10 @@ static int handle(int key, const char *arg, void *ctx)
 		r->c.o.resume = true;
 		return 0;
 	case 'P':
-		return cp_ssh_port(&r->cp.ssh, "--ssh-port", arg);
 	case 'i':
-		r->cp.ssh.identity = arg;
-		return 0;
 	case 'F':
-		r->cp.ssh.config = arg;
-		return 0;
 	case 'o':
-		return cp_ssh_option(&r->cp.ssh, &r->c.o.connect_timeout_ms, "rdcp", arg);
+		return cp_ssh_cli(&r->cp.ssh, &r->c.o.connect_timeout_ms, "rdcp", key, arg);
 	case OPT_REMOTE_PATH:
 		if (!*arg)
 			return bad("--remote-path", arg, "a directory");

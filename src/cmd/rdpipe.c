@@ -62,15 +62,7 @@ static const struct rdx_opt rdpipe_opts[] = {
 	  "print what would run where, and exit", NULL },
 	{ "no-prefix", OPT_NO_PREFIX, RDX_ARG_NONE, NULL,
 	  "print the far segments' stderr lines without their 'host: ' prefix", NULL },
-	{ "ssh-port", 'P', RDX_ARG_REQUIRED, "PORT",
-	  "SSH port of the remote hosts (default: ~/.ssh/config's, else 22)", NULL },
-	{ "identity", 'i', RDX_ARG_REQUIRED, "FILE",
-	  "SSH private key to try first", "file" },
-	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",
-	  "SSH config file instead of ~/.ssh/config", "file" },
-	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",
-	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode",
-	  NULL },
+	CLI_SSH_ROWS,
 	{ "remote-path", OPT_REMOTE_PATH, RDX_ARG_REQUIRED, "DIR",
 	  "directory of rdpipe on the remote hosts (default: their PATH)", NULL },
 	{ "rdma-addr", OPT_RDMA_ADDR, RDX_ARG_REQUIRED, "HOST=ADDR",
@@ -166,15 +158,10 @@ static int handle(int key, const char *arg, void *ctx)
 		o->no_prefix = true;
 		return 0;
 	case 'P':
-		return cp_ssh_port(&o->cp.ssh, "--ssh-port", arg);
 	case 'i':
-		o->cp.ssh.identity = arg;
-		return 0;
 	case 'F':
-		o->cp.ssh.config = arg;
-		return 0;
 	case 'o':
-		return cp_ssh_option(&o->cp.ssh, &o->c.o.connect_timeout_ms, "rdpipe", arg);
+		return cp_ssh_cli(&o->cp.ssh, &o->c.o.connect_timeout_ms, "rdpipe", key, arg);
 	case OPT_REMOTE_PATH:
 		if (!*arg)
 			return bad("--remote-path", arg, "a directory");
@@ -418,20 +405,7 @@ static void far_cmd(struct cp_cmd *c, const struct opts *o, const struct node *n
 	const struct rdx_xfer_opts *x = &o->c.o;
 	char buf[96];
 
-	cp_cmd_raw(c, "exec ");
-	if (o->cp.remote_path) {
-		struct cp_cmd p = { 0 };
-
-		cp_cmd_raw(&p, o->cp.remote_path);
-		cp_cmd_raw(&p, "/rdpipe");
-		if (cp_cmd_str(&p))
-			cp_cmd_quoted(c, cp_cmd_str(&p));
-		else
-			c->err = -ENOMEM;
-		cp_cmd_release(&p);
-	} else {
-		cp_cmd_raw(c, "rdpipe");
-	}
+	cp_far_tool(c, &o->cp, "rdpipe");
 	snprintf(buf, sizeof(buf), " --far --far-op %s --far-in %s --far-out %s",
 		 op_names[n->p->op], end_names[n->p->in], end_names[n->p->out]);
 	cp_cmd_raw(c, buf);

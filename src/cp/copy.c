@@ -94,8 +94,7 @@ static void add_common(struct cp_cmd *c, const struct cp_opts *o)
 		cp_cmd_raw(c, " -v");
 }
 
-/* The tool on the far side: DIR/tool with --remote-path, else PATH's. */
-static void add_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool)
+void cp_far_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool)
 {
 	cp_cmd_raw(c, "exec ");
 	if (o->remote_path) {
@@ -130,7 +129,7 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 {
 	char buf[32];
 
-	add_tool(c, o, "rdrecv");
+	cp_far_tool(c, o, "rdrecv");
 	if (dial) {
 		cp_cmd_raw(c, " --connect ");
 		cp_cmd_quoted(c, dial->host);
@@ -215,7 +214,7 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_quoted(c, far[i]);
 		cp_cmd_raw(c, " >&2; exit 2; fi; ");
 	}
-	add_tool(c, o, "rdsend");
+	cp_far_tool(c, o, "rdsend");
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");

@@ -42,6 +42,10 @@ int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_
 int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
 		 const struct cp_addr *far, const char *cmd, const char *key);
 
+/* "exec TOOL": DIR/TOOL with o->remote_path (--remote-path), else the
+ * far PATH's, quoted.  Errors stay in c->err. */
+void cp_far_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool);
+
 /* A remote path relative to the login directory: "~/x" is "x" there, and
  * "" (host:) the directory itself.  Points into path or at ".". */
 const char *cp_far_path(const char *path);

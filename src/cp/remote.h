@@ -50,6 +50,10 @@ int cp_strict_parse(const char *v, enum cp_strict *out);
 int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 		  const char *arg);
 int cp_ssh_port(struct cp_ssh_opts *o, const char *opt, const char *arg);
+/* The options of CLI_SSH_ROWS (src/cmd/cli.h) by key: -P, -i, -F, -o.
+ * Returns 0, -1 (printed), or 1 for another key. */
+int cp_ssh_cli(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool, int key,
+	       const char *arg);
 int cp_ssh_connect_timeout(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *opt,
 			   const char *arg);
 

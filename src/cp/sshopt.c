@@ -85,3 +85,22 @@ int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 		  (int)klen, arg, tool);
 	return -1;
 }
+
+int cp_ssh_cli(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool, int key,
+	       const char *arg)
+{
+	switch (key) {
+	case 'P':
+		return cp_ssh_port(o, "--ssh-port", arg);
+	case 'i':
+		o->identity = arg;
+		return 0;
+	case 'F':
+		o->config = arg;
+		return 0;
+	case 'o':
+		return cp_ssh_option(o, connect_ms, tool, arg);
+	default:
+		return 1;
+	}
+}
