@@ -247,3 +247,20 @@ b_bytes() {
 	rdpipe_b --rdma-addr nothing rdxhost:cat
 	assert_status 2
 }
+
+@test "rdpipe: --rdma-addr HOST=ADDR is where the hosts before HOST dial it" {
+	printf 'abc\n' >"$D/in"
+	# C's address on the A-C link: A dials it there.
+	rdpipe_b --dry-run --rdma-addr "rdxc=$IP_AC_C" rdxhost:cat rdxc:cat
+	assert_status 0
+	assert_match "$output" "^segment 1 \(cat\) on 'rdxhost': ssh rdxhost .* --far-dial '?$IP_AC_C'? "
+	# (This host would dial C there too: the pipeline ends on C.)
+	PIPE_IN=$D/in rdpipe_b --rdma-addr "rdxc=$IP_AC_C" rdxhost:cat "rdxc:> $D/out"
+	assert_status 0
+	assert_same "$D/in" "$D/out"
+	# An address nothing answers at: the hop fails within the connect timeout.
+	PIPE_IN=$D/in rdpipe_b --connect-timeout 2 --rdma-addr "rdxc=10.234.1.1" rdxhost:cat "rdxc:> $D/out2"
+	assert_status 3
+	assert_match "$stderr" "10.234.1.1"
+	[ ! -e "$D/out2" ] || fail "a failed pipeline left $D/out2"
+}
