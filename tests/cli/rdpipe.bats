@@ -264,3 +264,11 @@ b_bytes() {
 	assert_match "$stderr" "10.234.1.1"
 	[ ! -e "$D/out2" ] || fail "a failed pipeline left $D/out2"
 }
+
+@test "rdpipe: rdpipe missing on a host: exit 5, the host named, nothing left" {
+	run_t --secs 60 ip netns exec "$NS_B" "$RDPIPE" -F "$SSH_CONFIG" --remote-path "$D/nowhere" \
+		rdxhost:cat rdxc:cat </dev/null
+	assert_status 5
+	assert_match "$stderr" "^rdpipe: rdpipe was not found on 'rdx(c|host)' \(install it there, or name its directory with --remote-path\)$"
+	assert_nothing_left
+}
