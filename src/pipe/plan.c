@@ -84,6 +84,10 @@ int pp_segment_parse(const char *arg, struct pp_node *n)
 	n->label = n->local ? "localhost" : n->host;
 	ret = parse_op(a.path, n);
 	free(a.path);
+	if (ret) {
+		node_release(n);
+		memset(n, 0, sizeof(*n));
+	}
 	return ret;
 }
 
