@@ -18,6 +18,10 @@ _rdcp()
 		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
 	--ssh-option)
 		return 0 ;;
+	--cipher)
+		return 0 ;;
+	--jump)
+		COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
 	--remote-path)
 		return 0 ;;
 	--rdma-addr)
@@ -38,7 +42,7 @@ _rdcp()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-r --recursive -p --preserve -L --dereference --keep-setid --sync --delete --dry-run --checksum --resume --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-r --recursive -p --preserve -L --dereference --keep-setid --sync --delete --dry-run --checksum --resume --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump --remote-path --rdma-addr --transport --streams -C --compress --compress= --encrypt --timeout --connect-timeout --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=()

@@ -14,6 +14,10 @@ _rdpipe()
 		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
 	--ssh-option)
 		return 0 ;;
+	--cipher)
+		return 0 ;;
+	--jump)
+		COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
 	--remote-path)
 		return 0 ;;
 	--rdma-addr)
@@ -28,7 +32,7 @@ _rdpipe()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --dry-run --no-prefix -P --ssh-port -i --identity -F --ssh-config -o --ssh-option --remote-path --rdma-addr --transport --streams --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --dry-run --no-prefix -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump --remote-path --rdma-addr --transport --streams -C --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=()

@@ -108,8 +108,14 @@ enum cli_key {
 	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",                         \
 	  "SSH config file instead of ~/.ssh/config", "file" },                \
 	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",                       \
-	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode", \
-	  NULL }
+	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump, Compression (LogLevel and other harmless ones: ignored, with a warning)", \
+	  NULL },                                                              \
+	{ "batch", 'B', RDX_ARG_NONE, NULL,                                    \
+	  "never ask for a password or passphrase (BatchMode=yes)", NULL },    \
+	{ "cipher", 'c', RDX_ARG_REQUIRED, "CIPHERS",                          \
+	  "SSH ciphers for the login, comma-separated, as ssh -c (the data: --encrypt)", NULL }, \
+	{ "jump", 'J', RDX_ARG_REQUIRED, "[USER@]HOST[:PORT]",                 \
+	  "log in through this SSH jump host (ProxyJump; the data still goes directly)", "host" }
 
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \

@@ -77,7 +77,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "parallel connections or RDMA queue pairs, 1..64 (default 1)", NULL },
-	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
+	{ "compress", 'C', RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
@@ -177,6 +177,9 @@ static int handle(int key, const char *arg, void *ctx)
 	case 'i':
 	case 'F':
 	case 'o':
+	case 'B':
+	case 'c':
+	case 'J':
 		return cp_ssh_cli(&r->cp.ssh, &r->c.o.connect_timeout_ms, "rdcp", key, arg);
 	case OPT_REMOTE_PATH:
 		if (!*arg)
@@ -188,7 +191,7 @@ static int handle(int key, const char *arg, void *ctx)
 			return bad("--rdma-addr", arg, "a host");
 		r->cp.rdma_addr = arg;
 		return 0;
-	case OPT_COMPRESS:
+	case 'C':
 		r->c.o.compress = 1;
 		if (arg && rdx_parse_uint(arg, 1, 19, &v))
 			return bad("--compress", arg, "a level from 1 to 19");
@@ -274,7 +277,9 @@ static bool one_tree(const struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 			return false;
 		if (srcs[i].remote && (strcmp(srcs[i].host, srcs[0].host) ||
 				       !srcs[i].user != !srcs[0].user ||
-				       (srcs[i].user && strcmp(srcs[i].user, srcs[0].user))))
+				       (srcs[i].user && strcmp(srcs[i].user, srcs[0].user)) ||
+				       !srcs[i].port != !srcs[0].port ||
+				       (srcs[i].port && strcmp(srcs[i].port, srcs[0].port))))
 			return false;
 	}
 	return true;

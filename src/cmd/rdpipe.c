@@ -72,7 +72,7 @@ static const struct rdx_opt rdpipe_opts[] = {
 	  "auto, tcp or rdma, for every hop (default auto)", "auto tcp rdma" },
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "parallel connections or RDMA queue pairs per hop, 1..64 (default 1)", NULL },
-	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
+	{ "compress", 'C', RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each hop (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate each hop (AES-256-GCM)", NULL },
@@ -161,6 +161,9 @@ static int handle(int key, const char *arg, void *ctx)
 	case 'i':
 	case 'F':
 	case 'o':
+	case 'B':
+	case 'c':
+	case 'J':
 		return cp_ssh_cli(&o->cp.ssh, &o->c.o.connect_timeout_ms, "rdpipe", key, arg);
 	case OPT_REMOTE_PATH:
 		if (!*arg)
@@ -179,7 +182,7 @@ static int handle(int key, const char *arg, void *ctx)
 		o->addr[o->naddr++] = arg;
 		return 0;
 	}
-	case OPT_COMPRESS:
+	case 'C':
 		o->c.o.compress = 1;
 		if (arg && rdx_parse_uint(arg, 1, 19, &v))
 			return bad("--compress", arg, "a level from 1 to 19");

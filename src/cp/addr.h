@@ -1,5 +1,6 @@
-/* scp's address forms: a local path, or [user@]host:path with an IPv6
- * address in brackets ([user@][v6addr]:path). */
+/* scp's address forms: a local path, [user@]host:path with an IPv6
+ * address in brackets ([user@][v6addr]:path), or the URI
+ * scp://[user@]host[:port][/path]. */
 #ifndef RDX_CP_ADDR_H
 #define RDX_CP_ADDR_H
 
@@ -10,6 +11,7 @@ struct cp_addr {
 	char *user; /* NULL: from ~/.ssh/config or the local user */
 	char *host; /* remote only; brackets removed */
 	char *path; /* never NULL; "" for host: (the remote home directory) */
+	char *port; /* an scp:// URI's SSH port, NULL otherwise */
 };
 
 /* Parses arg as scp does: remote when a ':' comes before any '/' (or the

@@ -56,6 +56,8 @@ int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_
 	so.silence_s = (long)((o->xo.timeout_ms + 999) / 1000);
 	if (far->user)
 		so.user = far->user;
+	if (far->port) /* scp://host:port/ */
+		so.port = far->port;
 	return cp_remote_open(r, &so);
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -194,6 +195,30 @@ static int check_host_key(struct cp_remote *r, const struct cp_ssh_opts *o)
 	}
 }
 
+/* -J: "ProxyJump JUMP" parsed as a config of its own before the user's,
+ * so that it wins as ssh's -J does (libssh keeps the first value it
+ * reads), from a memfd: nothing on the disk.  0, or -1 (printed). */
+static int jump_config(struct cp_remote *r, const char *jump)
+{
+	char path[64];
+	int fd = memfd_create("rdx-jump", MFD_CLOEXEC), ret = -1;
+
+	if (fd < 0 || dprintf(fd, "ProxyJump %s\n", jump) < 0) {
+		rdx_error("cannot pass -J %s to libssh: %s", jump, strerror(errno));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (ssh_options_parse_config(r->ss, path) != 0) {
+		rdx_error("invalid jump host '%s': %s", jump, ssh_err(r));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 /* The config first (Host matches the name as given), then what the
  * command line says on top of it, as ssh does. */
 static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
@@ -212,6 +237,8 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 		rdx_error("cannot read SSH config '%s': %s", o->config, strerror(errno));
 		return -RDX_EUSAGE;
 	}
+	if (o->jump && jump_config(r, o->jump))
+		return -RDX_EUSAGE;
 	if (ssh_options_parse_config(r->ss, o->config) != 0) {
 		rdx_error("cannot parse SSH config '%s': %s",
 			  o->config ? o->config : "~/.ssh/config", ssh_err(r));
@@ -227,6 +254,14 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 		ret |= ssh_options_set(r->ss, SSH_OPTIONS_KNOWNHOSTS, o->known_hosts);
 	if (timeout > 0)
 		ret |= ssh_options_set(r->ss, SSH_OPTIONS_TIMEOUT, &timeout);
+	if (o->compression)
+		ret |= ssh_options_set(r->ss, SSH_OPTIONS_COMPRESSION, o->compression);
+	if (!ret && o->ciphers &&
+	    (ssh_options_set(r->ss, SSH_OPTIONS_CIPHERS_C_S, o->ciphers) ||
+	     ssh_options_set(r->ss, SSH_OPTIONS_CIPHERS_S_C, o->ciphers))) {
+		rdx_error("no cipher of '%s' is one libssh speaks: %s", o->ciphers, ssh_err(r));
+		return -RDX_EUSAGE;
+	}
 	if (ret) {
 		rdx_error("cannot set SSH options: %s", ssh_err(r));
 		return -RDX_EUSAGE;

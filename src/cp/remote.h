@@ -31,6 +31,9 @@ struct cp_ssh_opts {
 	bool strict_set;	 /* -o gave it; else the config's, else yes */
 	bool batch;		 /* BatchMode: keys only, nothing asked */
 	bool batch_set;		 /* -o gave it; else the config's, else no */
+	const char *ciphers;	 /* -c, -o Ciphers: for both directions */
+	const char *jump;	 /* -J, -o ProxyJump: before the config's */
+	const char *compression; /* -o Compression: "yes", "no"; NULL: the config's */
 	long connect_timeout_s;
 	long silence_s;		 /* --timeout: a dead connection is found
 				  * within this (25 s at most); 0: 25 s */
@@ -44,13 +47,16 @@ int cp_strict_parse(const char *v, enum cp_strict *out);
 /* The command line's SSH options (sshopt.c), for rdcp and rdpipe; each
  * prints its usage error and returns -1, or 0.  -o takes Key=Value (or
  * "Key Value") of StrictHostKeyChecking, UserKnownHostsFile, User, Port,
- * IdentityFile, ConnectTimeout and BatchMode; tool names the command in
- * the refusal of any other.  ConnectTimeout and --connect-timeout set
+ * IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump and
+ * Compression; keywords that change nothing of what a login proves or
+ * sends (LogLevel, ServerAliveInterval, ControlMaster, ...) get a warning
+ * and are ignored; tool names the command in the refusal of any other.  ConnectTimeout and --connect-timeout set
  * *connect_ms (the data connection's) as well. */
 int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 		  const char *arg);
 int cp_ssh_port(struct cp_ssh_opts *o, const char *opt, const char *arg);
-/* The options of CLI_SSH_ROWS (src/cmd/cli.h) by key: -P, -i, -F, -o.
+/* The options of CLI_SSH_ROWS (src/cmd/cli.h) by key: -P, -i, -F, -o,
+ * -B, -c, -J.
  * Returns 0, -1 (printed), or 1 for another key. */
 int cp_ssh_cli(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool, int key,
 	       const char *arg);

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/units.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -34,6 +35,27 @@ int cp_ssh_port(struct cp_ssh_opts *o, const char *opt, const char *arg)
 		return bad(opt, arg, "a port from 1 to 65535");
 	o->port = arg;
 	return 0;
+}
+
+/* Keywords scripts pass to scp that change nothing a login proves or
+ * sends here: warned about, not refused.  Anything not named anywhere is
+ * refused, since it might (ForwardAgent and the like included: ignoring
+ * one that asks for more would be safe, but a user should know). */
+static const char *const ignored[] = {
+	"LogLevel", "ServerAliveInterval", "ServerAliveCountMax", "TCPKeepAlive",
+	"ConnectionAttempts", "ControlMaster", "ControlPath", "ControlPersist",
+	"IdentitiesOnly", "AddressFamily", "SendEnv", "SetEnv", "RequestTTY",
+	"ForwardX11", "ClearAllForwardings", "UpdateHostKeys", "HashKnownHosts",
+	"VisualHostKey", "CheckHostIP", "EscapeChar",
+};
+
+/* A value that goes into a config line (ProxyJump): one word, printable. */
+static bool one_word(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v <= ' ' || *v == 0x7f || *v == '#')
+			return false;
+	return true;
 }
 
 int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
@@ -80,8 +102,23 @@ int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 		o->batch_set = true;
 		return 0;
 	}
+	if (KEY_IS("Ciphers"))
+		return cp_ssh_cli(o, connect_ms, tool, 'c', v);
+	if (KEY_IS("ProxyJump"))
+		return cp_ssh_cli(o, connect_ms, tool, 'J', v);
+	if (KEY_IS("Compression")) {
+		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
+			return bad("-o Compression", v, "yes or no");
+		o->compression = strcasecmp(v, "yes") ? "no" : "yes";
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		if (KEY_IS(ignored[i])) {
+			rdx_warn("-o %s is ignored: it changes nothing %s does", ignored[i], tool);
+			return 0;
+		}
 #undef KEY_IS
-	rdx_error("unsupported -o option '%.*s' (%s takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode)",
+	rdx_error("unsupported -o option '%.*s' (%s takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump, Compression)",
 		  (int)klen, arg, tool);
 	return -1;
 }
@@ -100,6 +137,20 @@ int cp_ssh_cli(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool, in
 		return 0;
 	case 'o':
 		return cp_ssh_option(o, connect_ms, tool, arg);
+	case 'B':
+		o->batch = true;
+		o->batch_set = true;
+		return 0;
+	case 'c':
+		if (!*arg || !one_word(arg))
+			return bad("-c", arg, "a cipher list as ssh -c takes it");
+		o->ciphers = arg;
+		return 0;
+	case 'J':
+		if (!*arg || !one_word(arg))
+			return bad("-J", arg, "[user@]host[:port][,...] as ssh -J takes it");
+		o->jump = arg;
+		return 0;
 	default:
 		return 1;
 	}

@@ -69,7 +69,7 @@ int pp_segment_parse(const char *arg, struct pp_node *n)
 	ret = cp_addr_parse(arg, &a);
 	if (ret)
 		return ret;
-	if (!a.remote) {
+	if (!a.remote || a.port) { /* scp:// names a file, not a command */
 		cp_addr_release(&a);
 		return -EINVAL;
 	}

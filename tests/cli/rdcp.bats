@@ -491,3 +491,49 @@ setup() {
 	run_t --secs 10 "$RDCP" "$D/a" "rdxhost:$D/b" "$D/file"
 	assert_status 2
 }
+
+@test "rdcp: scp's -C, -c CIPHER and -o keywords; scp://[user@]host[:port]/path URIs, as scp takes them" {
+	mkrand "$D/src" 100000
+	# -C is --compress.
+	rdcp_b -C --json "$D/src" "rdxhost:$D/c1"
+	assert_status 0
+	assert_match "$output" '"compress":true'
+	assert_same "$D/src" "$D/c1"
+	# -c applies to the login: a cipher sshd offers works, one it does
+	# not (CBC, off by default in OpenSSH) fails the login.
+	rdcp_b -c aes128-ctr "$D/src" "rdxhost:$D/c2"
+	assert_status 0
+	assert_same "$D/src" "$D/c2"
+	rdcp_b -c aes128-cbc "$D/src" "rdxhost:$D/c3"
+	assert_status 3
+	[ ! -e "$D/c3" ] || fail "-c aes128-cbc was not applied"
+	rdcp_b -c no-such-cipher "$D/src" "rdxhost:$D/c3"
+	assert_status 2
+	assert_match "$stderr" "no cipher of 'no-such-cipher' is one libssh speaks"
+	# -o: Ciphers applies; LogLevel warns; an unknown keyword is refused.
+	rdcp_b -o Ciphers=aes128-cbc "$D/src" "rdxhost:$D/c3"
+	assert_status 3
+	rdcp_b -o LogLevel=ERROR -o ServerAliveInterval=5 "$D/src" "rdxhost:$D/c4"
+	assert_status 0
+	assert_match "$stderr" "^rdcp: warning: -o LogLevel is ignored"
+	assert_same "$D/src" "$D/c4"
+	rdcp_b -o PermitLocalCommand=yes "$D/src" "rdxhost:$D/c5"
+	assert_status 2
+	# scp:// URIs: the path after the host's '/', a port, a user; scp
+	# agrees on where the file lands (-O: the tests' sshd has no SFTP).
+	rdcp_b "$D/src" "scp://rdxhost/$D/u1"
+	assert_status 0
+	assert_same "$D/src" "$D/u1"
+	rdcp_b "$D/src" "scp://root@rdxhost:$SSHD_PORT2/$D/u2"
+	assert_status 0
+	assert_same "$D/src" "$D/u2"
+	rdcp_b "scp://rdxhost/$D/u2" "$D/u3"
+	assert_status 0
+	assert_same "$D/src" "$D/u3"
+	run_t --secs 60 ip netns exec "$NS_B" scp -O -q -F "$SSH_CONFIG" -o BatchMode=yes \
+		"$D/src" "scp://root@rdxhost:22/$D/s1"
+	assert_status 0
+	assert_same "$D/src" "$D/s1"
+	rdcp_b "$D/src" "scp://rdxhost:0/$D/u4"
+	assert_status 2
+}

@@ -287,6 +287,17 @@ b_bytes() {
 	assert_same "$D/src" "$D/dst"
 	assert_same "$D/src" "$D/back"
 	from_c 4
+	# scp's -J: the same jump from the command line, to a host the
+	# config reaches directly.
+	{ printf 'Host direct\n  HostName %s\n' "$IP_A"
+	  printf '  User root\n  IdentityFile %s\n  UserKnownHostsFile %s\n' "$SSHD_DIR/id" "$SSHD_DIR/known_hosts"; } >"$D/direct.cfg"
+	rm -f "$D/dst"
+	run_t --secs 60 ip netns exec "$NS_B" unshare -m --propagation private sh -c \
+		'mount --bind "$1" "$2" && shift 2 && exec "$@"' _ "$D/home" "$home" \
+		"$RDCP" -F "$D/direct.cfg" -J rdxc --remote-path "$RDX_BUILD" --timeout 10 "$D/src" "direct:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	from_c 5
 }
 
 rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null || true; }

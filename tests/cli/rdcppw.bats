@@ -115,6 +115,11 @@ refused_thrice() {
 	assert_status 3
 	assert_match "$stderr" "permission denied for root@pwhost: no key was accepted, and BatchMode asks for no password"
 	[ ! -e "$D/asked" ] || fail "SSH_ASKPASS was run: $(cat "$D/asked")"
+	# scp's -B is the same.
+	rdcp_pw -B "$D/src" "pwhost:$D/far"
+	assert_status 3
+	assert_match "$stderr" "no key was accepted, and BatchMode asks for no password"
+	[ ! -e "$D/asked" ] || fail "SSH_ASKPASS was run for -B: $(cat "$D/asked")"
 	run_t --secs 60 ip netns exec "$NS_B" setsid -w "$RDCP" -F "$SSH_CONFIG" \
 		--remote-path "$RDX_BUILD" "$D/src" "pwhost:$D/far"
 	assert_status 3

@@ -32,6 +32,21 @@ static bool addr_is(const char *arg, const char *user, const char *host,
 	return ok;
 }
 
+/* An scp:// URI, port included. */
+static bool uri_is(const char *arg, const char *user, const char *host, const char *port,
+		   const char *path)
+{
+	struct cp_addr a;
+	bool ok;
+
+	if (cp_addr_parse(arg, &a))
+		return false;
+	ok = a.remote && same(a.user, user) && same(a.host, host) && same(a.port, port) &&
+	     same(a.path, path);
+	cp_addr_release(&a);
+	return ok;
+}
+
 static bool addr_bad(const char *arg)
 {
 	struct cp_addr a;
@@ -145,6 +160,23 @@ int main(void)
 	CHECK(addr_bad("@host:p"), "empty user rejected");
 	CHECK(addr_bad("[]:p"), "empty brackets rejected");
 	CHECK(addr_bad("u@[::1"), "unclosed bracket after user@ rejected");
+	CHECK(uri_is("scp://host/file", NULL, "host", NULL, "file"), "scp://host/path: relative to home");
+	CHECK(uri_is("scp://u@host:2222//abs/p", "u", "host", "2222", "/abs/p"),
+	      "scp://user@host:port//absolute");
+	CHECK(uri_is("scp://host", NULL, "host", NULL, ""), "scp://host: the home directory");
+	CHECK(uri_is("scp://host:22", NULL, "host", "22", ""), "scp://host:port");
+	CHECK(uri_is("scp://[::1]:2200/a%20b+c", NULL, "::1", "2200", "a b c"),
+	      "scp://[v6]:port/, %%XX and '+' decoded");
+	CHECK(uri_is("scp://j%40x;fp=1@h/p", "j@x", "h", NULL, "p"),
+	      "a URI's user decoded, ;params ignored");
+	CHECK(addr_bad("scp://"), "scp:// without a host");
+	CHECK(addr_bad("scp://h:/p"), "an empty port");
+	CHECK(addr_bad("scp://h:99999/p"), "a port beyond 65535");
+	CHECK(addr_bad("scp://h:2x/p"), "a port that is no number");
+	CHECK(addr_bad("scp://h/a%00b"), "%%00 in a path");
+	CHECK(addr_bad("scp://h/a%4"), "a cut escape");
+	CHECK(addr_bad("scp://@h/p"), "an empty user");
+	CHECK(addr_bad("scp://[::1/p"), "an unclosed bracket");
 	CHECK(strcmp(cp_basename("/a/b/c.txt"), "c.txt") == 0, "basename");
 	CHECK(strcmp(cp_basename("c"), "c") == 0, "basename without '/'");
 	CHECK(strcmp(cp_basename("/a/"), "") == 0, "basename of a directory path");
