@@ -37,6 +37,9 @@ static const struct rdx_opt rdrecv_opts[] = {
 	  "with -r, take only regular files, each at the top (rdcp -p)", NULL },
 	{ "keep-setid", OPT_KEEP_SETID, RDX_ARG_NONE, NULL,
 	  "with -r as root, keep files' set-user-ID and set-group-ID bits (dropped otherwise)", NULL },
+	/* rdcp's: a new file's permission bits, as the source has them
+	 * (the umask still applies; hidden) */
+	{ "new-mode", OPT_NEW_MODE, RDX_ARG_REQUIRED, "MODE", NULL, NULL },
 	CLI_SERVER_ROWS,
 	CLI_COMMON_TAIL,
 };
@@ -83,6 +86,17 @@ static int handle(int key, const char *arg, void *ctx)
 	case OPT_FILES_ONLY:
 		c->o.tree_files_only = true;
 		return 0;
+	case OPT_NEW_MODE: {
+		char *end;
+		unsigned long m = strtoul(arg, &end, 8);
+
+		if (!*arg || *end || m > 0777) {
+			rdx_error("invalid value '%s' for --new-mode: expected octal permission bits", arg);
+			return -1;
+		}
+		c->o.new_mode = (unsigned)m | RDX_NEW_MODE_SET;
+		return 0;
+	}
 	case OPT_KEEP_SETID:
 		c->o.tree_keep_setid = true;
 		return 0;

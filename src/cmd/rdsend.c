@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const struct rdx_opt rdsend_opts[] = {
 	CLI_COMMON_HEAD,
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
 	char *key = NULL;
 	int optind_, npos, first, ret;
 	uint64_t port;
+	struct stat sb;
 
 	rdx_log_init("rdsend", 0);
 	rdx_xfer_opts_init(&c.o);
@@ -140,6 +142,12 @@ int main(int argc, char **argv)
 		first = optind_;
 		c.o.path = npos ? argv[optind_] : NULL;
 		c.o.wait_ms = c.o.connect_timeout_ms;
+		/* rdcp gives a new copy the file's permission bits (as scp
+		 * does): "RDX-MODE NNN" on stdout, before the port line. */
+		if (c.o.path && !c.tree && !stat(c.o.path, &sb) && S_ISREG(sb.st_mode)) {
+			printf("RDX-MODE %03o\n", (unsigned)(sb.st_mode & 0777));
+			fflush(stdout);
+		}
 	} else {
 		/* HOST PORT [KEY] [FILE], or with -r HOST PORT [KEY] PATH...;
 		 * KEY is left out when it comes from --key-file or RDX_KEY. */

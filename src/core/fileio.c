@@ -316,6 +316,7 @@ struct rdx_sink {
 	bool parallel;	  /* temp file or existing regular file */
 	bool do_fsync;
 	bool committed;
+	bool is_new;	  /* no file had the name when it was opened */
 	char *final;	  /* final name, NULL for stdout/devices */
 	bool staged;	  /* written as stage, published as final */
 	bool prealloc;	  /* staged and fallocated: zero runs are punched out */
@@ -465,20 +466,42 @@ static struct rdx_sink *sink_new(const char *name, const atomic_int *stop, bool 
 	return k;
 }
 
+/* The process's umask, read without changing it (/proc/self/status):
+ * umask(2) can only be read by setting it, which for a moment would give
+ * every other thread's new files mode 0666.  The set-and-restore is the
+ * fallback where /proc says nothing. */
+static mode_t current_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	unsigned m;
+	mode_t mask;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &m) == 1) {
+			fclose(f);
+			return (mode_t)m & 0777;
+		}
+	if (f)
+		fclose(f);
+	mask = umask(0);
+	umask(mask);
+	return mask;
+}
+
 /* A regular or new file at path: its temporary (or partial) beside it,
  * with the file's mode, or the umask's for a new one. */
 static int open_file(struct rdx_sink *k, const char *path, bool partial)
 {
 	struct stat st;
-	mode_t mode, mask;
+	mode_t mode;
 	int ret;
 
 	if (stat(path, &st) == 0) {
 		mode = st.st_mode & 07777;
 	} else {
-		mask = umask(0);
-		umask(mask);
-		mode = 0666 & ~mask;
+		mode = 0666 & ~current_umask();
+		k->is_new = true;
 	}
 	ret = open_temp(k, path, mode, partial);
 	if (ret)
@@ -547,6 +570,13 @@ int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
 err:
 	rdx_sink_close(k);
 	return ret;
+}
+
+int rdx_sink_new_mode(struct rdx_sink *k, mode_t mode)
+{
+	if (!k->is_new)
+		return 0;
+	return fchmod(k->fd, mode & 0777 & ~current_umask()) ? -errno : 0;
 }
 
 int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,

@@ -118,6 +118,11 @@ int rdx_sink_start_at(struct rdx_sink *k, uint64_t start, uint64_t size);
  * without a partial. */
 int rdx_sink_mark(struct rdx_sink *k, uint64_t have);
 
+/* A sink of rdx_sink_open() that made a new file: gives it mode (0777
+ * bits) less the umask.  Nothing for an existing file or a stream.
+ * Returns 0 or -errno. */
+int rdx_sink_new_mode(struct rdx_sink *k, mode_t mode);
+
 /* A stream sink writing into fd (a pipe to a consumer thread), which the
  * sink owns and closes; name is for messages.  Returns 0 or -ENOMEM. */
 int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,

@@ -413,6 +413,8 @@ static int open_file(struct receiver *x)
 		ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
 				    s->opts.size, o->fsync, &s->stop, o->timeout_ms / 2,
 				    o->interrupted);
+	if (!ret && (o->new_mode & RDX_NEW_MODE_SET))
+		ret = rdx_sink_new_mode(x->sink, o->new_mode & 0777);
 	if (ret == -EINTR)
 		return sess_fail(s, -RDX_EINTR, "interrupted");
 	if (ret == -ENXIO)

@@ -48,6 +48,11 @@ struct rdx_xfer_opts {
 	bool tree_dry_run; /* sender, with tree_sync: only say what would go */
 	bool tree_checksum; /* sender, with tree_sync: compare content, not mtime */
 	bool resume;	    /* sender, a file: continue the receiver's partial */
+	/* Receiver, a file: a new one gets these permission bits less the
+	 * umask (rdcp: the source's, as scp and cp give them), with
+	 * RDX_NEW_MODE_SET; 0: 0666 less the umask.  An existing file keeps
+	 * its own. */
+	unsigned new_mode;
 	const struct rdx_rule *tree_rules; /* sender: --include/--exclude */
 	size_t ntree_rules;
 	struct rdx_key key;
@@ -74,6 +79,8 @@ struct rdx_xfer_opts {
 	void (*on_listen)(unsigned port, void *arg);
 	void *on_listen_arg;
 };
+
+#define RDX_NEW_MODE_SET 0x10000u
 
 struct rdx_xfer_stats {
 	uint64_t bytes;	 /* plain bytes moved */

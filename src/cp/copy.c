@@ -127,11 +127,15 @@ const char *cp_far_path(const char *path)
 /* The far rdrecv itself: --server, or --connect dialing the source, then
  * its options and DST ("$d", set by the caller's shell code). */
 static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
-		      const struct cp_dial *dial)
+		      const struct cp_dial *dial, unsigned mode)
 {
 	char buf[32];
 
 	cp_far_tool(c, o, "rdrecv");
+	if (mode && !o->recursive) {
+		snprintf(buf, sizeof(buf), " --new-mode %03o", mode & 0777);
+		cp_cmd_raw(c, buf);
+	}
 	if (dial) {
 		cp_cmd_raw(c, " --connect ");
 		cp_cmd_quoted(c, dial->host);
@@ -179,8 +183,27 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
  * (with o->dst_dir, anything but a directory ends it with status 1).  A
  * tree: rdrecv -r itself does what cp -r does with DST (into it when a
  * directory, else DST becomes the tree). */
+unsigned cp_local_mode(const char *path)
+{
+	struct stat sb;
+
+	if (strcmp(path, "-") && !stat(path, &sb) && S_ISREG(sb.st_mode))
+		return (sb.st_mode & 0777) | RDX_NEW_MODE_SET;
+	return 0;
+}
+
+unsigned cp_far_mode(struct cp_remote *r)
+{
+	unsigned m;
+	char end;
+
+	if (sscanf(cp_remote_last_line(r), "RDX-MODE %o%c", &m, &end) == 1 && m <= 0777)
+		return m | RDX_NEW_MODE_SET;
+	return 0;
+}
+
 void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
-		 const char *name, const struct cp_dial *dial)
+		 const char *name, const struct cp_dial *dial, unsigned mode)
 {
 	cp_cmd_raw(c, "d=");
 	cp_cmd_quoted(c, cp_far_path(far));
@@ -197,7 +220,7 @@ void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
 		cp_cmd_raw(c, "; fi");
 	}
 	cp_cmd_raw(c, "; ");
-	recv_tool(c, o, dial);
+	recv_tool(c, o, dial, mode);
 }
 
 /* Far side sends: exec 'rdsend' --server ... -- 'PATH'... */
@@ -488,7 +511,8 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 		goto out;
 	if (push)
 		cp_recv_cmd(&cmd, o, dst->path,
-			    strcmp(src->path, "-") ? cp_basename(src->path) : NULL, NULL);
+			    strcmp(src->path, "-") ? cp_basename(src->path) : NULL, NULL,
+			    o->recursive ? 0 : cp_local_mode(src->path));
 	else if (paths)
 		cp_send_cmd(&cmd, o, (const char *const *)paths, nsrc);
 	else
@@ -515,6 +539,8 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 	n->xo.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(r);
 	n->xo.port = port;
 	n->xo.path = path;
+	if (!push && !o->recursive)
+		n->xo.new_mode = cp_far_mode(r);
 	if (o->recursive && push) {
 		n->xo.tree_paths = (const char *const *)(paths ? paths : &path);
 		n->xo.ntree = paths ? (unsigned)nsrc : 1;

@@ -63,7 +63,15 @@ int cp_check_far_paths(const struct cp_addr *src, const struct cp_addr *dst,
  * cp_remote_last_line()), else rdrecv --server listens; the key
  * comes on stdin either way.  Errors stay in c->err. */
 void cp_recv_cmd(struct cp_cmd *c, const struct cp_opts *o, const char *far,
-		 const char *name, const struct cp_dial *dial);
+		 const char *name, const struct cp_dial *dial, unsigned mode);
+
+/* A file's permission bits for the far receiver (--new-mode), as scp
+ * and cp give a new file the source's less the umask: a local source's
+ * from stat, a far rdsend --server's from its "RDX-MODE NNNN" line (the
+ * last before its port line).  0 when unknown (stdin, a tree, an older
+ * rdsend): the receiver's default. */
+unsigned cp_local_mode(const char *path);
+unsigned cp_far_mode(struct cp_remote *r);
 
 /* The far sender's command line: rdsend --server (-r with o->recursive)
  * of far[0..n) (several only with -r).  Errors stay in c->err. */

@@ -195,7 +195,8 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	}
 	dial.top = top;
 	cp_recv_cmd(&dcmd, o, dst->path,
-		    o->recursive ? NULL : cp_basename(src->path), &dial);
+		    o->recursive ? NULL : cp_basename(src->path), &dial,
+		    o->recursive ? 0 : cp_far_mode(s.r));
 	if (!cp_cmd_str(&dcmd)) {
 		cp_remote_terminate(s.r);
 		ret = -ENOMEM;

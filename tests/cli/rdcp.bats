@@ -537,3 +537,38 @@ setup() {
 	rdcp_b "$D/src" "scp://rdxhost:0/$D/u4"
 	assert_status 2
 }
+
+@test "rdcp: a new file gets the source's mode less the umask, as scp gives it; an existing one keeps its own" {
+	mkrand "$D/script" 1000
+	chmod 0755 "$D/script"
+	mkrand "$D/secret" 1000
+	chmod 0640 "$D/secret"
+	mode() { stat -c %a "$1"; }
+	for f in script secret; do
+		# Push, pull, and scp (-O: the tests' sshd has no SFTP) the same way.
+		rdcp_b "$D/$f" "rdxhost:$D/push-$f"
+		assert_status 0
+		rdcp_b "rdxhost:$D/$f" "$D/pull-$f"
+		assert_status 0
+		run_t --secs 60 ip netns exec "$NS_B" scp -O -q -F "$SSH_CONFIG" -o BatchMode=yes \
+			"$D/$f" "rdxhost:$D/scp-$f"
+		assert_status 0
+		[ "$(mode "$D/push-$f")" = "$(mode "$D/scp-$f")" ] ||
+			fail "push: $(mode "$D/push-$f"), scp: $(mode "$D/scp-$f")"
+		[ "$(mode "$D/pull-$f")" = "$(mode "$D/$f")" ] || fail "pull of $f: $(mode "$D/pull-$f")"
+	done
+	[ "$(mode "$D/push-script")" = 755 ] || fail "the script lost +x: $(mode "$D/push-script")"
+	# The umask applies (here, the far side's and ours are both 022).
+	(umask 077 && rdcp_b "rdxhost:$D/script" "$D/umasked" && [ "$status" -eq 0 ])
+	[ "$(mode "$D/umasked")" = 700 ] || fail "umask 077: $(mode "$D/umasked")"
+	# An existing file keeps its mode without -p, as with scp.
+	chmod 0600 "$D/push-script"
+	rdcp_b "$D/script" "rdxhost:$D/push-script"
+	assert_status 0
+	[ "$(mode "$D/push-script")" = 600 ] || fail "the existing file's mode changed: $(mode "$D/push-script")"
+	# Standard input has no mode: the umask's 0666.
+	run_t --secs 60 bash -c 'ip netns exec "$1" "$2" -F "$3" --remote-path "$4" - "rdxhost:$5" <"$6"' \
+		_ "$NS_B" "$RDCP" "$SSH_CONFIG" "$RDX_BUILD" "$D/from-stdin" "$D/script"
+	assert_status 0
+	[ "$(mode "$D/from-stdin")" = 644 ] || fail "from stdin: $(mode "$D/from-stdin")"
+}

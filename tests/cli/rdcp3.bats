@@ -327,3 +327,11 @@ rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null |
 	! grep -q RDX-PROGRESS <<<"$stderr" || fail "a raw progress line was shown: $stderr"
 	assert_match "$stderr" "rdxc: rdrecv: received 12582912 bytes"
 }
+
+@test "rdcp3: from A to C a new file gets the source's mode" {
+	mkrand "$D/src" 1000
+	chmod 0750 "$D/src"
+	rdcp_b "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_status 0
+	[ "$(stat -c %a "$D/dst")" = 750 ] || fail "mode: $(stat -c %a "$D/dst")"
+}

@@ -15,7 +15,7 @@ server_start() {
 	SRV_PID=$BG_PID
 	SRV_PORT=
 	port_line() {
-		SRV_PORT=$(head -n 1 "$D/$name.out" | sed -n 's/^RDX-PORT \([0-9][0-9]*\)$/\1/p')
+		SRV_PORT=$(sed -n 's/^RDX-PORT \([0-9][0-9]*\)$/\1/p' "$D/$name.out" | head -n 1)
 		[ -n "$SRV_PORT" ] || ! alive "$SRV_PID"
 	}
 	wait_until 10 port_line || fail "$tool --server printed no port line: $(cat "$D/$name.err")"
@@ -34,7 +34,9 @@ server_start() {
 		assert_rc s "$WAIT_RC" 0
 		assert_same "$D/src" "$D/dst"
 		assert_no_temp "$D/dst"
-		[ "$(grep -c '' "$D/s.out")" -eq 1 ] || fail "rdsend --server stdout: $(cat "$D/s.out")"
+		# The file's mode for rdcp, then the port: nothing else.
+		[ "$(cat "$D/s.out")" = "RDX-MODE $(stat -c %03a "$D/src")"$'\n'"RDX-PORT $SRV_PORT" ] ||
+			fail "rdsend --server stdout: $(cat "$D/s.out")"
 	done
 }
 
