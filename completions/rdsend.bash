@@ -32,6 +32,8 @@ _rdsend()
 		return 0 ;;
 	--qps)
 		return 0 ;;
+	--limit-rate)
+		return 0 ;;
 	--connect-timeout)
 		return 0 ;;
 	--include)
@@ -42,7 +44,7 @@ _rdsend()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --qps --compress --compress= --encrypt --connect-timeout --resume -r --recursive -L --dereference --sync --delete --dry-run --checksum --include --exclude --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --qps --limit-rate --compress --compress= --encrypt --connect-timeout --resume -r --recursive -L --dereference --sync --delete --dry-run --checksum --include --exclude --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -82,6 +82,19 @@ static int parse_secs(const char *opt, const char *arg, uint64_t *ms)
 	return 0;
 }
 
+int cli_limit_rate(struct cli_state *c, const char *opt, const char *arg)
+{
+	uint64_t v;
+
+	if (rdx_parse_uint(arg, 1, 100000000, &v)) {
+		rdx_error("invalid value '%s' for %s: expected kilobits a second, 1 to 100000000",
+			  arg, opt);
+		return -1;
+	}
+	c->o.rate_limit_bps = v * 1000;
+	return 0;
+}
+
 int cli_common_opt(struct cli_state *c, int key, const char *arg)
 {
 	struct rdx_xfer_opts *o = &c->o;

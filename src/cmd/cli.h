@@ -45,6 +45,7 @@ enum cli_key {
 	OPT_KEEP_SETID,
 	OPT_FILES_ONLY,
 	OPT_NEW_MODE,
+	OPT_LIMIT_RATE,
 };
 
 #define CLI_RULES_MAX 256
@@ -145,6 +146,10 @@ struct cli_state {
 /* Appends an --include (include true) or --exclude pattern to c->rules
  * and points c->o at them.  Returns 0, or -1 after a usage error. */
 int cli_add_rule(struct cli_state *c, const char *pattern, bool include);
+
+/* --limit-rate KBITS (rdsend, rdcp -l): kilobits of data a second, into
+ * c->o.rate_limit_bps.  Returns 0, or -1 after a usage error. */
+int cli_limit_rate(struct cli_state *c, const char *opt, const char *arg);
 
 /* Parses the options both tools share; returns 0, 1 if the key is not a
  * common one, or -1 after a usage error (printed). */

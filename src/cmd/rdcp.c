@@ -81,6 +81,8 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
+	{ "limit-rate", 'l', RDX_ARG_REQUIRED, "KBITS",
+	  "send at most KBITS kilobits of data a second, as scp -l (counted before --compress)", NULL },
 	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
 	  "give up after SECS of silence or stall (default 60)", NULL },
 	{ "connect-timeout", OPT_CONNECT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
@@ -144,6 +146,8 @@ static int handle(int key, const char *arg, void *ctx)
 	case 'q':
 		r->cp.quiet = true;
 		return 0;
+	case 'l':
+		return cli_limit_rate(&r->c, "-l", arg);
 	case 'r':
 		r->cp.recursive = true;
 		r->preserve_only = false;

@@ -38,6 +38,8 @@ struct sender {
 	pthread_t ctrl;
 	bool ctrl_started;
 	atomic_uint streams_done;
+	uint64_t pace_start;		/* --limit-rate: when reading began */
+	_Atomic uint64_t paced;		/* bytes read so far */
 	bool done;	   /* DONE received; s.lock */
 	struct rdx_done done_msg;
 };
@@ -74,9 +76,36 @@ static int hash_hook(void *arg, struct rdx_slot *slot)
 
 /* Hashes a filled slot in turn and publishes it; after a failure elsewhere
  * (the ring aborted) gives it back and returns non-zero. */
+/* --limit-rate: holds len more bytes back until the rate allows them.
+ * Returns 0, or -ECANCELED once the session stops. */
+static int pace(struct sender *x, size_t len)
+{
+	uint64_t bps = x->s.o->rate_limit_bps, total, due;
+
+	if (!bps)
+		return 0;
+	total = atomic_fetch_add(&x->paced, len) + len;
+	due = x->pace_start + (uint64_t)((double)total * 8 * 1e9 / (double)bps);
+	for (;;) {
+		uint64_t now = rdx_now_ns();
+
+		if (now >= due)
+			return 0;
+		if (atomic_load(&x->s.stop))
+			return -ECANCELED;
+		usleep((useconds_t)((due - now) / 1000 < 50000 ? (due - now) / 1000 + 1 : 50000));
+	}
+}
+
 static int publish(struct sender *x, struct rdx_slot *slot)
 {
-	int ret = rdx_ring_publish_ordered(x->s.ring, slot, hash_hook, &x->s);
+	int ret = pace(x, slot->len);
+
+	if (ret) {
+		rdx_ring_unclaim(x->s.ring, slot);
+		return ret;
+	}
+	ret = rdx_ring_publish_ordered(x->s.ring, slot, hash_hook, &x->s);
 
 	if (ret)
 		rdx_ring_unclaim(x->s.ring, slot);
@@ -538,6 +567,21 @@ static int check_done(struct sender *x)
 	return 0;
 }
 
+/* The slot size: --slot-size, or under --limit-rate one that takes about
+ * 1/16 s at the rate (4 KiB at least), so that the pace is even rather
+ * than a slot now and a long wait. */
+static uint32_t paced_slot(const struct rdx_xfer_opts *o)
+{
+	uint64_t want;
+
+	if (!o->rate_limit_bps)
+		return o->slot_size;
+	want = o->rate_limit_bps / 8 / 16 / RDX_MIN_SLOT * RDX_MIN_SLOT;
+	if (want < RDX_MIN_SLOT)
+		want = RDX_MIN_SLOT;
+	return want < o->slot_size ? (uint32_t)want : o->slot_size;
+}
+
 static int start_pipeline(struct sender *x)
 {
 	struct rdx_session *s = &x->s;
@@ -546,6 +590,7 @@ static int start_pipeline(struct sender *x)
 	unsigned i;
 	int ret;
 
+	x->pace_start = rdx_now_ns();
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;
@@ -821,7 +866,7 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 			goto out;
 	}
 	s->opts = (struct rdx_opts_wire){
-		.slot_size = o->slot_size,
+		.slot_size = paced_slot(o),
 		.slots = o->slots,
 		.streams = (uint16_t)o->streams,
 		.compress = (uint8_t)o->compress,

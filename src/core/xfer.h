@@ -48,6 +48,10 @@ struct rdx_xfer_opts {
 	bool tree_dry_run; /* sender, with tree_sync: only say what would go */
 	bool tree_checksum; /* sender, with tree_sync: compare content, not mtime */
 	bool resume;	    /* sender, a file: continue the receiver's partial */
+	/* Sender: at most this many bits of data a second (0: no limit), the
+	 * bytes paced as they are read (before zstd), slots made small enough
+	 * for an even pace (rdcp -l, as scp's). */
+	uint64_t rate_limit_bps;
 	/* Receiver, a file: a new one gets these permission bits less the
 	 * umask (rdcp: the source's, as scp and cp give them), with
 	 * RDX_NEW_MODE_SET; 0: 0666 less the umask.  An existing file keeps

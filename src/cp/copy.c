@@ -253,6 +253,11 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, " --checksum");
 	if (!o->recursive && o->xo.resume)
 		cp_cmd_raw(c, " --resume");
+	if (o->xo.rate_limit_bps) {
+		snprintf(buf, sizeof(buf), " --limit-rate %llu",
+			 (unsigned long long)(o->xo.rate_limit_bps / 1000));
+		cp_cmd_raw(c, buf);
+	}
 	for (i = 0; o->recursive && i < (int)o->xo.ntree_rules; i++) {
 		cp_cmd_raw(c, o->xo.tree_rules[i].include ? " --include=" : " --exclude=");
 		cp_cmd_quoted(c, o->xo.tree_rules[i].pattern);

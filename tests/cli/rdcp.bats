@@ -572,3 +572,19 @@ setup() {
 	assert_status 0
 	[ "$(mode "$D/from-stdin")" = 644 ] || fail "from stdin: $(mode "$D/from-stdin")"
 }
+
+@test "rdcp: -l (as scp's) limits the data rate whichever side sends" {
+	mkrand "$D/src" 250000
+	# 1000 kbit/s: 250 kB take 2 s at least, pushed and pulled.
+	for dir in push pull; do
+		if [ $dir = push ]; then set -- "$D/src" "rdxhost:$D/l-$dir"; else set -- "rdxhost:$D/src" "$D/l-$dir"; fi
+		t0=$(date +%s%N)
+		rdcp_b -l 1000 "$@"
+		t1=$(date +%s%N)
+		assert_status 0
+		assert_same "$D/src" "$D/l-$dir"
+		[ $(((t1 - t0) / 1000000)) -ge 1900 ] || fail "$dir -l 1000 took $(((t1 - t0) / 1000000)) ms for 250 kB"
+	done
+	rdcp_b -l 0 "$D/src" "rdxhost:$D/l0"
+	assert_status 2
+}
