@@ -82,6 +82,18 @@ static int parse_secs(const char *opt, const char *arg, uint64_t *ms)
 	return 0;
 }
 
+int cli_compress(struct cli_state *c, const char *arg)
+{
+	uint64_t v = 1;
+
+	if (arg && rdx_parse_uint(arg, 1, 19, &v)) {
+		rdx_error("invalid value '%s' for --compress: expected a level from 1 to 19", arg);
+		return -1;
+	}
+	c->o.compress = (int)v;
+	return 0;
+}
+
 int cli_limit_rate(struct cli_state *c, const char *opt, const char *arg)
 {
 	uint64_t v;

@@ -151,6 +151,10 @@ int cli_add_rule(struct cli_state *c, const char *pattern, bool include);
  * c->o.rate_limit_bps.  Returns 0, or -1 after a usage error. */
 int cli_limit_rate(struct cli_state *c, const char *opt, const char *arg);
 
+/* --compress[=LEVEL] (-C): zstd level 1..19, 1 without one, into
+ * c->o.compress.  Returns 0, or -1 after a usage error. */
+int cli_compress(struct cli_state *c, const char *arg);
+
 /* Parses the options both tools share; returns 0, 1 if the key is not a
  * common one, or -1 after a usage error (printed). */
 int cli_common_opt(struct cli_state *c, int key, const char *arg);

@@ -130,7 +130,6 @@ static int bad(const char *opt, const char *arg, const char *want)
 static int handle(int key, const char *arg, void *ctx)
 {
 	struct rdcp *r = ctx;
-	uint64_t v;
 	int ret;
 
 	if (r->ngiven == sizeof(r->given) / sizeof(r->given[0])) {
@@ -196,12 +195,7 @@ static int handle(int key, const char *arg, void *ctx)
 		r->cp.rdma_addr = arg;
 		return 0;
 	case 'C':
-		r->c.o.compress = 1;
-		if (arg && rdx_parse_uint(arg, 1, 19, &v))
-			return bad("--compress", arg, "a level from 1 to 19");
-		if (arg)
-			r->c.o.compress = (int)v;
-		return 0;
+		return cli_compress(&r->c, arg);
 	case OPT_CONNECT_TIMEOUT:
 		return cp_ssh_connect_timeout(&r->cp.ssh, &r->c.o.connect_timeout_ms,
 					      "--connect-timeout", arg);

@@ -183,12 +183,7 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	}
 	case 'C':
-		o->c.o.compress = 1;
-		if (arg && rdx_parse_uint(arg, 1, 19, &v))
-			return bad("--compress", arg, "a level from 1 to 19");
-		if (arg)
-			o->c.o.compress = (int)v;
-		return 0;
+		return cli_compress(&o->c, arg);
 	case OPT_CONNECT_TIMEOUT:
 		return cp_ssh_connect_timeout(&o->cp.ssh, &o->c.o.connect_timeout_ms,
 					      "--connect-timeout", arg);

@@ -65,7 +65,6 @@ static const struct rdx_cli rdsend_cli = {
 static int handle(int key, const char *arg, void *ctx)
 {
 	struct cli_state *c = ctx;
-	uint64_t v;
 	int ret = cli_common_opt(c, key, arg);
 
 	if (ret <= 0)
@@ -98,15 +97,7 @@ static int handle(int key, const char *arg, void *ctx)
 	case OPT_TREE_EXCLUDE:
 		return cli_add_rule(c, arg, key == OPT_TREE_INCLUDE);
 	case OPT_COMPRESS:
-		c->o.compress = 1;
-		if (arg) {
-			if (rdx_parse_uint(arg, 1, 19, &v)) {
-				rdx_error("invalid value '%s' for --compress: expected a level from 1 to 19", arg);
-				return -1;
-			}
-			c->o.compress = (int)v;
-		}
-		return 0;
+		return cli_compress(c, arg);
 	case OPT_CONNECT_TIMEOUT:
 		if (rdx_parse_seconds(arg, &c->o.connect_timeout_ms)) {
 			rdx_error("invalid value '%s' for --connect-timeout: expected seconds", arg);
