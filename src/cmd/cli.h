@@ -46,6 +46,7 @@ enum cli_key {
 	OPT_FILES_ONLY,
 	OPT_NEW_MODE,
 	OPT_LIMIT_RATE,
+	OPT_ATIME,
 };
 
 #define CLI_RULES_MAX 256

@@ -32,7 +32,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "copy directories and everything in them (modes, times, symlinks, hard links, sparse files)",
 	  NULL },
 	{ "preserve", 'p', RDX_ARG_NONE, NULL,
-	  "keep modes and modification times of files (they go the way trees do); -r always does",
+	  "keep modes, modification and access times of files (they go the way trees do); -r always keeps modes and mtimes",
 	  NULL },
 	{ "dereference", 'L', RDX_ARG_NONE, NULL,
 	  "with -r, follow every symlink instead of copying it", NULL },
@@ -153,6 +153,7 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'p':
 		r->preserve_only = !r->cp.recursive;
+		r->c.o.tree_atime = true; /* and times and modes, as trees do */
 		return 0;
 	case 'L':
 		r->c.o.tree_follow = true;

@@ -16,6 +16,8 @@ static const struct rdx_opt rdsend_opts[] = {
 	  "parallel connections, 1..64 (default 1)", NULL },
 	{ "qps", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "the same as --streams, in RDMA terms: queue pairs", NULL },
+	/* rdcp -p's: access times too (hidden) */
+	{ "atime", OPT_ATIME, RDX_ARG_NONE, NULL, NULL, NULL },
 	{ "limit-rate", OPT_LIMIT_RATE, RDX_ARG_REQUIRED, "KBITS",
 	  "send at most KBITS kilobits of data a second (counted before --compress)", NULL },
 	{ "compress", OPT_COMPRESS, RDX_ARG_OPTIONAL, "LEVEL",
@@ -72,6 +74,9 @@ static int handle(int key, const char *arg, void *ctx)
 	switch (key) {
 	case OPT_LIMIT_RATE:
 		return cli_limit_rate(c, "--limit-rate", arg);
+	case OPT_ATIME:
+		c->o.tree_atime = true;
+		return 0;
 	case 'r':
 		c->tree = true;
 		return 0;

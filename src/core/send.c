@@ -805,6 +805,7 @@ static int open_source(struct sender *x, struct rdx_tree_plan *plan)
 			.paths = o->tree_paths,
 			.n = o->ntree,
 			.follow = o->tree_follow,
+			.atime = o->tree_atime,
 			.rules = o->tree_rules,
 			.nrules = o->ntree_rules,
 			.plan = plan,

@@ -43,6 +43,7 @@ struct rdx_xfer_opts {
 	bool tree_allow_list;
 	bool tree_keep_setid; /* receiver as root: keep files' set-id bits */
 	bool tree_follow;  /* sender: follow every symlink (-L) */
+	bool tree_atime;   /* sender: files' access times too (rdcp -p) */
 	bool tree_sync;	   /* sender: skip files the receiver has (--sync) */
 	bool tree_delete;  /* sender, with tree_sync: remove what we lack */
 	bool tree_dry_run; /* sender, with tree_sync: only say what would go */

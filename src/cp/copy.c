@@ -243,6 +243,8 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
+	if (o->recursive && o->xo.tree_atime)
+		cp_cmd_raw(c, " --atime");
 	if (o->recursive && o->xo.tree_sync)
 		cp_cmd_raw(c, " --sync");
 	if (o->recursive && o->xo.tree_delete)

@@ -588,3 +588,25 @@ setup() {
 	rdcp_b -l 0 "$D/src" "rdxhost:$D/l0"
 	assert_status 2
 }
+
+@test "rdcp: -p keeps the access time as well as mtime and mode, as scp -p" {
+	mkrand "$D/src" 5000
+	chmod 0604 "$D/src"
+	touch -m -d '2021-03-04 05:06:07' "$D/src"
+	touch -a -d '2020-01-02 03:04:05' "$D/src"
+	times() { stat -c '%X %Y %a' "$1"; }
+	want=$(times "$D/src")
+	rdcp_b -p "$D/src" "rdxhost:$D/push"
+	assert_status 0
+	# (Read before it is checked, the copy gets a new access time.)
+	[ "$(times "$D/push")" = "$want" ] || fail "push: $(times "$D/push"), the source: $want"
+	touch -a -d '2020-01-02 03:04:05' "$D/src"
+	rdcp_b -p "rdxhost:$D/src" "$D/pull"
+	assert_status 0
+	touch -a -d '2020-01-02 03:04:05' "$D/src"
+	run_t --secs 60 ip netns exec "$NS_B" scp -O -p -q -F "$SSH_CONFIG" -o BatchMode=yes \
+		"$D/src" "rdxhost:$D/scp"
+	assert_status 0
+	[ "$(times "$D/scp")" = "$want" ] || fail "scp -p: $(times "$D/scp"), the source: $want"
+	[ "$(times "$D/pull")" = "$want" ] || fail "pull: $(times "$D/pull"), the source: $want"
+}

@@ -74,6 +74,8 @@ struct rdx_tree_pack_opts {
 	const char *const *paths;     /* files and directories, each sent under its base name */
 	unsigned n;
 	bool follow;		      /* -L: follow every symlink (the paths themselves always) */
+	bool atime;		      /* access times too (rdcp -p, as scp -p): a pax
+				       * header for every entry */
 	const struct rdx_rule *rules; /* --include/--exclude on names below the tops; borrowed */
 	size_t nrules;
 	struct rdx_tree_plan *plan;   /* --sync: the receiver's listing, taken over; or NULL */

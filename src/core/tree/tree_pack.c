@@ -519,7 +519,12 @@ static void *pack_main(void *arg)
 		ret = -ENOMEM;
 		goto out;
 	}
-	archive_write_set_format_pax_restricted(w);
+	/* Restricted pax writes access times only where an entry needs a pax
+	 * header anyway; full pax always (a header block each). */
+	if (p->atime)
+		archive_write_set_format_pax(w);
+	else
+		archive_write_set_format_pax_restricted(w);
 	/* Names are bytes, as on disk: no translation through the locale
 	 * (which fails for non-ASCII under LANG=C). */
 	archive_write_set_format_option(w, "pax", "hdrcharset", "BINARY");
@@ -679,6 +684,7 @@ int rdx_tree_pack_start(struct rdx_tree_pack **out,
 	}
 	p->n = n;
 	p->follow = o->follow;
+	p->atime = o->atime;
 	p->nreaders = o->readers;
 	p->fd = -1;
 	pthread_mutex_init(&p->q.lock, NULL);

@@ -162,6 +162,7 @@ struct rdx_tree_pack {
 	char **abs;   /* the same, absolute: what the walk opens */
 	unsigned n;
 	bool follow;
+	bool atime;
 	unsigned nreaders;
 	char *rbuf;	     /* READ_BLOCK, the packing thread's reads */
 	struct block blk[2]; /* tp_pack_write() fills blk[cur] while the core
