@@ -272,3 +272,27 @@ b_bytes() {
 	assert_match "$stderr" "^rdpipe: rdpipe was not found on 'rdx(c|host)' \(install it there, or name its directory with --remote-path\)$"
 	assert_nothing_left
 }
+
+@test "rdpipe: --progress draws the last hop's count, a far receiver's too, on a terminal only" {
+	command -v script >/dev/null || fail "script (bsdutils) not installed"
+	mkrand "$D/src" $((12 * 1024 * 1024))
+	# About 1.5 s over the A-C link: time for several progress lines.
+	ip netns exec "$NS_A" tc qdisc add dev vethac root tbf rate 64mbit burst 64kb latency 400ms
+	CLEANUPS+=(rm_ac_qdisc)
+	cmd=$(printf '%q ' ip netns exec "$NS_B" "$RDPIPE" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" \
+		--timeout 10 --progress "rdxhost:cat $D/src" "rdxc:> $D/dst")
+	run_t --secs 60 script -qec "$cmd" "$D/typescript"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	bar=$(tr '\r' '\n' <"$D/typescript")
+	assert_match "$bar" '^[0-9.]+ [KMG]iB  [0-9]+\.[0-9]{2} GB/s' "progress count and rate"
+	! grep -q RDX-PROGRESS "$D/typescript" || fail "a raw progress line was shown: $bar"
+	# Without a terminal: nothing drawn, no progress line shown.
+	rm -f "$D/dst"
+	rdpipe_b --progress "rdxhost:cat $D/src" "rdxc:> $D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	[ -z "$stderr" ] || fail "stderr without a terminal: $stderr"
+}
+
+rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null || true; }
