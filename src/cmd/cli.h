@@ -47,6 +47,7 @@ enum cli_key {
 	OPT_NEW_MODE,
 	OPT_LIMIT_RATE,
 	OPT_ATIME,
+	OPT_GLOB,
 };
 
 #define CLI_RULES_MAX 256

@@ -243,6 +243,23 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 			rdx_error("'-' cannot be used with -r: trees go to and from directories");
 			return -RDX_EUSAGE;
 		}
+	for (i = 0; i < nsrc; i++) {
+		if (!srcs[i].remote || !cp_is_glob(srcs[i].path))
+			continue;
+		if (dst->remote) {
+			rdx_error("'%s': a remote pattern copies to this host only", argv[i]);
+			return -RDX_EUSAGE;
+		}
+		if (r->c.o.resume) {
+			rdx_error("--resume is for one file, not a pattern ('%s')", argv[i]);
+			return -RDX_EUSAGE;
+		}
+		if (stat(dst->path, &sb) || !S_ISDIR(sb.st_mode)) {
+			rdx_error("target '%s' is not a directory (a remote pattern needs one)",
+				  dst->path);
+			return -RDX_EUSAGE;
+		}
+	}
 	if (nsrc == 1)
 		return 0;
 	for (i = 0; i <= nsrc; i++)
@@ -272,6 +289,8 @@ static bool one_tree(const struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 	if (!r->cp.recursive || nsrc < 2)
 		return false;
 	for (i = 0; i < nsrc; i++) {
+		if (srcs[i].remote && cp_is_glob(srcs[i].path))
+			return false;
 		if (srcs[i].remote == dst->remote)
 			return false;
 		if (srcs[i].remote && (strcmp(srcs[i].host, srcs[0].host) ||
@@ -300,7 +319,16 @@ static int copy_all(struct rdcp *r, const struct cp_addr *srcs, int nsrc,
 			ret = cp_local_copy(&r->cp, srcs[i].path, dst->path, &st);
 		else if (srcs[i].remote && dst->remote)
 			ret = cp_relay(&r->cp, &srcs[i], dst, &st);
-		else
+		else if (srcs[i].remote && cp_is_glob(srcs[i].path)) {
+			/* The far side expands it; without -r, its files come as
+			 * -p sends them (a matching directory is refused). */
+			struct cp_opts g = r->cp;
+
+			g.glob = true;
+			g.files_only |= !g.recursive;
+			g.recursive = true;
+			ret = cp_copy(&g, &srcs[i], 1, dst, &st);
+		} else
 			ret = cp_copy(&r->cp, &srcs[i], 1, dst, &st);
 		if (!ret) {
 			uint64_t bytes = sum->bytes + st.bytes;

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/units.h"
 
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@ static const struct rdx_opt rdsend_opts[] = {
 	  "parallel connections, 1..64 (default 1)", NULL },
 	{ "qps", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "the same as --streams, in RDMA terms: queue pairs", NULL },
+	/* rdcp's remote globs: -r's PATHs are glob(3) patterns (hidden) */
+	{ "glob", OPT_GLOB, RDX_ARG_NONE, NULL, NULL, NULL },
 	/* rdcp -p's: access times too (hidden) */
 	{ "atime", OPT_ATIME, RDX_ARG_NONE, NULL, NULL, NULL },
 	{ "limit-rate", OPT_LIMIT_RATE, RDX_ARG_REQUIRED, "KBITS",
@@ -64,6 +67,35 @@ static const struct rdx_cli rdsend_cli = {
 	.opts = rdsend_opts,
 };
 
+static bool use_glob; /* --glob */
+static glob_t globbed;
+
+/* --glob: the PATHs expanded as a shell would, but by glob(3), with no
+ * shell: what rdcp 'host:*.log' asks for, as scp expands it.
+ * A pattern nothing matches is an error naming it.  Returns 0 or the
+ * exit status (printed). */
+static int expand(char **pat, int n)
+{
+	for (int i = 0; i < n; i++) {
+		size_t before = globbed.gl_pathc;
+		int ret = glob(pat[i], i ? GLOB_APPEND : 0, NULL, &globbed);
+
+		if (ret == GLOB_NOSPACE) {
+			rdx_error("out of memory");
+			return RDX_EXIT_FAIL;
+		}
+		if (ret == GLOB_ABORTED) {
+			rdx_error("cannot read a directory for '%s'", pat[i]);
+			return RDX_EXIT_IO;
+		}
+		if (ret == GLOB_NOMATCH || globbed.gl_pathc == before) {
+			rdx_error("no file matches '%s'", pat[i]);
+			return RDX_EXIT_FAIL;
+		}
+	}
+	return 0;
+}
+
 static int handle(int key, const char *arg, void *ctx)
 {
 	struct cli_state *c = ctx;
@@ -76,6 +108,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return cli_limit_rate(c, "--limit-rate", arg);
 	case OPT_ATIME:
 		c->o.tree_atime = true;
+		return 0;
+	case OPT_GLOB:
+		use_glob = true;
 		return 0;
 	case 'r':
 		c->tree = true;
@@ -188,6 +223,16 @@ int main(int argc, char **argv)
 		c.o.tree_paths = (const char *const *)argv + first;
 		c.o.ntree = (unsigned)(argc - first);
 		c.o.path = NULL;
+		if (use_glob) {
+			ret = expand(argv + first, argc - first);
+			if (ret)
+				return ret;
+			c.o.tree_paths = (const char *const *)globbed.gl_pathv;
+			c.o.ntree = (unsigned)globbed.gl_pathc;
+		}
+	} else if (use_glob) {
+		rdx_error("--glob is for trees: use it with -r");
+		return RDX_EXIT_USAGE;
 	} else if (c.o.tree_follow || c.o.tree_sync || c.nrules) {
 		rdx_error("%s is for trees: use it with -r",
 			  c.o.tree_follow ? "-L" : c.o.tree_delete ? "--delete"

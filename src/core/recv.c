@@ -554,6 +554,7 @@ static int open_tree(struct receiver *x)
 		.tops = s->o->tree_tops,
 		.ntops = s->o->ntree_tops,
 		.files_only = s->o->tree_files_only,
+		.tops_glob = s->o->tree_tops_glob,
 		.allow_delete = s->o->tree_allow_delete,
 		.keep_setid = s->o->tree_keep_setid,
 	}, &s->stop, NULL);

@@ -39,6 +39,7 @@ struct rdx_xfer_opts {
 	const char *const *tree_tops;
 	unsigned ntree_tops;
 	bool tree_files_only;
+	bool tree_tops_glob; /* tree_tops are patterns (rdcp 'host:*.log') */
 	bool tree_allow_delete;
 	bool tree_allow_list;
 	bool tree_keep_setid; /* receiver as root: keep files' set-id bits */

@@ -183,6 +183,17 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
  * (with o->dst_dir, anything but a directory ends it with status 1).  A
  * tree: rdrecv -r itself does what cp -r does with DST (into it when a
  * directory, else DST becomes the tree). */
+bool cp_is_glob(const char *path)
+{
+	for (const char *p = path; *p; p++) {
+		if (*p == '\\' && p[1])
+			p++;
+		else if (*p == '*' || *p == '?' || *p == '[')
+			return true;
+	}
+	return false;
+}
+
 unsigned cp_local_mode(const char *path)
 {
 	struct stat sb;
@@ -243,6 +254,8 @@ void cp_send_cmd(struct cp_cmd *c, const struct cp_opts *o,
 	cp_cmd_raw(c, " --server --stop-on-eof");
 	if (o->recursive)
 		cp_cmd_raw(c, o->xo.tree_follow ? " -r -L" : " -r");
+	if (o->recursive && o->glob)
+		cp_cmd_raw(c, " --glob");
 	if (o->recursive && o->xo.tree_atime)
 		cp_cmd_raw(c, " --atime");
 	if (o->recursive && o->xo.tree_sync)
@@ -565,6 +578,7 @@ int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int nsrc,
 			goto out;
 		}
 		n->xo.tree = true;
+		n->xo.tree_tops_glob = o->glob;
 		n->xo.tree_tops = (const char *const *)tops;
 		n->xo.ntree_tops = (unsigned)nsrc;
 		n->xo.tree_files_only = o->files_only;

@@ -18,6 +18,9 @@ struct cp_opts {
 	bool quiet; /* the far side's stderr only when something failed */
 	bool dst_dir; /* several sources: a remote DST must be a directory */
 	bool recursive; /* -r: sources go as trees (src/core/tree.h) */
+	bool glob;	 /* the remote source is a glob(3) pattern, expanded
+			  * there (cp_is_glob); the names that come must match
+			  * its last component */
 	bool files_only; /* -p without -r: trees of one file; a directory
 			  * source is refused, on the far side too */
 };
@@ -28,6 +31,10 @@ struct cp_opts {
  * local or all on one remote host: they go as one tree, over one SSH
  * login and one transfer.  Prints one error line (plus the far side's
  * stderr) on failure.  Returns 0 or a negative error for rdx_exit_code(). */
+/* Whether a remote path is a pattern for the far side to expand, as scp
+ * does: an unescaped '*', '?' or '['. */
+bool cp_is_glob(const char *path);
+
 int cp_copy(const struct cp_opts *o, const struct cp_addr *src, int n,
 	    const struct cp_addr *dst, struct rdx_xfer_stats *st);
 

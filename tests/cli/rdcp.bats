@@ -610,3 +610,53 @@ setup() {
 	[ "$(times "$D/scp")" = "$want" ] || fail "scp -p: $(times "$D/scp"), the source: $want"
 	[ "$(times "$D/pull")" = "$want" ] || fail "pull: $(times "$D/pull"), the source: $want"
 }
+
+@test "rdcp: remote globs expand on the far side (glob(3), no shell); names that do not match are refused" {
+	mkdir -p "$D/logs/run-1/sub" "$D/logs/run-2" "$D/got" "$D/scp" "$D/tree"
+	for f in a.log b.log c.txt .hidden.log 'sp ace.log'; do mkrand "$D/logs/$f" 3000; done
+	mkrand "$D/logs/run-1/sub/x" 100
+	mkrand "$D/logs/run-2/y" 100
+	rdcp_b "rdxhost:$D/logs/*.log" "$D/got"
+	assert_status 0
+	run_t --secs 60 ip netns exec "$NS_B" scp -O -q -F "$SSH_CONFIG" -o BatchMode=yes \
+		"rdxhost:$D/logs/*.log" "$D/scp"
+	assert_status 0
+	[ "$(ls -A "$D/got")" = "$(ls -A "$D/scp")" ] || fail "rdcp got $(ls -A "$D/got"); scp $(ls -A "$D/scp")"
+	[ "$(ls -A "$D/got" | tr '\n' ,)" = "a.log,b.log,sp ace.log," ] || fail "got: $(ls -A "$D/got")"
+	assert_same "$D/logs/a.log" "$D/got/a.log"
+	# A pattern is not run by a shell: $(...) stays a name.
+	rdcp_b "rdxhost:$D/logs/\$(touch $D/pwned)*" "$D/got"
+	assert_status 5
+	assert_match "$stderr" "no file matches"
+	[ ! -e "$D/pwned" ] || fail "the pattern went through a shell"
+	# -r takes matching directories whole; without -r one is refused.
+	rdcp_b -r "rdxhost:$D/logs/run-*" "$D/tree"
+	assert_status 0
+	assert_same "$D/logs/run-1/sub/x" "$D/tree/run-1/sub/x"
+	assert_same "$D/logs/run-2/y" "$D/tree/run-2/y"
+	rdcp_b "rdxhost:$D/logs/run-*" "$D/got"
+	assert_status 3
+	assert_match "$stderr" "refused 'run-1/' from the sender: a file was asked for"
+	# A far side that sends a name the pattern does not match: refused,
+	# nothing written (a hostile rdsend, sending c.txt for *.log).
+	mkdir -p "$D/fake" "$D/got2"
+	printf '#!/bin/bash
+set -- "${@:1:$#-1}" %q
+exec %q "$@"
+' "$D/logs/c.txt" "$RDX_BUILD/rdsend" >"$D/fake/rdsend"
+	chmod 755 "$D/fake/rdsend"
+	run_t --secs 60 ip netns exec "$NS_B" "$RDCP" -F "$SSH_CONFIG" --remote-path "$D/fake" \
+		--timeout 10 "rdxhost:$D/logs/*.log" "$D/got2"
+	assert_status 3
+	assert_match "$stderr" "refused 'c.txt' from the sender"
+	[ -z "$(ls -A "$D/got2")" ] || fail "written: $(ls -A "$D/got2")"
+	# Nothing matches: the pattern is named.
+	rdcp_b "rdxhost:$D/logs/*.nope" "$D/got"
+	assert_status 5
+	assert_match "$stderr" "no file matches '$D/logs/\*\.nope'"
+	# Usage: a pattern needs a local directory as DST.
+	rdcp_b "rdxhost:$D/logs/*.log" "$D/got/a.log"
+	assert_status 2
+	rdcp_b "rdxhost:$D/logs/*.log" "rdxhost:$D/got"
+	assert_status 2
+}

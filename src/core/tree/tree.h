@@ -124,6 +124,10 @@ struct rdx_tree_unpack_opts {
 	const char *const *tops;
 	unsigned ntops;
 	bool files_only;   /* each top a regular file, nothing below it (rdcp -p) */
+	/* tops are patterns (a remote glob, rdcp 'host:*.log'): every
+	 * top-level name must match one of them (fnmatch, a leading '.'
+	 * only where the pattern has one), as many names as match. */
+	bool tops_glob;
 	bool allow_delete; /* --delete was asked for here: obey removal entries */
 	/* as_root: keep files' set-user-ID and set-group-ID bits (as tar's
 	 * --same-permissions); without it they are dropped, so that a sender

@@ -3,6 +3,8 @@
  * directories' metadata set at the end, and the listing --sync asks for. */
 #include "core/tree/tree_unpack_int.h"
 
+#include <fnmatch.h>
+
 /* A local name as the user sees it: relative to the root. */
 const char *tu_shown(const struct rdx_tree_unpack *u, const char *full)
 {
@@ -72,6 +74,15 @@ static bool top_allowed(struct rdx_tree_unpack *u, const char *in, size_t len)
 
 	if (!u->ntops)
 		return true;
+	if (u->tops_glob) {
+		char *name = strndup(in, len);
+		bool ok = false;
+
+		for (i = 0; name && i < u->ntops && !ok; i++)
+			ok = u->tops[i] && fnmatch(u->tops[i], name, FNM_PERIOD) == 0;
+		free(name);
+		return ok;
+	}
 	for (i = 0; i < u->ntops; i++) {
 		const char *t = u->tops[i] ? u->tops[i] : u->tops_taken[i];
 

@@ -787,6 +787,7 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	u->as_root = o->as_root;
 	u->nwriters = o->writers;
 	u->files_only = o->files_only;
+	u->tops_glob = o->tops_glob;
 	u->allow_delete = o->allow_delete;
 	u->keep_setid = o->keep_setid;
 	u->stop = stop;

@@ -122,6 +122,7 @@ struct rdx_tree_unpack {
 	char **tops_taken;
 	unsigned ntops;
 	bool files_only;
+	bool tops_glob;
 	bool allow_delete;
 	bool keep_setid;
 	bool as_root;
