@@ -81,6 +81,9 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
+	{ "relay", '3', RDX_ARG_NONE, NULL,
+	  "between two remote hosts, move the data through this host (as scp -3), for hosts that cannot reach each other; files only",
+	  NULL },
 	{ "limit-rate", 'l', RDX_ARG_REQUIRED, "KBITS",
 	  "send at most KBITS kilobits of data a second, as scp -l (counted before --compress)", NULL },
 	{ "timeout", OPT_TIMEOUT, RDX_ARG_REQUIRED, "SECS",
@@ -147,6 +150,9 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case 'l':
 		return cli_limit_rate(&r->c, "-l", arg);
+	case '3':
+		r->cp.via_here = true;
+		return 0;
 	case 'r':
 		r->cp.recursive = true;
 		r->preserve_only = false;
@@ -577,6 +583,11 @@ int main(int argc, char **argv)
 		}
 		r.cp.recursive = true;
 		r.cp.files_only = true;
+	}
+	if (r.cp.via_here && r.cp.recursive) {
+		rdx_error("-3 relays files: trees (-r, -p) go directly between the hosts");
+		ret = RDX_EXIT_USAGE;
+		goto out;
 	}
 	if (r.c.o.resume && r.cp.recursive) {
 		rdx_error("--resume is for files: %s", r.preserve_only

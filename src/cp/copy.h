@@ -18,6 +18,7 @@ struct cp_opts {
 	bool quiet; /* the far side's stderr only when something failed */
 	bool dst_dir; /* several sources: a remote DST must be a directory */
 	bool recursive; /* -r: sources go as trees (src/core/tree.h) */
+	bool via_here;	 /* -3: between two remote hosts, through this one */
 	bool glob;	 /* the remote source is a glob(3) pattern, expanded
 			  * there (cp_is_glob); the names that come must match
 			  * its last component */

@@ -8,6 +8,9 @@
 #include "core/units.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +54,8 @@ static void far_stop(struct far *f)
  * (or was stopped) the other gets a grace period to report, as cp_copy()
  * gives its one far side. */
 #define RELAY_FAIL_GRACE_NS 1000000000ull
-static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
+static void run_both(struct far *s, struct far *d, const struct cp_opts *o,
+		     const atomic_bool *here_failed)
 {
 	uint64_t ms = o->xo.timeout_ms < 5000 ? o->xo.timeout_ms : 5000;
 	uint64_t grace = 0, failed_at = 0, done, total;
@@ -70,7 +74,8 @@ static void run_both(struct far *s, struct far *d, const struct cp_opts *o)
 		}
 		if (s->over && d->over)
 			break;
-		if (!failed_at && (far_failed(s) || far_failed(d)))
+		if (!failed_at && (far_failed(s) || far_failed(d) ||
+				   (here_failed && atomic_load(here_failed))))
 			failed_at = rdx_now_ns();
 		if ((o->xo.interrupted && atomic_load(o->xo.interrupted)) ||
 		    (failed_at && rdx_now_ns() - failed_at >= RELAY_FAIL_GRACE_NS)) {
@@ -148,6 +153,124 @@ static void far_stats(struct cp_remote *r, struct rdx_xfer_stats *st)
 	st->encrypt = strstr(line, "\"encrypt\":true") != NULL;
 }
 
+/* -3: the two hops of a relay through this host, each on a thread: from
+ * the source's rdsend --server into a pipe, from the pipe to the
+ * destination's rdrecv --server. */
+struct hop {
+	struct rdx_xfer_opts xo;
+	bool send;
+	struct rdx_xfer_stats st;
+	int ret;
+	atomic_bool *failed;
+	pthread_t t;
+	bool started;
+};
+
+static void *hop_main(void *arg)
+{
+	struct hop *h = arg;
+
+	h->ret = h->send ? rdx_send(&h->xo, &h->st) : rdx_recv(&h->xo, &h->st);
+	if (h->ret)
+		atomic_store(h->failed, true);
+	/* Our end of the pipe: the other hop sees its end, or EPIPE. */
+	close(h->xo.fd);
+	return NULL;
+}
+
+/* Starts the far sides as for a direct copy, but both listen, and this
+ * host dials both (scp -3): for two hosts that cannot reach each other. */
+static int relay_here(const struct cp_opts *o, const struct cp_addr *src,
+		      const struct cp_addr *dst, struct rdx_xfer_stats *st)
+{
+	struct far s = { .host = src->host, .tool = "rdsend" };
+	struct far d = { .host = dst->host, .tool = "rdrecv" };
+	struct cp_cmd scmd = { 0 }, dcmd = { 0 };
+	struct hop in = { .send = false }, out = { .send = true };
+	atomic_bool failed = false;
+	char skey[65] = "", dkey[65] = "", sport[8], dport[8];
+	unsigned ps, pd;
+	int p[2] = { -1, -1 }, ret;
+
+	ret = cp_check_far_paths(src, dst, false);
+	if (ret)
+		return ret;
+	cp_send_cmd(&scmd, o, (const char *const *)&src->path, 1);
+	ret = !cp_cmd_str(&scmd) ? -ENOMEM : cp_make_key(skey);
+	if (!ret)
+		ret = cp_make_key(dkey);
+	if (!ret)
+		ret = cp_far_login(&s.r, o, src);
+	if (!ret)
+		ret = cp_far_login(&d.r, o, dst);
+	if (!ret)
+		ret = cp_remote_exec(s.r, cp_cmd_str(&scmd), skey);
+	if (ret)
+		goto out;
+	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &ps);
+	if (ret) {
+		ret = cp_port_failed(s.r, ret, s.host, s.tool, o);
+		goto out;
+	}
+	cp_recv_cmd(&dcmd, o, dst->path, cp_basename(src->path), NULL, cp_far_mode(s.r));
+	ret = !cp_cmd_str(&dcmd) ? -ENOMEM : cp_remote_exec(d.r, cp_cmd_str(&dcmd), dkey);
+	if (!ret) {
+		ret = cp_remote_read_port(d.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &pd);
+		if (ret)
+			ret = cp_port_failed(d.r, ret, d.host, d.tool, o);
+	}
+	if (!ret && pipe2(p, O_CLOEXEC | O_NONBLOCK))
+		ret = -errno;
+	if (ret) {
+		cp_remote_terminate(s.r);
+		cp_remote_terminate(d.r);
+		goto out;
+	}
+	snprintf(sport, sizeof(sport), "%u", ps);
+	snprintf(dport, sizeof(dport), "%u", pd);
+	in.xo = out.xo = o->xo;
+	in.xo.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(s.r);
+	in.xo.port = sport;
+	in.xo.key = (struct rdx_key){ (uint8_t *)skey, strlen(skey) };
+	in.xo.fd = p[1];
+	in.xo.fd_name = "the relay";
+	out.xo.host = cp_remote_hostname(d.r);
+	out.xo.port = dport;
+	out.xo.key = (struct rdx_key){ (uint8_t *)dkey, strlen(dkey) };
+	out.xo.fd = p[0];
+	out.xo.fd_name = "the relay";
+	in.xo.progress = out.xo.progress = false;
+	in.failed = out.failed = &failed;
+	rdx_info(1, "rdsend on %s listens on port %u, rdrecv on %s on %u: relaying through here",
+		 s.host, ps, d.host, pd);
+	in.started = !pthread_create(&in.t, NULL, hop_main, &in);
+	out.started = in.started && !pthread_create(&out.t, NULL, hop_main, &out);
+	if (!in.started)
+		close(p[1]);
+	if (!out.started) {
+		close(p[0]);
+		atomic_store(&failed, true);
+	}
+	run_both(&s, &d, o, &failed);
+	if (in.started)
+		pthread_join(in.t, NULL);
+	if (out.started)
+		pthread_join(out.t, NULL);
+	ret = verdict(&s, &d, o);
+	if (!ret && (in.ret || out.ret))
+		ret = in.ret ? in.ret : out.ret;
+	if (!ret && st)
+		*st = out.st;
+out:
+	OPENSSL_cleanse(skey, sizeof(skey));
+	OPENSSL_cleanse(dkey, sizeof(dkey));
+	cp_remote_close(d.r);
+	cp_remote_close(s.r);
+	cp_cmd_release(&dcmd);
+	cp_cmd_release(&scmd);
+	return ret;
+}
+
 int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	     const struct cp_addr *dst, struct rdx_xfer_stats *st)
 {
@@ -159,6 +282,8 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	unsigned port;
 	int ret;
 
+	if (o->via_here)
+		return relay_here(o, src, dst, st);
 	ret = cp_check_far_paths(src, dst, o->recursive);
 	if (ret)
 		return ret;
@@ -209,7 +334,7 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 		cp_remote_terminate(s.r);
 		goto out;
 	}
-	run_both(&s, &d, o);
+	run_both(&s, &d, o, NULL);
 	ret = verdict(&s, &d, o);
 	if (!ret && st)
 		far_stats(d.r, st);

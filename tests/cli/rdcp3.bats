@@ -335,3 +335,31 @@ rm_ac_qdisc() { ip netns exec "$NS_A" tc qdisc del dev vethac root 2>/dev/null |
 	assert_status 0
 	[ "$(stat -c %a "$D/dst")" = 750 ] || fail "mode: $(stat -c %a "$D/dst")"
 }
+
+@test "rdcp3: -3 relays through this host for two hosts that cannot reach each other, as scp -3" {
+	mkrand "$D/src" $((2 * 1024 * 1024 + 5))
+	chmod 0750 "$D/src"
+	# Cut the A-C link: the direct copy cannot work.
+	ip -n "$NS_A" link set vethac down
+	CLEANUPS+=(ac_up)
+	rdcp_b --connect-timeout 2 "rdxhost:$D/src" "rdxc:$D/direct"
+	assert_nonzero
+	[ ! -e "$D/direct" ] || fail "a direct copy over a cut link"
+	before=$(b_bytes)
+	rdcp_b -3 "rdxhost:$D/src" "rdxc:$D/dst"
+	assert_status 0
+	after=$(b_bytes)
+	assert_same "$D/src" "$D/dst"
+	[ "$(stat -c %a "$D/dst")" = 750 ] || fail "mode: $(stat -c %a "$D/dst")"
+	[ $((after - before)) -ge $((4 * 1024 * 1024)) ] || fail "only $((after - before)) bytes crossed B"
+	# Trees go directly or not at all.
+	rdcp_b -3 -r "rdxhost:$D/src" "rdxc:$D/dst2"
+	assert_status 2
+	# The far side's failure is still named.
+	rdcp_b -3 "rdxhost:$D/missing" "rdxc:$D/dst3"
+	assert_status 5
+	assert_match "$stderr" "rdsend on 'rdxhost' failed"
+	assert_far_gone
+}
+
+ac_up() { ip -n "$NS_A" link set vethac up 2>/dev/null || true; }
