@@ -119,7 +119,9 @@ enum cli_key {
 	{ "cipher", 'c', RDX_ARG_REQUIRED, "CIPHERS",                          \
 	  "SSH ciphers for the login, comma-separated, as ssh -c (the data: --encrypt)", NULL }, \
 	{ "jump", 'J', RDX_ARG_REQUIRED, "[USER@]HOST[:PORT]",                 \
-	  "log in through this SSH jump host (ProxyJump; the data still goes directly)", "host" }
+	  "log in through this SSH jump host (ProxyJump; the data still goes directly)", "host" }, \
+	{ "ipv4", '4', RDX_ARG_NONE, NULL, "IPv4 only, for SSH and the data", NULL }, \
+	{ "ipv6", '6', RDX_ARG_NONE, NULL, "IPv6 only, for SSH and the data", NULL }
 
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \

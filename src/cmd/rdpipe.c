@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 enum {
@@ -437,6 +438,10 @@ static void far_cmd(struct cp_cmd *c, const struct opts *o, const struct node *n
 	}
 	if (x->encrypt)
 		cp_cmd_raw(c, " --encrypt");
+	if (x->family == AF_INET)
+		cp_cmd_raw(c, " -4");
+	else if (x->family == AF_INET6)
+		cp_cmd_raw(c, " -6");
 	for (int i = 0; i < o->c.verbose && i < 3; i++)
 		cp_cmd_raw(c, " -v");
 	cp_cmd_raw(c, " -- ");
@@ -450,7 +455,7 @@ static const char *data_host(const struct opts *o, struct node *n)
 	size_t len;
 
 	if (n->p->local)
-		return "127.0.0.1";
+		return o->c.o.family == AF_INET6 ? "::1" : "127.0.0.1";
 	len = strlen(n->p->host);
 	for (unsigned i = 0; i < o->naddr; i++)
 		if (!strncmp(o->addr[i], n->p->host, len) && o->addr[i][len] == '=')
@@ -545,7 +550,8 @@ static int start_node(struct pipeline *pl, int i)
 		s->out.how = n->p->out;
 		s->out.fd = STDOUT_FILENO;
 		s->xo = o->c.o;
-		s->listen_bind = "127.0.0.1"; /* only local segments dial a local one */
+		/* Only local segments dial a local one. */
+		s->listen_bind = o->c.o.family == AF_INET6 ? "::1" : "127.0.0.1";
 		s->in_progress = bar;
 		s->xo.progress = bar && o->c.o.progress;
 		s->on_port = local_on_port;

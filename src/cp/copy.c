@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@ int cp_far_login(struct cp_remote **r, const struct cp_opts *o, const struct cp_
 	struct cp_ssh_opts so = o->ssh;
 
 	so.host = far->host;
+	so.family = o->xo.family; /* -4/-6 */
 	so.interrupted = o->xo.interrupted;
 	so.silence_s = (long)((o->xo.timeout_ms + 999) / 1000);
 	if (far->user)
@@ -86,6 +88,10 @@ static void add_common(struct cp_cmd *c, const struct cp_opts *o)
 	int i;
 
 	add_secs(c, "--timeout", x->timeout_ms);
+	if (x->family == AF_INET)
+		cp_cmd_raw(c, " -4");
+	else if (x->family == AF_INET6)
+		cp_cmd_raw(c, " -6");
 	if (x->transport == RDX_TRANSPORT_TCP)
 		cp_cmd_raw(c, " --transport tcp");
 	else if (x->transport == RDX_TRANSPORT_RDMA)

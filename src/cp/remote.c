@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libssh/libssh.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -611,6 +613,68 @@ static void keep_alive(int fd, long silence_s)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
+/* -4/-6: libssh resolves names as it likes, so the socket is ours: the
+ * config's host and port, only addresses of that family, within the
+ * connect timeout; libssh takes the connected socket.  A ProxyCommand
+ * (or ProxyJump) reaches the host its own way: the flag then applies to
+ * the data alone, with a warning.  0, or -RDX_ECONNECT (printed). */
+static int connect_family(struct cp_remote *r, const struct cp_ssh_opts *o)
+{
+	struct addrinfo hints = { .ai_family = o->family, .ai_socktype = SOCK_STREAM }, *ai, *a;
+	const char *fam = o->family == AF_INET ? "IPv4" : "IPv6";
+	char *proxy = NULL, portbuf[8];
+	unsigned port = 22;
+	int fd = -1, err;
+
+	if (ssh_options_get(r->ss, SSH_OPTIONS_PROXYCOMMAND, &proxy) == SSH_OK && proxy) {
+		ssh_string_free_char(proxy);
+		rdx_warn("-%c applies to the data only: '%s' is reached through a proxy command",
+			 o->family == AF_INET ? '4' : '6', o->host);
+		return 0;
+	}
+	ssh_options_get_port(r->ss, &port);
+	snprintf(portbuf, sizeof(portbuf), "%u", port);
+	err = getaddrinfo(r->hostname, portbuf, &hints, &ai);
+	if (err) {
+		rdx_error("cannot connect to '%s' over SSH: no %s address (%s)", o->host, fam,
+			  gai_strerror(err));
+		return -RDX_ECONNECT;
+	}
+	for (a = ai; a && fd < 0; a = a->ai_next) {
+		struct pollfd p;
+		socklen_t len = sizeof(err);
+
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			continue;
+		p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+		err = connect(fd, a->ai_addr, a->ai_addrlen) ? errno : 0;
+		if (err == EINPROGRESS && poll(&p, 1, o->connect_timeout_s > 0
+						       ? (int)o->connect_timeout_s * 1000 : 10000) == 1 &&
+		    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+			;
+		else if (err == EINPROGRESS)
+			err = ETIMEDOUT;
+		if (err) {
+			close(fd);
+			fd = -1;
+			errno = err;
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		rdx_error("cannot connect to '%s' over SSH (%s): %s", o->host, fam, strerror(errno));
+		return -RDX_ECONNECT;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (ssh_options_set(r->ss, SSH_OPTIONS_FD, &fd) != SSH_OK) {
+		close(fd);
+		rdx_error("cannot hand libssh its socket: %s", ssh_err(r));
+		return -RDX_ECONNECT;
+	}
+	return 0;
+}
+
 int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 {
 	struct cp_remote *r = calloc(1, sizeof(*r));
@@ -626,6 +690,8 @@ int cp_remote_open(struct cp_remote **out, const struct cp_ssh_opts *o)
 		return -ENOMEM;
 	}
 	ret = set_options(r, o);
+	if (!ret && o->family != AF_UNSPEC)
+		ret = connect_family(r, o);
 	if (ret)
 		goto err;
 	if (ssh_connect(r->ss) != SSH_OK) {

@@ -33,6 +33,7 @@ struct cp_ssh_opts {
 	bool batch_set;		 /* -o gave it; else the config's, else no */
 	const char *ciphers;	 /* -c, -o Ciphers: for both directions */
 	const char *jump;	 /* -J, -o ProxyJump: before the config's */
+	int family;		 /* -4/-6: AF_INET or AF_INET6; AF_UNSPEC: either */
 	const char *compression; /* -o Compression: "yes", "no"; NULL: the config's */
 	long connect_timeout_s;
 	long silence_s;		 /* --timeout: a dead connection is found

@@ -536,6 +536,16 @@ setup() {
 	assert_same "$D/src" "$D/s1"
 	rdcp_b "$D/src" "scp://rdxhost:0/$D/u4"
 	assert_status 2
+	# -4 and -6 hold for the login and the data: this host has IPv4 only.
+	rdcp_b -4 "$D/src" "rdxhost:$D/v4"
+	assert_status 0
+	assert_same "$D/src" "$D/v4"
+	rdcp_b -6 "$D/src" "rdxhost:$D/v6"
+	assert_status 3
+	assert_match "$stderr" "^rdcp: cannot connect to 'rdxhost' over SSH: no IPv6 address"
+	run_t --secs 60 ip netns exec "$NS_B" scp -6 -O -q -F "$SSH_CONFIG" -o BatchMode=yes \
+		"$D/src" "rdxhost:$D/s6"
+	assert_nonzero
 }
 
 @test "rdcp: a new file gets the source's mode less the umask, as scp gives it; an existing one keeps its own" {

@@ -142,7 +142,7 @@ b_bytes() {
 
 @test "rdpipe: the same host twice, and a local segment in the middle" {
 	printf 'b\na\nc\n' >"$D/in"
-	PIPE_IN=$D/in rdpipe_b rdxhost:cat rdxhost:sort rdxhost:cat
+	PIPE_IN=$D/in rdpipe_b -4 rdxhost:cat rdxhost:sort rdxhost:cat
 	assert_status 0
 	[ "$output" = $'a\nb\nc' ] || fail "same host thrice: $output"
 	PIPE_IN=$D/in rdpipe_b "rdxhost:tr a-z A-Z" ":sort -r" "rdxc:cat -n"
