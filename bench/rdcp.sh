@@ -85,24 +85,8 @@ need_cmds ssh scp rsync tar ip ss openssl python3 cmp diff timeout
 [ -x /usr/sbin/sshd ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
 
 # ---------------------------------------------------------------- sshd
-# tests/lib/netns.bash and sshd.bash as they are, with what bats and
-# tests/lib/common.bash would give them.
-fail() { die "$*"; }
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ "$SECONDS" -lt "$deadline" ] || return 1
-		sleep 0.05
-	done
-}
-BATS_FILE_TMPDIR=$TMPD BATS_TEST_NUMBER=0 CLEANUPS=()
-# shellcheck source=tests/lib/netns.bash
-. "$BENCH_REPO/tests/lib/netns.bash"
-# shellcheck source=tests/lib/sshd.bash
-. "$BENCH_REPO/tests/lib/sshd.bash"
-sshd_down() { [ -z "${NS_A:-}" ] || sshd_teardown; }
-BENCH_CLEANUPS+=(sshd_down)
+# shellcheck source=bench/sshd.bash
+. "$(dirname "${BASH_SOURCE[0]}")/sshd.bash"
 
 export HOME=$TMPD/home # no ~/.ssh of the user's, for ssh nor for libssh
 mkdir -p "$HOME"

@@ -52,23 +52,8 @@ RDCP=$RDX_BUILD/rdcp
 need_cmds ssh ip ss cmp timeout openssl
 [ -x /usr/sbin/sshd ] || bash "$BENCH_REPO/scripts/deps.sh" bench >&2
 
-# tests/lib/netns.bash and sshd.bash as they are (see bench/rdcp.sh).
-fail() { die "$*"; }
-wait_until() {
-	local deadline=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		[ "$SECONDS" -lt "$deadline" ] || return 1
-		sleep 0.05
-	done
-}
-BATS_FILE_TMPDIR=$TMPD BATS_TEST_NUMBER=0 CLEANUPS=()
-# shellcheck source=tests/lib/netns.bash
-. "$BENCH_REPO/tests/lib/netns.bash"
-# shellcheck source=tests/lib/sshd.bash
-. "$BENCH_REPO/tests/lib/sshd.bash"
-sshd_down() { [ -z "${NS_A:-}" ] || sshd_teardown; }
-BENCH_CLEANUPS+=(sshd_down)
+# shellcheck source=bench/sshd.bash
+. "$(dirname "${BASH_SOURCE[0]}")/sshd.bash"
 
 export HOME=$TMPD/home
 mkdir -p "$HOME"
