@@ -112,7 +112,7 @@ enum cli_key {
 	{ "ssh-config", 'F', RDX_ARG_REQUIRED, "FILE",                         \
 	  "SSH config file instead of ~/.ssh/config", "file" },                \
 	{ "ssh-option", 'o', RDX_ARG_REQUIRED, "OPTION",                       \
-	  "SSH option as Key=Value: StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump, Compression (LogLevel and other harmless ones: ignored, with a warning)", \
+	  "SSH option as Key=Value, as ssh_config(5): StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, Compression, and what libssh applies (ProxyJump, ProxyCommand, HostName, KexAlgorithms, MACs, ...); LogLevel and other harmless ones: ignored, with a warning", \
 	  NULL },                                                              \
 	{ "batch", 'B', RDX_ARG_NONE, NULL,                                    \
 	  "never ask for a password or passphrase (BatchMode=yes)", NULL },    \

@@ -197,21 +197,28 @@ static int check_host_key(struct cp_remote *r, const struct cp_ssh_opts *o)
 	}
 }
 
-/* -J: "ProxyJump JUMP" parsed as a config of its own before the user's,
- * so that it wins as ssh's -J does (libssh keeps the first value it
- * reads), from a memfd: nothing on the disk.  0, or -1 (printed). */
-static int jump_config(struct cp_remote *r, const char *jump)
+/* -J and -o's libssh keywords: "Key Value" lines parsed as a config of
+ * their own before the user's, so that they win as ssh's -o does (libssh
+ * keeps the first value it reads), from a memfd: nothing on the disk.
+ * 0, or -1 (printed). */
+static int cmdline_config(struct cp_remote *r, const struct cp_ssh_opts *o)
 {
 	char path[64];
-	int fd = memfd_create("rdx-jump", MFD_CLOEXEC), ret = -1;
+	int fd = memfd_create("rdx-ssh-options", MFD_CLOEXEC), ret = -1;
 
-	if (fd < 0 || dprintf(fd, "ProxyJump %s\n", jump) < 0) {
-		rdx_error("cannot pass -J %s to libssh: %s", jump, strerror(errno));
+	for (unsigned i = 0; fd >= 0 && i < o->ncfg; i++)
+		if (dprintf(fd, "%s %s\n", o->cfg[i].key, o->cfg[i].val) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	if (fd < 0) {
+		rdx_error("cannot pass the SSH options to libssh: %s", strerror(errno));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	if (ssh_options_parse_config(r->ss, path) != 0) {
-		rdx_error("invalid jump host '%s': %s", jump, ssh_err(r));
+		rdx_error("invalid SSH option (%s %s): %s", o->cfg[0].key, o->cfg[0].val,
+			  ssh_err(r));
 		goto out;
 	}
 	ret = 0;
@@ -239,7 +246,7 @@ static int set_options(struct cp_remote *r, const struct cp_ssh_opts *o)
 		rdx_error("cannot read SSH config '%s': %s", o->config, strerror(errno));
 		return -RDX_EUSAGE;
 	}
-	if (o->jump && jump_config(r, o->jump))
+	if (o->ncfg && cmdline_config(r, o))
 		return -RDX_EUSAGE;
 	if (ssh_options_parse_config(r->ss, o->config) != 0) {
 		rdx_error("cannot parse SSH config '%s': %s",

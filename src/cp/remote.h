@@ -32,7 +32,13 @@ struct cp_ssh_opts {
 	bool batch;		 /* BatchMode: keys only, nothing asked */
 	bool batch_set;		 /* -o gave it; else the config's, else no */
 	const char *ciphers;	 /* -c, -o Ciphers: for both directions */
-	const char *jump;	 /* -J, -o ProxyJump: before the config's */
+	/* -J and the -o keywords libssh applies itself ("ProxyJump" and
+	 * its value, ...): a config read before the user's, so that they
+	 * win as ssh's -o does. */
+	struct cp_ssh_kv {
+		const char *key, *val;
+	} cfg[32];
+	unsigned ncfg;
 	int family;		 /* -4/-6: AF_INET or AF_INET6; AF_UNSPEC: either */
 	const char *compression; /* -o Compression: "yes", "no"; NULL: the config's */
 	long connect_timeout_s;
@@ -48,8 +54,9 @@ int cp_strict_parse(const char *v, enum cp_strict *out);
 /* The command line's SSH options (sshopt.c), for rdcp and rdpipe; each
  * prints its usage error and returns -1, or 0.  -o takes Key=Value (or
  * "Key Value") of StrictHostKeyChecking, UserKnownHostsFile, User, Port,
- * IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump and
- * Compression; keywords that change nothing of what a login proves or
+ * IdentityFile, ConnectTimeout, BatchMode, Ciphers and Compression, and
+ * passes those libssh applies itself (ProxyJump, ProxyCommand, HostName,
+ * KexAlgorithms, ...: by_libssh in sshopt.c) on to it; keywords that change nothing of what a login proves or
  * sends (LogLevel, ServerAliveInterval, ControlMaster, ...) get a warning
  * and are ignored; tool names the command in the refusal of any other.  ConnectTimeout and --connect-timeout set
  * *connect_ms (the data connection's) as well. */

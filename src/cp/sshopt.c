@@ -49,6 +49,41 @@ static const char *const ignored[] = {
 	"VisualHostKey", "CheckHostIP", "EscapeChar",
 };
 
+/* Keywords libssh's own config parser applies, passed to it as written
+ * (cmdline_config in remote.c).  Host key checking stays ours
+ * (StrictHostKeyChecking, UserKnownHostsFile above), so no keyword here
+ * can loosen it. */
+static const char *const by_libssh[] = {
+	"ProxyJump", "ProxyCommand", "HostName", "HostKeyAlgorithms", "KexAlgorithms",
+	"MACs", "PubkeyAcceptedAlgorithms", "PubkeyAcceptedKeyTypes", "PasswordAuthentication",
+	"KbdInteractiveAuthentication", "PubkeyAuthentication", "GSSAPIAuthentication",
+	"GlobalKnownHostsFile", "IdentityAgent", "BindAddress", "RekeyLimit",
+};
+
+/* A value for a config line: printable, no line break, no comment. */
+static bool one_line(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < ' ' || *v == 0x7f || *v == '#')
+			return false;
+	return true;
+}
+
+static int add_cfg(struct cp_ssh_opts *o, const char *key, const char *v, const char *tool)
+{
+	if (!*v || !one_line(v)) {
+		rdx_error("invalid value for -o %s: one line, without '#'", key);
+		return -1;
+	}
+	if (o->ncfg == sizeof(o->cfg) / sizeof(o->cfg[0])) {
+		rdx_error("%s takes at most %zu SSH options for libssh", tool,
+			  sizeof(o->cfg) / sizeof(o->cfg[0]));
+		return -1;
+	}
+	o->cfg[o->ncfg++] = (struct cp_ssh_kv){ key, v };
+	return 0;
+}
+
 /* A value that goes into a config line (ProxyJump): one word, printable. */
 static bool one_word(const char *v)
 {
@@ -104,8 +139,9 @@ int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 	}
 	if (KEY_IS("Ciphers"))
 		return cp_ssh_cli(o, connect_ms, tool, 'c', v);
-	if (KEY_IS("ProxyJump"))
-		return cp_ssh_cli(o, connect_ms, tool, 'J', v);
+	for (size_t i = 0; i < sizeof(by_libssh) / sizeof(by_libssh[0]); i++)
+		if (KEY_IS(by_libssh[i]))
+			return add_cfg(o, by_libssh[i], v, tool);
 	if (KEY_IS("Compression")) {
 		if (strcasecmp(v, "yes") && strcasecmp(v, "no"))
 			return bad("-o Compression", v, "yes or no");
@@ -118,7 +154,7 @@ int cp_ssh_option(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool,
 			return 0;
 		}
 #undef KEY_IS
-	rdx_error("unsupported -o option '%.*s' (%s takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, ProxyJump, Compression)",
+	rdx_error("unsupported -o option '%.*s' (%s takes StrictHostKeyChecking, UserKnownHostsFile, User, Port, IdentityFile, ConnectTimeout, BatchMode, Ciphers, Compression, and what libssh applies: ProxyJump, ProxyCommand, HostName, HostKeyAlgorithms, KexAlgorithms, MACs, ...)",
 		  (int)klen, arg, tool);
 	return -1;
 }
@@ -149,8 +185,7 @@ int cp_ssh_cli(struct cp_ssh_opts *o, uint64_t *connect_ms, const char *tool, in
 	case 'J':
 		if (!*arg || !one_word(arg))
 			return bad("-J", arg, "[user@]host[:port][,...] as ssh -J takes it");
-		o->jump = arg;
-		return 0;
+		return add_cfg(o, "ProxyJump", arg, tool);
 	default:
 		return 1;
 	}

@@ -519,6 +519,15 @@ setup() {
 	assert_same "$D/src" "$D/c4"
 	rdcp_b -o PermitLocalCommand=yes "$D/src" "rdxhost:$D/c5"
 	assert_status 2
+	# What libssh applies goes to it as written: a host key type the
+	# server has not (its key is ed25519) fails the login.
+	rdcp_b -o KexAlgorithms=curve25519-sha256 -o HostKeyAlgorithms=ssh-ed25519 "$D/src" "rdxhost:$D/c6"
+	assert_status 0
+	rdcp_b -o HostKeyAlgorithms=rsa-sha2-512 "$D/src" "rdxhost:$D/c7"
+	assert_status 3
+	[ ! -e "$D/c7" ] || fail "-o HostKeyAlgorithms was not applied"
+	rdcp_b -o $'ProxyCommand=true\nHostName evil' "$D/src" "rdxhost:$D/c7"
+	assert_status 2
 	# scp:// URIs: the path after the host's '/', a port, a user; scp
 	# agrees on where the file lands (-O: the tests' sshd has no SFTP).
 	rdcp_b "$D/src" "scp://rdxhost/$D/u1"
