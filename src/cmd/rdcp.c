@@ -256,8 +256,9 @@ static int check_args(struct rdcp *r, struct cp_addr *srcs, int nsrc,
 			rdx_error("'%s': a remote pattern copies to this host only", argv[i]);
 			return -RDX_EUSAGE;
 		}
-		if (r->c.o.resume) {
-			rdx_error("--resume is for one file, not a pattern ('%s')", argv[i]);
+		if (r->c.o.resume || r->c.o.tree_sync) {
+			rdx_error("%s is for named sources, not a pattern ('%s')",
+				  r->c.o.resume ? "--resume" : "--sync", argv[i]);
 			return -RDX_EUSAGE;
 		}
 		if (stat(dst->path, &sb) || !S_ISDIR(sb.st_mode)) {

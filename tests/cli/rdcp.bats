@@ -678,4 +678,6 @@ exec %q "$@"
 	assert_status 2
 	rdcp_b "rdxhost:$D/logs/*.log" "rdxhost:$D/got"
 	assert_status 2
+	rdcp_b --sync "rdxhost:$D/logs/*.log" "$D/got"
+	assert_status 2
 }
