@@ -145,6 +145,27 @@ want() { [ -z "$ONLY" ] || [[ $1 =~ $ONLY ]]; }
 # ratio A B: B / A to 2 places (how many times faster A is than B)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b / a}'; }
 
+# speedup ROW REF: how many times faster ROW was than REF, or nothing
+# when either has no time
+speedup() {
+	[ -n "${R_WALL[$1]:-}" ] && [ -n "${R_WALL[$2]:-}" ] || return 0
+	ratio "${R_WALL[$1]}" "${R_WALL[$2]}"
+}
+
+# goal WHAT ROW REF MIN: one line, met / NOT met / not measured (with the
+# rows' notes when there are)
+goal() {
+	local x
+	x=$(speedup "$2" "$3")
+	if [ -z "$x" ]; then
+		echo "goal $1: not measured (${R_NOTE[$2]:-${R_NOTE[$3]:-row not run}})"
+	elif awk -v x="$x" -v m="$4" 'BEGIN {exit !(x >= m)}'; then
+		echo "goal $1: met ($x x)"
+	else
+		echo "goal $1: NOT met ($x x)"
+	fi
+}
+
 # mktree_bench DIR COUNT [PER_DIR]: COUNT files, file i 4096 + (i *
 # 2654435761 mod 2^32) mod 61441 bytes (4..64 KiB), the next slice of one
 # AES-CTR keystream under a fixed key: the same sizes and bytes on every

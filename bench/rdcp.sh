@@ -243,12 +243,6 @@ for run in $(seq 1 "$RUNS"); do
 done
 
 # ---------------------------------------------------------------- report
-# speedup NAME REF: how many times faster NAME is than REF, or empty
-speedup() {
-	[ -n "${R_WALL[$1]:-}" ] && [ -n "${R_WALL[$2]:-}" ] || return 0
-	ratio "${R_WALL[$1]}" "${R_WALL[$2]}"
-}
-
 echo
 echo "rdxfer rdcp bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
 echo "sshd $(ssh -V 2>&1 | cut -d, -f1) in a network namespace, clients in another, over a veth pair; SSH cipher $CIPHER"
@@ -282,18 +276,6 @@ for c in file tree; do
 done
 echo
 
-# goal WHAT NAME REF MIN: one line, met / not met / not measured
-goal() {
-	local x
-	x=$(speedup "$2" "$3")
-	if [ -z "$x" ]; then
-		echo "goal $1: not measured (${R_NOTE[$2]:-${R_NOTE[$3]:-row not run}})"
-	elif awk -v x="$x" -v m="$4" 'BEGIN {exit !(x >= m)}'; then
-		echo "goal $1: met ($x x)"
-	else
-		echo "goal $1: NOT met ($x x)"
-	fi
-}
 goal "file: rdcp >= 4 x scp" "rdcp file" "scp file" 4
 goal "file: rdcp >= 5 x rsync" "rdcp file" "rsync file" 5
 goal "tree: rdcp -r >= 2 x tar|ssh" "rdcp tree" "tar tree" 2

@@ -121,10 +121,6 @@ for run in $(seq 1 "$RUNS"); do
 	for r in "${ROWNAMES[@]}"; do row "$r"; done
 done
 
-speedup() {
-	[ -n "${R_WALL[$1]:-}" ] && [ -n "${R_WALL[$2]:-}" ] || return 0
-	ratio "${R_WALL[$1]}" "${R_WALL[$2]}"
-}
 echo
 echo "rdxfer rdpipe bench, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $(uname -r)"
 echo "$("$RDPIPE" --version); sshd $(ssh -V 2>&1 | cut -d, -f1) in two network namespaces, clients in a third; SSH cipher $CIPHER"
@@ -141,17 +137,6 @@ for n in "${ROWNAMES[@]}"; do
 	fi
 done
 echo
-goal() {
-	local x
-	x=$(speedup "$2" "$3")
-	if [ -z "$x" ]; then
-		echo "goal $1: not measured"
-	elif awk -v x="$x" -v m="$4" 'BEGIN {exit !(x >= m)}'; then
-		echo "goal $1: met ($x x)"
-	else
-		echo "goal $1: NOT met ($x x)"
-	fi
-}
 goal "rdpipe >= 4 x the ssh relay" rdpipe "ssh relay" 4
 goal "rdpipe within 10 % of rdcp (>= 0.9 x)" rdpipe rdcp 0.9
 [ ${#FAILED[@]} -eq 0 ] || { echo; echo "FAILED ROWS: ${FAILED[*]}"; }

@@ -148,37 +148,35 @@ static void kill_cmd(struct run *u, int sig)
 		kill(-u->pid, sig);
 }
 
-/* The input hop, on its own thread while the command runs: its end of
- * the command's stdin is closed once the stream is whole, and only after
- * the command was killed when it is not. */
-static void *in_main(void *arg)
+/* One hop around the command, on a thread of its own while the command
+ * runs and is reaped: our end of its pipe is closed once the stream is
+ * whole, and only after the command (with what it left holding the
+ * pipe) was killed when it is not, so that it never takes a cut stream
+ * for a whole one. */
+static void run_hop(struct run *u, bool in)
 {
-	struct run *u = arg;
+	int *fd = in ? &u->to_cmd : &u->from_cmd;
+	int *ret = in ? &u->r->in_ret : &u->r->out_ret;
 
-	u->r->in_ret = hop(u->s, true, u->to_cmd, NULL, "the command's input", &u->r->in);
-	if (u->r->in_ret) {
+	*ret = hop(u->s, in, *fd, NULL, in ? "the command's input" : "the command's output",
+		   in ? &u->r->in : &u->r->out);
+	if (*ret) {
 		atomic_store(&u->kill, true);
 		kill_cmd(u, SIGTERM);
 	}
-	close(u->to_cmd);
-	u->to_cmd = -1;
+	close(*fd);
+	*fd = -1;
+}
+
+static void *in_main(void *arg)
+{
+	run_hop(arg, true);
 	return NULL;
 }
 
-/* The output hop, on its own thread too: the command is reaped meanwhile,
- * so that one which fails is killed with what it left holding its
- * stdout, and the stream ends. */
 static void *out_main(void *arg)
 {
-	struct run *u = arg;
-
-	u->r->out_ret = hop(u->s, false, u->from_cmd, NULL, "the command's output", &u->r->out);
-	if (u->r->out_ret) {
-		atomic_store(&u->kill, true);
-		kill_cmd(u, SIGTERM);
-	}
-	close(u->from_cmd);
-	u->from_cmd = -1;
+	run_hop(arg, false);
 	return NULL;
 }
 
