@@ -14,67 +14,26 @@ load ../lib/common
 # For $RDS3, $AWS, rds3(), jq_any and mp_etag; its setup_file/setup/
 # teardown (s3rver behind the verifying proxy) are replaced below.
 load ../lib/s3
+load ../lib/s3serve
 
 SERVE_KEY=RDS3SERVEKEY
 SERVE_SECRET='serve/Secret+1'
 
-# serve_env: the environment a server starts with: our keys, no user's
-# ~/.aws, no stray AWS_* variables (a command prefix for env(1)).
-serve_env() {
-	echo -u AWS_PROFILE -u AWS_REGION -u AWS_DEFAULT_REGION -u AWS_SESSION_TOKEN \
-		-u AWS_ENDPOINT_URL -u AWS_ENDPOINT_URL_S3
-}
-
-# url_line FILE: FILE holds a whole first line starting http://.
-url_line() {
-	grep -q '^http://' "$1" 2>/dev/null && [ -z "$(tail -c1 "$1")" ]
-}
-
 setup_file() {
-	local t=$BATS_FILE_TMPDIR name dir i
-	mkdir -p "$t/store" "$t/open" "$t/home"
-	for name in signed open; do
-		dir=$t/store
-		set --
-		if [ $name = open ]; then
-			dir=$t/open
-			set -- --no-sign-request
-		fi
-		# shellcheck disable=SC2046 # serve_env is a list of options
-		env $(serve_env) --default-signal=INT,TERM,PIPE HOME="$t/home" \
-			AWS_CONFIG_FILE="$t/home/.aws/config" AWS_SHARED_CREDENTIALS_FILE="$t/home/.aws/credentials" \
-			AWS_ACCESS_KEY_ID="$SERVE_KEY" AWS_SECRET_ACCESS_KEY="$SERVE_SECRET" \
-			"$RDS3" -v "$@" serve "$dir" </dev/null >"$t/$name.out" 2>"$t/$name.err" 3>&- &
-		echo $! >"$t/$name.pid"
-		for i in $(seq 1 200); do
-			url_line "$t/$name.out" && break
-			kill -0 "$(cat "$t/$name.pid")" 2>/dev/null || break
-			sleep 0.05
-		done
-		if ! url_line "$t/$name.out" || [ "$(grep -c '' "$t/$name.out")" -ne 1 ] ||
-			! grep -qE '^http://127\.0\.0\.1:[0-9]+$' "$t/$name.out"; then
-			{
-				echo "rds3 serve ($name) did not print one URL line; stdout:"
-				cat "$t/$name.out"
-				echo "stderr:"
-				cat "$t/$name.err"
-			} >&3
-			return 1
-		fi
-	done
+	local t=$BATS_FILE_TMPDIR
+	mkdir -p "$t/store" "$t/open"
+	serve_start signed "$t/store" || return 1
+	SERVE_URL=$SERVED_URL
+	serve_start open "$t/open" --no-sign-request || return 1
+	OPEN_URL=$SERVED_URL
 	export SERVE_URL OPEN_URL SERVE_DIR=$t/store OPEN_DIR=$t/open SERVE_PID OPEN_PID
-	SERVE_URL=$(cat "$t/signed.out")
-	OPEN_URL=$(cat "$t/open.out")
 	SERVE_PID=$(cat "$t/signed.pid")
 	OPEN_PID=$(cat "$t/open.pid")
 }
 
 teardown_file() {
-	local f
-	for f in signed open; do
-		[ -f "$BATS_FILE_TMPDIR/$f.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/$f.pid")" 2>/dev/null
-	done
-	return 0
+	serve_stop signed
+	serve_stop open
 }
 
 setup() {
