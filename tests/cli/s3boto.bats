@@ -61,3 +61,7 @@ ${stderr:-$output}"
 @test "boto3: put, get, head, a wrong secret (the harness itself)" {
 	boto basics
 }
+
+@test "boto3: encryption, object lock, ACLs, storage classes, versioning and unknown sub-resources are refused (501), nothing stored; listings and errors as S3" {
+	boto refuse
+}

@@ -76,7 +76,7 @@ int sv_fail_h(struct call *k, int status, const char *code, const char *msg,
 	sv_xml_esc(&b, msg);
 	s3_buf_adds(&b, "</Message><Resource>");
 	sv_xml_esc(&b, k->r->path ? k->r->path : k->r->raw_path ? k->r->raw_path : "");
-	s3_buf_adds(&b, "</Resource></Error>");
+	s3_buf_printf(&b, "</Resource><RequestId>%s</RequestId></Error>", k->r->id);
 	s3_buf_init(&h, 0);
 	s3_buf_printf(&h, "Content-Type: application/xml\r\n%s", extra ? extra : "");
 	k->status = status;
@@ -114,6 +114,21 @@ int sv_fail_errno(struct call *k, int err)
 		rdx_warn("%s %s: %s", k->r->method, k->r->raw_path, strerror(-err));
 		return sv_fail(k, 500, "InternalError", "We encountered an internal error. Please try again.");
 	}
+}
+
+bool sv_word_in(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+
+	for (const char *p = list; n && *p;) {
+		size_t len = strcspn(p, " ");
+
+		if (len == n && !strncmp(p, w, n))
+			return true;
+		p += len;
+		p += *p == ' ';
+	}
+	return false;
 }
 
 void sv_add_etag(struct s3_buf *b, const char *etag)
@@ -465,6 +480,55 @@ int sv_list_buckets(struct call *k)
 
 /* --------------------------------------------------------- connections */
 
+/* Headers asking for what this server does not do.  A client told 200
+ * believes its request took effect: an object it asked to encrypt, lock
+ * or share must not be stored plain, deletable or private as if it had
+ * been.  name ending in '*': a prefix.  ok: the values (separated by
+ * spaces) that ask for nothing more than what is done anyway (NULL:
+ * none): an owner's full control is what "private" gives. */
+static const struct unkept {
+	const char *name, *ok, *what;
+} unkept[] = {
+	{ "x-amz-server-side-encryption*", NULL, "server-side encryption (SSE-S3, SSE-KMS, SSE-C)" },
+	{ "x-amz-copy-source-server-side-encryption*", NULL, "server-side encryption (SSE-C)" },
+	{ "x-amz-object-lock-*", NULL, "object lock" },
+	{ "x-amz-bucket-object-lock-enabled", "false", "object lock" },
+	{ "x-amz-bypass-governance-retention", NULL, "object lock" },
+	{ "x-amz-acl", "private bucket-owner-full-control", "ACLs other than private" },
+	{ "x-amz-grant-*", NULL, "ACL grants" },
+	{ "x-amz-object-ownership", "BucketOwnerEnforced", "ACLs (object ownership other than BucketOwnerEnforced)" },
+	{ "x-amz-mfa", NULL, "MFA delete" },
+	{ "x-amz-website-redirect-location", NULL, "website redirects" },
+	{ "x-amz-storage-class", "STANDARD", "storage classes other than STANDARD" },
+};
+
+/* Refuses (501, naming the header) a request with one of unkept.
+ * Returns 0 to go on, else an answer was sent (1) or -errno. */
+static int refuse_unkept(struct call *k)
+{
+	const struct sv_req *r = k->r;
+	size_t i, j;
+
+	for (i = 0; i < r->nhdr; i++) {
+		const char *n = r->hdr[i].name, *v = r->hdr[i].value;
+
+		for (j = 0; j < sizeof(unkept) / sizeof(unkept[0]); j++) {
+			const struct unkept *u = &unkept[j];
+			size_t len = strlen(u->name);
+			char msg[256];
+
+			if (u->name[len - 1] == '*' ? strncasecmp(n, u->name, len - 1)
+						    : strcasecmp(n, u->name))
+				continue;
+			if (u->ok && sv_word_in(u->ok, v))
+				continue;
+			snprintf(msg, sizeof(msg), "rds3 serve does not implement %s (header %.64s)", u->what, n);
+			return sv_fail(k, 501, "NotImplemented", msg) ? -EIO : 1;
+		}
+	}
+	return 0;
+}
+
 static int handle(struct call *k)
 {
 	struct sv_req *r = k->r;
@@ -475,6 +539,8 @@ static int handle(struct call *k)
 	st = sv_auth_check(&k->s->auth, r, &k->payload, &code, msg, sizeof(msg));
 	if (st)
 		return sv_fail(k, st, code, msg);
+	if ((st = refuse_unkept(k)))
+		return st < 0 ? st : 0;
 	p = r->path + 1;
 	if (!*p)
 		return !strcmp(r->method, "GET")
@@ -576,15 +642,21 @@ static void *conn_main(void *arg)
 			}
 			ret = handle(&k);
 			if (s->o->verbose)
-				rdx_info(0, "%s %s %s%s%s %d %" PRIu64 "%s", c->peer, r->method,
-					 r->raw_path, r->raw_query ? "?" : "",
+				rdx_info(0, "%s %s %s %s%s%s %d %" PRIu64 "%s", r->id, c->peer,
+					 r->method, r->raw_path, r->raw_query ? "?" : "",
 					 r->raw_query ? r->raw_query : "", k.status, k.sent,
 					 k.rdma_moved ? rdma_note(&k, note, sizeof(note)) : "");
 			if (ret < 0 || !r->keep_alive || !r->body_end)
 				c->broken = true;
+			/* Answered with the body unread: not when the peer is
+			 * gone or stalled (ret < 0), there is no one to answer. */
+			if (ret >= 0 && !r->body_end)
+				c->unread = true;
 			sv_req_release(r);
 		}
 	}
+	if (c && c->unread)
+		sv_linger(c);
 	close(a->fd);
 	free(c);
 	free(r);

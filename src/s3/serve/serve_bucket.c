@@ -114,7 +114,10 @@ static int list_objects(struct call *k, int bfd)
 	} else if (!is_v2 && marker && *marker) {
 		a.start_after = marker;
 	}
-	ret = sv_list(bfd, &a, &res);
+	/* max-keys=0 asks for nothing, and nothing more follows it. */
+	ret = a.max_keys ? sv_list(bfd, &a, &res) : 0;
+	if (!a.max_keys)
+		res = (struct sv_list_result){ 0 };
 	if (ret)
 		return sv_fail_errno(k, ret);
 	s3_buf_init(&b, 0);
@@ -131,7 +134,7 @@ static int list_objects(struct call *k, int bfd)
 		s3_buf_printf(&b, "<KeyCount>%zu</KeyCount>", res.n);
 		if (token)
 			list_text(&b, "ContinuationToken", token, false);
-		if (after && !token)
+		if (after)
 			list_text(&b, "StartAfter", after, url);
 		if (res.truncated && res.n) {
 			const char *last = res.v[res.n - 1].key;
@@ -171,12 +174,83 @@ static int list_objects(struct call *k, int bfd)
 }
 
 
+/* The bucket requests this server carries out: a method, the
+ * sub-resource that names the operation (NULL: none) and the parameters
+ * it acts on.  A request that is none of them is refused whole, whatever
+ * else it carries: "?versions&encoding-type=url" is not a listing. */
+#define LIST_PARAMS                                                     \
+	"list-type prefix delimiter max-keys marker continuation-token " \
+	"start-after encoding-type"
+
+static const struct bucket_op {
+	const char *method, *sub, *params;
+} bucket_ops[] = {
+	{ "PUT", NULL, "" },	/* CreateBucket */
+	{ "DELETE", NULL, "" }, /* DeleteBucket */
+	{ "HEAD", NULL, "" },	/* HeadBucket */
+	{ "GET", NULL, LIST_PARAMS },
+	{ "GET", "location", "" },
+	{ "GET", "versioning", "" }, /* never enabled: an empty configuration */
+	{ "GET", "uploads", "" },
+	{ "POST", "delete", "" },
+};
+
+/* A query parameter every request may carry: a presigned URL's, and the
+ * x-id that some SDKs add to name the operation. */
+static bool any_request_param(const char *n)
+{
+	return !strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id");
+}
+
+/* The operation of the request, or NULL: then *odd is the parameter that
+ * names what it asked for (NULL: the method itself is not served). */
+static const struct bucket_op *bucket_op_of(const struct sv_req *r, const char **odd)
+{
+	size_t i, j;
+
+	*odd = NULL;
+	for (i = 0; i < sizeof(bucket_ops) / sizeof(bucket_ops[0]); i++) {
+		const struct bucket_op *op = &bucket_ops[i];
+		bool fits = !strcmp(op->method, r->method) &&
+			    (!op->sub || sv_query(r, op->sub, NULL));
+
+		for (j = 0; fits && j < r->nquery; j++) {
+			const char *n = r->query[j].name;
+
+			fits = any_request_param(n) || (op->sub && !strcmp(n, op->sub)) ||
+			       sv_word_in(op->params, n);
+		}
+		if (fits)
+			return op;
+	}
+	/* Name the sub-resource: the first parameter no listing takes. */
+	for (j = 0; j < r->nquery; j++) {
+		const char *n = r->query[j].name;
+
+		if (!any_request_param(n) && !sv_word_in(LIST_PARAMS, n))
+			return *odd = n, NULL;
+	}
+	if (r->nquery)
+		*odd = r->query[0].name;
+	return NULL;
+}
+
 int sv_bucket_op(struct call *k)
 {
-	const char *m = k->r->method;
+	const char *m = k->r->method, *odd;
+	const struct bucket_op *op = bucket_op_of(k->r, &odd);
 	int bfd, ret;
 
-	if (!strcmp(m, "PUT") && !k->r->nquery) {
+	if (!op && odd) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "rds3 serve does not implement ?%.64s on a bucket%s", odd,
+			 strcmp(m, "GET") && strcmp(m, "HEAD") ? " with this method" : "");
+		return sv_fail(k, 501, "NotImplemented", msg);
+	}
+	if (!op)
+		return sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	if (!strcmp(m, "PUT")) {
 		sv_body_skip(k->c, k->r, 1 << 16); /* CreateBucketConfiguration */
 		if (!mkdirat(k->s->root, k->bucket, 0777))
 		{
@@ -192,7 +266,7 @@ int sv_bucket_op(struct call *k)
 	}
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
-	if (!strcmp(m, "DELETE") && !k->r->nquery) {
+	if (!strcmp(m, "DELETE")) {
 		close(bfd);
 		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR)) {
 			/* Its open uploads go with it: a bucket made again
@@ -204,23 +278,21 @@ int sv_bucket_op(struct call *k)
 			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
 		return sv_fail_errno(k, -errno);
 	}
-	if (!strcmp(m, "HEAD") && !k->r->nquery)
+	if (!strcmp(m, "HEAD"))
 		ret = sv_answer(k, 200, NULL, NULL, 0);
-	else if (!strcmp(m, "GET") && sv_query(k->r, "location", NULL)) {
+	else if (op->sub && (!strcmp(op->sub, "location") || !strcmp(op->sub, "versioning"))) {
 		struct s3_buf b;
 
 		s3_buf_init(&b, 0);
-		s3_buf_adds(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>");
+		s3_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\"/>",
+			      !strcmp(op->sub, "location") ? "LocationConstraint" : "VersioningConfiguration");
 		ret = sv_xml_answer(k, 200, &b);
 		s3_buf_release(&b);
-	} else if (!strcmp(m, "GET") && sv_query(k->r, "uploads", NULL))
+	} else if (op->sub && !strcmp(op->sub, "uploads"))
 		ret = sv_list_uploads(k);
-	else if (!strcmp(m, "GET") && (!k->r->nquery || sv_query(k->r, "list-type", NULL) ||
-				       sv_query(k->r, "prefix", NULL) || sv_query(k->r, "delimiter", NULL) ||
-				       sv_query(k->r, "max-keys", NULL) || sv_query(k->r, "marker", NULL) ||
-				       sv_query(k->r, "encoding-type", NULL)))
+	else if (!op->sub && !strcmp(m, "GET"))
 		ret = list_objects(k, bfd);
-	else if (!strcmp(m, "POST") && sv_query(k->r, "delete", NULL)) {
+	else {
 		char *xml = NULL;
 		size_t n;
 		struct s3_list keys = { 0 };
@@ -262,10 +334,7 @@ int sv_bucket_op(struct call *k)
 		s3_list_release(&keys);
 		ret = sv_xml_answer(k, 200, &b);
 		s3_buf_release(&b);
-	} else if (!strcmp(m, "GET") || !strcmp(m, "PUT") || !strcmp(m, "DELETE"))
-		ret = sv_fail(k, 501, "NotImplemented", "rds3 serve does not implement this bucket sub-resource");
-	else
-		ret = sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
+	}
 	close(bfd);
 	return ret;
 }

@@ -11,11 +11,14 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -346,6 +349,26 @@ static int parse_head(struct sv_req *r, char *head)
 	return parse_target(r, sp1 + 1);
 }
 
+/* A request's id: this run's random half, then a count, so that ids are
+ * unique across the server's restarts as well as within a run. */
+static uint32_t run_id;
+
+static void pick_run_id(void)
+{
+	if (getrandom(&run_id, sizeof(run_id), 0) != sizeof(run_id))
+		run_id = (uint32_t)time(NULL) ^ (uint32_t)getpid();
+}
+
+static void new_request_id(char id[20])
+{
+	static atomic_uint_fast32_t seq;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, pick_run_id);
+	snprintf(id, 20, "%08X%08X", (unsigned)run_id,
+		 (unsigned)(atomic_fetch_add(&seq, 1) + 1));
+}
+
 int sv_read_request(struct sv_conn *c, struct sv_req *r)
 {
 	int64_t end = now_ms() + (int64_t)c->timeout_secs * 1000;
@@ -356,6 +379,7 @@ int sv_read_request(struct sv_conn *c, struct sv_req *r)
 	c->head_since_ms = 0;
 	memset((char *)r + offsetof(struct sv_req, method), 0,
 	       sizeof(*r) - offsetof(struct sv_req, method));
+	new_request_id(r->id);
 	/* Empty lines before a request are allowed (RFC 9112 2.2), also
 	 * after a body, in what is already buffered. */
 	while (c->in_off < c->in_len &&
@@ -601,6 +625,39 @@ void sv_body_skip(struct sv_conn *c, struct sv_req *r, uint64_t max)
 		c->broken = true;
 }
 
+/* How long a connection is kept for the rest of a body it will not use:
+ * in all, and with nothing coming. */
+#define LINGER_MS	(30 * 1000)
+#define LINGER_IDLE_MS	(2 * 1000)
+
+void sv_linger(struct sv_conn *c)
+{
+	int64_t end = now_ms() + LINGER_MS, idle_end = now_ms() + LINGER_IDLE_MS;
+	char buf[65536];
+
+	/* FIN after the answer: a client that reads as it sends stops now. */
+	if (shutdown(c->fd, SHUT_WR))
+		return;
+	for (;;) {
+		int64_t t = now_ms(), left = (end < idle_end ? end : idle_end) - t;
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		ssize_t got;
+		int n;
+
+		if (left <= 0 || (c->stop && atomic_load(c->stop)))
+			return;
+		n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		if (n < 0 && errno != EINTR)
+			return;
+		if (n <= 0)
+			continue;
+		got = read(c->fd, buf, sizeof(buf));
+		if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN))
+			return;
+		idle_end = now_ms() + LINGER_IDLE_MS;
+	}
+}
+
 /* -------------------------------------------------------------- answers */
 
 static const char *reason(int status)
@@ -646,7 +703,6 @@ void sv_iso_date(time_t t, char out[40])
 int sv_send_head(struct sv_conn *c, const struct sv_req *r, int status,
 		 const char *hdrs, bool has_length, uint64_t length)
 {
-	static atomic_uint_fast64_t seq;
 	struct s3_buf b;
 	char date[40];
 	int ret;
@@ -654,9 +710,8 @@ int sv_send_head(struct sv_conn *c, const struct sv_req *r, int status,
 	sv_http_date(time(NULL), date);
 	s3_buf_init(&b, 0);
 	s3_buf_printf(&b, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: rds3\r\n"
-			  "x-amz-request-id: %016llX\r\n",
-		      status, reason(status), date,
-		      (unsigned long long)atomic_fetch_add(&seq, 1) + 1);
+			  "x-amz-request-id: %s\r\n",
+		      status, reason(status), date, r->id);
 	s3_buf_adds(&b, hdrs ? hdrs : "");
 	if (has_length)
 		s3_buf_printf(&b, "Content-Length: %llu\r\n",

@@ -45,6 +45,7 @@ struct sv_conn {
 	char in[SV_INBUF];	/* bytes read and not yet used */
 	size_t in_off, in_len;
 	bool broken;		/* cannot carry another request */
+	bool unread;		/* closing with a request's body not all read */
 };
 
 struct sv_hdr {
@@ -54,6 +55,7 @@ struct sv_hdr {
 struct sv_req {
 	char head[SV_HEAD_MAX + 1]; /* the header section, NUL-split */
 	const char *method;
+	char id[20];		    /* x-amz-request-id and RequestId */
 	const char *raw_path;	    /* as sent, NUL-terminated copy */
 	char *raw_query;	    /* as sent, malloc'ed; NULL: none */
 	char *path;		    /* decoded, malloc'ed */
@@ -97,6 +99,12 @@ ssize_t sv_body_read(struct sv_conn *c, struct sv_req *r, void *p, size_t n);
  * (and no 100 Continue is still owed: then the client never sent it);
  * else marks the connection broken, to be closed after the answer. */
 void sv_body_skip(struct sv_conn *c, struct sv_req *r, uint64_t max);
+
+/* Closes the write side after an answer given before the request's
+ * body was read (an early 403 or 404), then reads and drops what the
+ * client still sends, for a bounded time, so that it reads the answer
+ * instead of the reset that unread data would cause. */
+void sv_linger(struct sv_conn *c);
 
 /* Sends a status line and headers: hdrs (each "Name: value\r\n") plus
  * Date, Server, x-amz-request-id, Content-Length (when has_length) and

@@ -68,6 +68,9 @@ int sv_fail_errno(struct call *k, int err);
 /* b as an XML answer (-ENOMEM when b ran out of memory). */
 int sv_xml_answer(struct call *k, int status, struct s3_buf *b);
 
+/* Whether w is one of the words of list (separated by single spaces). */
+bool sv_word_in(const char *list, const char *w);
+
 /* An ETag header of the quoted etag into b. */
 void sv_add_etag(struct s3_buf *b, const char *etag);
 
