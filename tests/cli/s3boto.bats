@@ -65,3 +65,7 @@ ${stderr:-$output}"
 @test "boto3: encryption, object lock, ACLs, storage classes, versioning and unknown sub-resources are refused (501), nothing stored; listings and errors as S3" {
 	boto refuse
 }
+
+@test "boto3: ListMultipartUploads in pages (max-uploads, key-marker, upload-id-marker), under a prefix, rolled up at a delimiter" {
+	boto uploads
+}

@@ -47,7 +47,7 @@ int sv_bucket_fd(struct call *k, int *fd)
 }
 
 /* A query value as given in a listing: encoded with encoding-type=url. */
-static void list_text(struct s3_buf *b, const char *tag, const char *v, bool url)
+void sv_list_text(struct s3_buf *b, const char *tag, const char *v, bool url)
 {
 	s3_buf_printf(b, "<%s>", tag);
 	if (url)
@@ -123,9 +123,9 @@ static int list_objects(struct call *k, int bfd)
 	s3_buf_init(&b, 0);
 	s3_buf_adds(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
 	s3_buf_printf(&b, "<Name>%s</Name>", k->bucket);
-	list_text(&b, "Prefix", prefix, url);
+	sv_list_text(&b, "Prefix", prefix, url);
 	if (a.delimiter)
-		list_text(&b, "Delimiter", a.delimiter, url);
+		sv_list_text(&b, "Delimiter", a.delimiter, url);
 	s3_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", a.max_keys);
 	if (url)
 		s3_buf_adds(&b, "<EncodingType>url</EncodingType>");
@@ -133,9 +133,9 @@ static int list_objects(struct call *k, int bfd)
 	if (is_v2) {
 		s3_buf_printf(&b, "<KeyCount>%zu</KeyCount>", res.n);
 		if (token)
-			list_text(&b, "ContinuationToken", token, false);
+			sv_list_text(&b, "ContinuationToken", token, false);
 		if (after)
-			list_text(&b, "StartAfter", after, url);
+			sv_list_text(&b, "StartAfter", after, url);
 		if (res.truncated && res.n) {
 			const char *last = res.v[res.n - 1].key;
 
@@ -145,9 +145,9 @@ static int list_objects(struct call *k, int bfd)
 			s3_buf_adds(&b, "</NextContinuationToken>");
 		}
 	} else {
-		list_text(&b, "Marker", marker ? marker : "", url);
+		sv_list_text(&b, "Marker", marker ? marker : "", url);
 		if (res.truncated && res.n)
-			list_text(&b, "NextMarker", res.v[res.n - 1].key, url);
+			sv_list_text(&b, "NextMarker", res.v[res.n - 1].key, url);
 	}
 	for (i = 0; i < res.n; i++) {
 		const struct sv_list_item *it = &res.v[i];
@@ -155,13 +155,13 @@ static int list_objects(struct call *k, int bfd)
 
 		if (it->is_prefix) {
 			s3_buf_adds(&b, "<CommonPrefixes>");
-			list_text(&b, "Prefix", it->key, url);
+			sv_list_text(&b, "Prefix", it->key, url);
 			s3_buf_adds(&b, "</CommonPrefixes>");
 			continue;
 		}
 		sv_iso_date(it->mtime, date);
 		s3_buf_adds(&b, "<Contents>");
-		list_text(&b, "Key", it->key, url);
+		sv_list_text(&b, "Key", it->key, url);
 		s3_buf_printf(&b, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
 				  "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass></Contents>",
 			      date, it->etag, it->size);
@@ -191,7 +191,7 @@ static const struct bucket_op {
 	{ "GET", NULL, LIST_PARAMS },
 	{ "GET", "location", "" },
 	{ "GET", "versioning", "" }, /* never enabled: an empty configuration */
-	{ "GET", "uploads", "" },
+	{ "GET", "uploads", "prefix delimiter key-marker upload-id-marker max-uploads encoding-type" },
 	{ "POST", "delete", "" },
 };
 

@@ -218,6 +218,8 @@ void sv_drop_uploads(int root, const char *bucket)
 static int create_upload(struct call *k)
 {
 	unsigned char rnd[16];
+	struct timespec now;
+	uint64_t ns;
 	char id[33];
 	char *hdrs = NULL;
 	struct s3_buf b;
@@ -226,7 +228,14 @@ static int create_upload(struct call *k)
 	if (sv_object_headers(k->r, &hdrs))
 		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
 	sv_body_skip(k->c, k->r, 1 << 20);
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+	/* The time first, big-endian, then 64 random bits: the ids of one
+	 * key sort as their uploads began, finer than a file's mtime tells
+	 * (ListMultipartUploads). */
+	clock_gettime(CLOCK_REALTIME, &now);
+	ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	for (int i = 0; i < 8; i++)
+		rnd[i] = (unsigned char)(ns >> (56 - 8 * i));
+	if (getrandom(rnd + 8, 8, 0) != 8) {
 		free(hdrs);
 		return sv_fail_errno(k, -EIO);
 	}
@@ -560,70 +569,6 @@ out:
 	sv_meta_release(&m);
 	if (a.up >= 0)
 		close(a.up);
-	return ret;
-}
-
-int sv_list_uploads(struct call *k)
-{
-	int u = sv_uploads_fd(k->s->root, false);
-	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	struct s3_buf b;
-	size_t count = 0;
-	bool more = false;
-	int ret;
-
-	s3_buf_init(&b, 0);
-	s3_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\"><Bucket>%s</Bucket>"
-			  "<MaxUploads>1000</MaxUploads>", k->bucket);
-	while (d && (de = readdir(d))) {
-		char info[SV_KEY_MAX + 128], date[40];
-		struct stat st;
-		char *nl;
-		ssize_t n;
-		int up, f;
-
-		if (strlen(de->d_name) != 32)
-			continue;
-		up = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (up < 0)
-			continue;
-		f = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		n = f >= 0 ? rdx_pread_full(f, info, sizeof(info) - 1, 0) : -1;
-		if (f >= 0)
-			close(f);
-		if (fstat(up, &st))
-			n = -1;
-		close(up);
-		if (n <= 0)
-			continue;
-		info[n] = '\0';
-		nl = strchr(info, '\n');
-		if (!nl || (size_t)(nl - info) != strlen(k->bucket) ||
-		    strncmp(info, k->bucket, (size_t)(nl - info)))
-			continue;
-		if (count == 1000) {
-			more = true;
-			break;
-		}
-		count++;
-		nl[strlen(nl) - 1] = '\0'; /* the key's newline */
-		sv_iso_date(st.st_mtim.tv_sec, date);
-		s3_buf_adds(&b, "<Upload><Key>");
-		sv_xml_esc(&b, nl + 1);
-		s3_buf_printf(&b, "</Key><UploadId>%s</UploadId><Initiated>%s</Initiated>"
-				  "<StorageClass>STANDARD</StorageClass></Upload>", de->d_name, date);
-	}
-	if (d)
-		closedir(d);
-	else if (fd >= 0)
-		close(fd);
-	if (u >= 0)
-		close(u);
-	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListMultipartUploadsResult>", more ? "true" : "false");
-	ret = sv_xml_answer(k, 200, &b);
-	s3_buf_release(&b);
 	return ret;
 }
 

@@ -108,7 +108,10 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 /* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k);
 
-/* ListMultipartUploads of the request's bucket. */
+/* Appends <tag>v</tag>, v URI-encoded when url (encoding-type=url). */
+void sv_list_text(struct s3_buf *b, const char *tag, const char *v, bool url);
+
+/* ListMultipartUploads of the request's bucket: serve_uploads.c. */
 int sv_list_uploads(struct call *k);
 
 /* Removes the open uploads of bucket. */
