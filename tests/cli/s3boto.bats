@@ -66,6 +66,6 @@ ${stderr:-$output}"
 	boto refuse
 }
 
-@test "boto3: ListMultipartUploads in pages (max-uploads, key-marker, upload-id-marker), under a prefix, rolled up at a delimiter" {
+@test "boto3: ListMultipartUploads and ListParts in pages (max-uploads, key-marker, upload-id-marker, max-parts, part-number-marker), under a prefix, rolled up at a delimiter" {
 	boto uploads
 }

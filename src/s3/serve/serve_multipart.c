@@ -591,7 +591,9 @@ static int object_query_ok(struct call *k)
 		    (!strcmp(m, "PUT") && (!strcmp(n, "partNumber") || !strcmp(n, "uploadId"))) ||
 		    (!strcmp(m, "DELETE") && !strcmp(n, "uploadId")) ||
 		    (!strcmp(m, "POST") && (!strcmp(n, "uploads") || !strcmp(n, "uploadId"))) ||
-		    (get && !strcmp(n, "uploadId")))
+		    (get && !strcmp(n, "uploadId")) ||
+		    (get && sv_query(k->r, "uploadId", NULL) &&
+		     (!strcmp(n, "max-parts") || !strcmp(n, "part-number-marker"))))
 			continue;
 		if (!strcmp(n, "versionId") && k->r->query[i].value &&
 		    !strcmp(k->r->query[i].value, "null"))
@@ -642,9 +644,7 @@ int sv_object_op(struct call *k)
 		return ret > 0 ? 0 : ret;
 	}
 	if (!strcmp(m, "GET") || !strcmp(m, "HEAD"))
-		ret = sv_query(k->r, "uploadId", NULL)
-			      ? sv_fail(k, 501, "NotImplemented", "rds3 serve does not implement ListParts")
-			      : sv_get_object(k, bfd);
+		ret = sv_query(k->r, "uploadId", NULL) ? sv_list_parts(k, id) : sv_get_object(k, bfd);
 	else if (!strcmp(m, "PUT") && sv_query(k->r, "uploadId", NULL))
 		ret = upload_part(k, id, pn);
 	else if (!strcmp(m, "PUT") && sv_hdr(k->r, "x-amz-copy-source"))

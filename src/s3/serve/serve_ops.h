@@ -114,6 +114,9 @@ void sv_list_text(struct s3_buf *b, const char *tag, const char *v, bool url);
 /* ListMultipartUploads of the request's bucket: serve_uploads.c. */
 int sv_list_uploads(struct call *k);
 
+/* ListParts of upload id (the request's key's): serve_uploads.c. */
+int sv_list_parts(struct call *k, const char *id);
+
 /* Removes the open uploads of bucket. */
 void sv_drop_uploads(int root, const char *bucket);
 

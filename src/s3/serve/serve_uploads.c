@@ -288,3 +288,119 @@ int sv_list_uploads(struct call *k)
 	s3_buf_release(&b);
 	return ret;
 }
+
+static int part_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The part numbers of upload directory up (files "00001" ... "10000"),
+ * sorted into v (SV_PARTS_MAX of them at most).  Returns the count or
+ * -errno. */
+static int part_numbers(int up, unsigned *v)
+{
+	int fd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) && n < SV_PARTS_MAX) {
+		char *end;
+		unsigned long pn = strtoul(de->d_name, &end, 10);
+
+		if (strlen(de->d_name) == 5 && !*end && pn >= 1 && pn <= SV_PARTS_MAX)
+			v[n++] = (unsigned)pn;
+	}
+	closedir(d);
+	qsort(v, n, sizeof(*v), part_cmp);
+	return (int)n;
+}
+
+int sv_list_parts(struct call *k, const char *id)
+{
+	const char *mp = NULL, *marker = NULL;
+	unsigned long max = MAX_UPLOADS, after = 0;
+	unsigned *nums = NULL;
+	int64_t init_ns;
+	int u, up = -1, n, ret, shown = 0;
+	char *key = NULL, *end;
+	bool truncated = false;
+	unsigned last = 0;
+	struct s3_buf b;
+
+	sv_query(k->r, "max-parts", &mp);
+	sv_query(k->r, "part-number-marker", &marker);
+	if (mp && ((max = strtoul(mp, &end, 10)), *end || end == mp || *mp == '-'))
+		return sv_fail(k, 400, "InvalidArgument", "max-parts must be a number of 0 or more");
+	if (marker && ((after = strtoul(marker, &end, 10)), *end || end == marker || *marker == '-'))
+		return sv_fail(k, 400, "InvalidArgument", "part-number-marker must be a part number");
+	if (max > MAX_UPLOADS)
+		max = MAX_UPLOADS;
+	u = sv_uploads_fd(k->s->root, false);
+	if (u >= 0 && id && strlen(id) == 32 && rdx_hex_is(id, 32))
+		key = upload_key(u, id, k->bucket, &init_ns);
+	if (key && !strcmp(key, k->key))
+		up = openat(u, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(key);
+	if (u >= 0)
+		close(u);
+	if (up < 0)
+		return sv_fail(k, 404, "NoSuchUpload",
+			    "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.");
+	nums = malloc(SV_PARTS_MAX * sizeof(*nums));
+	n = nums ? part_numbers(up, nums) : -ENOMEM;
+	if (n < 0) {
+		free(nums);
+		close(up);
+		return sv_fail_errno(k, n);
+	}
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<ListPartsResult xmlns=\"" XMLNS "\"><Bucket>%s</Bucket>",
+		      k->bucket);
+	sv_list_text(&b, "Key", k->key, false);
+	s3_buf_printf(&b, "<UploadId>%s</UploadId><PartNumberMarker>%lu</PartNumberMarker>"
+			  "<MaxParts>%lu</MaxParts><StorageClass>STANDARD</StorageClass>",
+		      id, after, max);
+	for (int i = 0; i < n; i++) {
+		char name[16], date[40];
+		struct sv_meta m = { 0 };
+		int fd;
+
+		if (nums[i] <= after)
+			continue;
+		if ((unsigned long)shown == max) {
+			truncated = true;
+			break;
+		}
+		snprintf(name, sizeof(name), "%05u", nums[i]);
+		fd = openat(up, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* replaced or aborted meanwhile */
+		ret = sv_meta_get(fd, &m);
+		close(fd);
+		if (ret)
+			continue;
+		sv_iso_date((time_t)(m.mtime_ns / 1000000000), date);
+		s3_buf_printf(&b, "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+				  "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+			      nums[i], date, m.etag, (unsigned long long)m.size);
+		sv_meta_release(&m);
+		last = nums[i];
+		shown++;
+	}
+	if (truncated)
+		s3_buf_printf(&b, "<NextPartNumberMarker>%u</NextPartNumberMarker>", last);
+	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListPartsResult>", truncated ? "true" : "false");
+	free(nums);
+	close(up);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}

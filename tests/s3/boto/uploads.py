@@ -2,7 +2,7 @@
 order uploads began; prefix, delimiter, key-marker with upload-id-marker,
 max-uploads (the parameters it used to answer without applying)."""
 
-from s3t import case, check, equal, run
+from s3t import case, check, equal, fails, run
 
 
 def begin(s3, b, key):
@@ -58,6 +58,34 @@ def pages(s3, b):
     s3.abort_multipart_upload(Bucket=b, Key="a", UploadId=a1)
     r, ups, _ = page(s3, b, Prefix="a")
     equal("an aborted upload is gone", ups, [("a", a2)])
+
+
+@case
+def parts(s3, b):
+    up = begin(s3, b, "k")
+    body = {n: bytes([n]) * (5 << 20 if n < 4 else 10) for n in (1, 2, 3, 4)}
+    etags = {}
+    for n in (3, 1, 4, 2):  # listed by number, not as they came
+        etags[n] = s3.upload_part(Bucket=b, Key="k", UploadId=up, PartNumber=n,
+                                  Body=body[n])["ETag"]
+    r = s3.list_parts(Bucket=b, Key="k", UploadId=up)
+    equal("all parts", [(p["PartNumber"], p["ETag"], p["Size"]) for p in r["Parts"]],
+          [(n, etags[n], len(body[n])) for n in (1, 2, 3, 4)])
+    equal("not truncated", r["IsTruncated"], False)
+    r = s3.list_parts(Bucket=b, Key="k", UploadId=up, MaxParts=2)
+    equal("a page of 2", ([p["PartNumber"] for p in r["Parts"]], r["IsTruncated"],
+                          r.get("NextPartNumberMarker")), ([1, 2], True, 2))
+    r = s3.list_parts(Bucket=b, Key="k", UploadId=up, PartNumberMarker=2)
+    equal("after 2", [p["PartNumber"] for p in r["Parts"]], [3, 4])
+    fails("another key's upload", 404, "NoSuchUpload", s3.list_parts, Bucket=b,
+          Key="other", UploadId=up)
+    fails("no such upload", 404, "NoSuchUpload", s3.list_parts, Bucket=b, Key="k",
+          UploadId="0" * 32)
+    s3.complete_multipart_upload(
+        Bucket=b, Key="k", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3, 4)]})
+    fails("completed: no parts", 404, "NoSuchUpload", s3.list_parts, Bucket=b, Key="k",
+          UploadId=up)
 
 
 if __name__ == "__main__":
