@@ -500,6 +500,8 @@ static const struct unkept {
 	{ "x-amz-mfa", NULL, "MFA delete" },
 	{ "x-amz-website-redirect-location", NULL, "website redirects" },
 	{ "x-amz-storage-class", "STANDARD", "storage classes other than STANDARD" },
+	{ "x-amz-write-offset-bytes", NULL, "appends" },
+	{ "x-amz-if-match-*", NULL, "conditions on size or times" },
 };
 
 /* Refuses (501, naming the header) a request with one of unkept.
