@@ -182,6 +182,17 @@ def raw(s3, method, path, headers=None, body=b"", sign=True):
 
 
 @case
+def other_headers(s3, b):
+    st, body = raw(s3, "PUT", f"/{b}/app", {"x-amz-write-offset-bytes": "0"}, b"x")
+    check("an append", st == 501 and b"x-amz-write-offset-bytes" in body, f"{st} {body[:300]!r}")
+    absent(s3, b, "app")
+    s3.put_object(Bucket=b, Key="k", Body=b"x")
+    st, body = raw(s3, "DELETE", f"/{b}/k", {"x-amz-if-match-size": "2"})
+    check("a delete on a size", st == 501 and b"NotImplemented" in body, f"{st} {body[:300]!r}")
+    equal("k kept", s3.head_object(Bucket=b, Key="k")["ContentLength"], 1)
+
+
+@case
 def early_answers(s3, b):
     big = b"z" * (16 << 20)
     st, body = raw(s3, "PUT", f"/{b}/big", body=big, sign=False)
