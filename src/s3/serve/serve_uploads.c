@@ -137,7 +137,8 @@ static int consider(struct up_page *p, const struct up_args *a, char *key,
 		free(key);
 		return 0;
 	}
-	snprintf(it.id, sizeof(it.id), "%s", id);
+	memcpy(it.id, id, 32); /* the caller checked: 32 hex digits */
+	it.id[32] = '\0';
 	d = a->delim ? strstr(key + pl, a->delim) : NULL;
 	if (d) {
 		key[d - key + strlen(a->delim)] = '\0';
