@@ -61,3 +61,15 @@ ${stderr:-$output}"
 @test "boto3: put, get, head, a wrong secret (the harness itself)" {
 	boto basics
 }
+
+@test "boto3: conditional writes (If-None-Match: *, If-Match, racing writers), copy-source conditions, a repeated Complete, UploadPartCopy ranges" {
+	boto cond
+}
+
+@test "boto3: object tags (x-amz-tagging, ?tagging, x-amz-tagging-count) and S3's limits" {
+	boto tagging
+}
+
+@test "boto3: GetObject's response-* overrides" {
+	boto overrides
+}
