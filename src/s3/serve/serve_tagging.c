@@ -24,7 +24,8 @@
 /* The length in characters of s, when it is valid UTF-8 of S3's tag
  * alphabet: letters, digits, spaces and + - = . _ : / @.  Past ASCII
  * every character but the C1 controls passes: S3 takes Unicode letters,
- * digits and spaces, which are not told apart here.  -1 otherwise. */
+ * digits and spaces, which are not told apart here.  -1: a character
+ * outside it, -2: not UTF-8. */
 static long tag_chars(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -48,29 +49,40 @@ static long tag_chars(const char *s)
 		else if (c >= 0xf0 && c <= 0xf4)
 			len = 4, cp = c & 0x07;
 		else
-			return -1;
+			return -2;
 		for (i = 1; i < len; i++) {
 			if ((p[i] & 0xc0) != 0x80)
-				return -1;
+				return -2;
 			cp = cp << 6 | (p[i] & 0x3f);
 		}
 		if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0)
-			return -1; /* overlong, a surrogate, or a C1 control */
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return -2; /* overlong, or a surrogate */
+		if (cp < 0xa0)
+			return -1; /* a C1 control */
 		p += len, n++;
 	}
 	return n;
 }
 
+static const char too_many[] = "Object tags cannot be greater than 10";
+static const char duplicate[] = "Cannot provide multiple Tags with the same key";
+static const char bad_header[] =
+	"The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.";
+
 /* Adds key=value to t, checked as S3 checks a tag.  Returns NULL, or
- * the InvalidTag message. */
+ * the message of S3's error (too_many: 400 BadRequest, else 400
+ * InvalidTag). */
 static const char *tag_add(struct sv_tags *t, const char *key, const char *value)
 {
 	long kn = tag_chars(key), vn = tag_chars(value);
 	unsigned i;
 
+	for (i = 0; i < t->n; i++)
+		if (!strcmp(t->v[i].key, key))
+			return duplicate;
 	if (t->n == SV_TAGS_MAX)
-		return "Object tags cannot be greater than 10";
+		return too_many;
 	if (kn <= 0)
 		return "The TagKey you have provided is invalid";
 	if (kn > SV_TAG_KEY_CHARS)
@@ -81,14 +93,17 @@ static const char *tag_add(struct sv_tags *t, const char *key, const char *value
 		return "The TagValue you have provided is too long, max 256";
 	if (!strncmp(key, "aws:", 4))
 		return "Your TagKey cannot be prefixed with aws:";
-	for (i = 0; i < t->n; i++)
-		if (!strcmp(t->v[i].key, key))
-			return "Cannot provide multiple Tags with the same key";
 	/* At most 4 bytes a character: they fit. */
 	snprintf(t->v[t->n].key, sizeof(t->v[0].key), "%s", key);
 	snprintf(t->v[t->n].value, sizeof(t->v[0].value), "%s", value);
 	t->n++;
 	return NULL;
+}
+
+/* S3's answer for tag_add()'s message. */
+static int tag_fail(struct call *k, const char *why)
+{
+	return sv_fail(k, 400, why == too_many ? "BadRequest" : "InvalidTag", why) ? -EIO : 1;
 }
 
 int sv_tags_format(const struct sv_tags *t, struct s3_buf *b)
@@ -175,23 +190,30 @@ int sv_tags_take(struct call *k, struct sv_tags *t)
 		size_t n = amp ? (size_t)(amp - h) : strlen(h);
 		struct s3_buf key, value;
 		const char *why = NULL;
+		bool bad = false;
 
 		eq = memchr(h, '=', n);
-		s3_buf_init(&key, SV_TAG_KEY_CHARS * 4);
-		s3_buf_init(&value, SV_TAG_VALUE_CHARS * 4);
-		if (n && (s3_uri_decode(&key, h, eq ? (size_t)(eq - h) : n) ||
-			  (eq && s3_uri_decode(&value, eq + 1, n - (size_t)(eq - h) - 1)) ||
-			  strlen(s3_buf_str(&key)) != key.len ||
-			  strlen(s3_buf_str(&value)) != value.len))
-			why = key.err == -E2BIG ? "The TagKey you have provided is too long, max 128"
-			      : value.err == -E2BIG ? "The TagValue you have provided is too long, max 256"
-						    : "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL query parameters without tag name duplicates.";
-		else if (n)
-			why = tag_add(t, s3_buf_str(&key), s3_buf_str(&value));
+		s3_buf_init(&key, 0);
+		s3_buf_init(&value, 0);
+		/* The query string itself wrong (S3's InvalidArgument), or a
+		 * tag S3 refuses (InvalidTag). */
+		if (n) {
+			bad = s3_uri_decode(&key, h, eq ? (size_t)(eq - h) : n) ||
+			      (eq && s3_uri_decode(&value, eq + 1, n - (size_t)(eq - h) - 1)) ||
+			      !key.len || strlen(s3_buf_str(&key)) != key.len ||
+			      strlen(s3_buf_str(&value)) != value.len ||
+			      tag_chars(s3_buf_str(&key)) == -2 || tag_chars(s3_buf_str(&value)) == -2;
+			why = bad ? NULL
+			      : key.len > SV_TAG_KEY_CHARS * 4 ? "The TagKey you have provided is too long, max 128"
+			      : value.len > SV_TAG_VALUE_CHARS * 4 ? "The TagValue you have provided is too long, max 256"
+								   : tag_add(t, s3_buf_str(&key), s3_buf_str(&value));
+		}
 		s3_buf_release(&key);
 		s3_buf_release(&value);
+		if (bad || why == duplicate)
+			return sv_fail(k, 400, "InvalidArgument", bad_header) ? -EIO : 1;
 		if (why)
-			return sv_fail(k, 400, "InvalidTag", why) ? -EIO : 1;
+			return tag_fail(k, why);
 		h = amp ? amp + 1 : NULL;
 	}
 	return 0;
@@ -247,9 +269,7 @@ static int take_tagging(struct call *k, struct sv_tags *t)
 		      : strlen(l.v[i].etag) > SV_TAG_VALUE_CHARS * 4 ? "The TagValue you have provided is too long, max 256"
 								     : tag_add(t, l.v[i].name, l.v[i].etag);
 	s3_list_release(&l);
-	if (why)
-		return sv_fail(k, 400, "InvalidTag", why) ? -EIO : 1;
-	return 0;
+	return why ? tag_fail(k, why) : 0;
 }
 
 int sv_object_tagging(struct call *k)
