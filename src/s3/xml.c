@@ -16,6 +16,7 @@ enum doc {
 	DOC_DELETE,
 	DOC_COMPLETE, /* a CompleteMultipartUpload request */
 	DOC_DELETE_REQ, /* a Delete request */
+	DOC_TAGGING, /* a Tagging request (PutObjectTagging) */
 };
 
 struct walk {
@@ -73,7 +74,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	static const char *const roots[] = { "Error", "ListBucketResult",
 					     "ListAllMyBucketsResult", NULL,
 					     "DeleteResult", "CompleteMultipartUpload",
-					     "Delete" };
+					     "Delete", "Tagging" };
 
 	(void)attrs;
 	if (w->depth >= S3_XML_MAX_DEPTH || strlen(n) >= sizeof(w->names[0])) {
@@ -95,7 +96,8 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	    at(w, "ListAllMyBucketsResult", "Buckets", "Bucket") ||
 	    at(w, "DeleteResult", "Error", NULL) ||
 	    at(w, "CompleteMultipartUpload", "Part", NULL) ||
-	    at(w, "Delete", "Object", NULL)) {
+	    at(w, "Delete", "Object", NULL) ||
+	    at(w, "Tagging", "TagSet", "Tag")) {
 		free(w->cur.name);
 		free(w->cur.mtime);
 		free(w->cur.etag);
@@ -230,6 +232,16 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 			ret = push(w);
 		else if (at(w, "Delete", "Quiet", NULL))
 			w->list->truncated = w->tlen == 4 && !memcmp(w->text, "true", 4);
+	} else if (w->doc == DOC_TAGGING) {
+		bool in_tag = w->depth == 4 && !strcmp(w->names[1], "TagSet") &&
+			      !strcmp(w->names[2], "Tag");
+
+		if (in_tag && !strcmp(n, "Key"))
+			ret = set_str(w, &w->cur.name);
+		else if (in_tag && !strcmp(n, "Value"))
+			ret = set_str(w, &w->cur.etag);
+		else if (at(w, "Tagging", "TagSet", "Tag"))
+			ret = w->cur.etag ? push(w) : -RDX_EPROTO;
 	} else if (w->doc == DOC_FIELD) {
 		if (at(w, w->root, w->field, NULL)) {
 			if (w->text_over || w->tlen >= w->outlen)
@@ -417,6 +429,11 @@ int s3_xml_delete_request(const char *xml, size_t n, struct s3_list *out,
 	*quiet = out->truncated;
 	out->truncated = false;
 	return ret;
+}
+
+int s3_xml_tagging_request(const char *xml, size_t n, struct s3_list *out)
+{
+	return list_doc(DOC_TAGGING, xml, n, out);
 }
 
 void s3_list_release(struct s3_list *l)

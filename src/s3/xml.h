@@ -67,6 +67,11 @@ int s3_xml_complete_request(const char *xml, size_t n, struct s3_list *out);
 int s3_xml_delete_request(const char *xml, size_t n, struct s3_list *out,
 			  bool *quiet);
 
+/* A Tagging request (PutObjectTagging): each Tag appended to out with
+ * name = its Key and etag = its Value (a Tag without both is
+ * -RDX_EPROTO). */
+int s3_xml_tagging_request(const char *xml, size_t n, struct s3_list *out);
+
 void s3_list_release(struct s3_list *l);
 
 #endif

@@ -69,3 +69,15 @@ ${stderr:-$output}"
 @test "boto3: ListMultipartUploads and ListParts in pages (max-uploads, key-marker, upload-id-marker, max-parts, part-number-marker), under a prefix, rolled up at a delimiter" {
 	boto uploads
 }
+
+@test "boto3: conditional writes (If-None-Match: *, If-Match, racing writers), copy-source conditions, a repeated Complete, UploadPartCopy ranges" {
+	boto cond
+}
+
+@test "boto3: object tags (x-amz-tagging, ?tagging, x-amz-tagging-count) and S3's limits" {
+	boto tagging
+}
+
+@test "boto3: GetObject's response-* overrides" {
+	boto overrides
+}

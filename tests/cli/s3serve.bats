@@ -1593,3 +1593,21 @@ keys_of_listing() {
 		assert_same "$D/f" "$D/$m.back"
 	done
 }
+
+@test "response-* overrides (open server): refused on an anonymous GET as S3 refuses them, applied on a signed one" {
+	hcurl -X PUT "$OPEN_URL/$B"
+	want_code 200
+	hcurl -X PUT -H 'Content-Type: text/plain' --data-binary x "$OPEN_URL/$B/k"
+	want_code 200
+	hcurl "$OPEN_URL/$B/k?response-content-type=text%2Fhtml"
+	want_code 400 && want_error InvalidRequest
+	# This server checks no signature: one that carries one is not
+	# anonymous, as S3 tells them apart.
+	hcurl -H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20260101/us-east-1/s3/aws4_request' \
+		"$OPEN_URL/$B/k?response-content-type=text%2Fhtml"
+	want_code 200
+	grep -qi '^Content-Type: text/html' "$D/hdr" || fail "headers: $(cat "$D/hdr")"
+	hcurl "$OPEN_URL/$B/k"
+	want_code 200
+	grep -qi '^Content-Type: text/plain' "$D/hdr" || fail "headers: $(cat "$D/hdr")"
+}

@@ -388,6 +388,25 @@ out:
 	return ret;
 }
 
+/* Checks a small body against its Content-MD5, if it came with one (S3
+ * asks for it with DeleteObjects and PutObjectTagging).  0 to go on, else
+ * an answer was sent (1) or could not be (-EIO). */
+static int xml_md5_ok(struct call *k, const struct s3_buf *b)
+{
+	const char *cmd5 = sv_hdr(k->r, "Content-MD5");
+	unsigned char want[18], md5[16];
+
+	if (!cmd5)
+		return 0;
+	if (strlen(cmd5) != 24 || EVP_DecodeBlock(want, (const unsigned char *)cmd5, 24) != 18)
+		return sv_fail(k, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.") ? -EIO : 1;
+	if (!EVP_Digest(b->p ? b->p : "", b->len, md5, NULL, EVP_md5(), NULL))
+		return -ENOMEM;
+	if (CRYPTO_memcmp(want, md5, 16))
+		return sv_fail(k, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.") ? -EIO : 1;
+	return 0;
+}
+
 /* A small XML body (a Delete or Complete request), NUL-terminated.
  * body_sum: an x-amz-checksum-* header is the body's (DeleteObjects) and
  * is checked; else it would be the whole object's (Complete), which is
@@ -412,6 +431,10 @@ int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 		return sv_fail(k, 400, "MalformedXML", "the XML body is too large") ? -EIO : 1;
 	}
 	if ((ret = body_checksum(k, &ckh, &alg))) {
+		s3_buf_release(&b);
+		return ret;
+	}
+	if ((ret = xml_md5_ok(k, &b))) {
 		s3_buf_release(&b);
 		return ret;
 	}

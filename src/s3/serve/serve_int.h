@@ -190,6 +190,13 @@ struct sv_put {
 	int fd;		/* stage.fd, or -1 */
 	struct rdx_tmpfile stage; /* unnamed until committed (rdx_tmpfile) */
 	const char *name; /* the key's last component */
+	/* A conditional write (If-None-Match: *, If-Match), set by the
+	 * caller after begin: decided in sv_put_commit() with no other
+	 * commit of this server between the check and the name. */
+	bool if_absent; /* the name is linked, never renamed over: an
+			 * object there, put by any process, stays */
+	int (*check)(int dir, const char *name, void *arg); /* 0 or -errno */
+	void *check_arg;
 };
 
 /* Starts writing name in the directory dir (taken over: closed by
@@ -202,9 +209,12 @@ int sv_put_begin_at(int dir, const char *name, struct sv_put *p);
 int sv_put_begin(int bfd, const char *key, struct sv_put *p);
 
 /* Gives the temporary mode and renames it to the key (replacing an
- * object, or an empty directory of that name).  Returns 0, -EEXIST (a
- * directory with keys under it is there) or -errno; the temporary is
- * removed and the descriptors closed either way. */
+ * object, or an empty directory of that name).  Commits and deletes are
+ * one at a time: p->check runs just before the rename, and p->if_absent
+ * makes it a link that fails when an object has the name.  Returns 0,
+ * -EEXIST (a directory with keys under it is there), -ECANCELED (an
+ * object is there and p->if_absent), what p->check returned, or -errno;
+ * the temporary is removed and the descriptors closed either way. */
 int sv_put_commit(struct sv_put *p, mode_t mode);
 
 /* Removes the temporary; harmless after a commit. */

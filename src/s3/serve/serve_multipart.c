@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -87,6 +88,26 @@ static int upload_open(struct call *k, const char *id)
 	return up;
 }
 
+/* A completed upload stays as a record ("key" and "done") this long
+ * after, so that a CompleteMultipartUpload whose answer was lost can be
+ * answered again; the sweep removes it then. */
+#define DONE_KEEP_SECS 3600
+
+bool sv_upload_done(int up)
+{
+	return !faccessat(up, "done", F_OK, AT_SYMLINK_NOFOLLOW);
+}
+
+/* Takes the upload's lock (complete and abort, one at a time): 0, or
+ * -ENOENT when it went meanwhile (aborted, or expired). */
+static int upload_lock(int up)
+{
+	while (flock(up, LOCK_EX))
+		if (errno != EINTR)
+			return -errno;
+	return faccessat(up, "key", F_OK, AT_SYMLINK_NOFOLLOW) ? -ENOENT : 0;
+}
+
 static int no_upload(struct call *k)
 {
 	return sv_fail(k, 404, "NoSuchUpload",
@@ -121,7 +142,8 @@ static int remove_upload(int root, const char *id)
 
 /* Removes the incomplete multipart uploads begun more than
  * o->upload_expiry_days ago, as S3's AbortIncompleteMultipartUpload rule
- * does (an upload's "key" file is written when it begins).  At the start
+ * does (an upload's "key" file is written when it begins), and the
+ * records of those completed over DONE_KEEP_SECS ago.  At the start
  * nothing is in flight: the temporaries a killed server left in the
  * uploads that stay (parts written under a name, where the file system
  * has no O_TMPFILE) are removed too. */
@@ -145,6 +167,12 @@ void sv_sweep_uploads(struct server *s, bool at_start)
 		up = openat(u, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (up < 0)
 			continue;
+		if (!fstatat(up, "done", &st, AT_SYMLINK_NOFOLLOW)) {
+			close(up);
+			if (now - st.st_mtime > DONE_KEEP_SECS)
+				remove_upload(s->root, de->d_name);
+			continue;
+		}
 		if (max_age && (fstatat(up, "key", &st, AT_SYMLINK_NOFOLLOW) ||
 				now - st.st_mtime > max_age)) {
 			close(up);
@@ -222,11 +250,16 @@ static int create_upload(struct call *k)
 	uint64_t ns;
 	char id[33];
 	char *hdrs = NULL;
+	struct sv_tags tags;
 	struct s3_buf b;
 	int u, up, fd, ret;
 
 	if (sv_object_headers(k->r, &hdrs))
 		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
+	if ((ret = sv_tags_take(k, &tags))) {
+		free(hdrs);
+		return ret < 0 ? ret : 0;
+	}
 	sv_body_skip(k->c, k->r, 1 << 20);
 	/* The time first, big-endian, then 64 random bits: the ids of one
 	 * key sort as their uploads began, finer than a file's mtime tells
@@ -259,6 +292,15 @@ static int create_upload(struct call *k)
 		ret = -EIO;
 	if (fd >= 0)
 		close(fd);
+	/* The tags the object will have, as its xattr keeps them. */
+	if (!ret && tags.n) {
+		s3_buf_reset(&b);
+		fd = openat(up, "tags", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || sv_tags_format(&tags, &b) || rdx_write_full(fd, b.p, b.len, NULL) < 0)
+			ret = -EIO;
+		if (fd >= 0)
+			close(fd);
+	}
 	close(up);
 	free(hdrs);
 	if (ret) {
@@ -291,11 +333,21 @@ static int copy_part(struct call *k, int out, unsigned char md5[16])
 	sv_meta_release(&sm); /* its headers; etag and size stay */
 	if (range) {
 		unsigned long long a, b;
-		char tail;
+		const char *dash = strchr(range, '-');
+		char tail, msg[96];
 
-		if (sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a || b >= sm.size) {
+		if (strncmp(range, "bytes=", 6) || range[6] < '0' || range[6] > '9' || !dash ||
+		    dash[1] < '0' || dash[1] > '9' ||
+		    sscanf(range, "bytes=%llu-%llu%c", &a, &b, &tail) != 2) {
 			close(sfd);
 			return sv_fail(k, 400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy") ? -EIO : 1;
+		}
+		/* Past the source's end: S3's InvalidArgument, not a GET's
+		 * 416 InvalidRange. */
+		if (b < a || b >= sm.size) {
+			close(sfd);
+			snprintf(msg, sizeof(msg), "Range specified is not valid for source object of size: %" PRIu64, sm.size);
+			return sv_fail(k, 400, "InvalidArgument", msg) ? -EIO : 1;
 		}
 		from = a;
 		to = b + 1;
@@ -328,6 +380,10 @@ static int upload_part(struct call *k, const char *id, const char *pn)
 	if (!pn || *end || !n || n > SV_PARTS_MAX)
 		return sv_fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
 	up = upload_open(k, id);
+	if (up >= 0 && sv_upload_done(up)) {
+		close(up);
+		up = -ENOENT;
+	}
 	if (up < 0)
 		return no_upload(k);
 	snprintf(name, sizeof(name), "%05lu", n);
@@ -491,23 +547,157 @@ static int answer_complete(struct call *k, const struct sv_meta *m)
 	return ret;
 }
 
+/* The parts a Complete request lists as the "done" record keeps them:
+ * "NUMBER ETAG\n" each, the ETag without its quotes. */
+static int parts_text(const struct s3_list *parts, struct s3_buf *b)
+{
+	for (size_t i = 0; i < parts->n; i++) {
+		const char *e = parts->v[i].name;
+		size_t el = strlen(e);
+
+		if (el >= 2 && e[0] == '"' && e[el - 1] == '"')
+			e++, el -= 2;
+		s3_buf_printf(b, "%" PRIu64 " ", parts->v[i].size);
+		s3_buf_add(b, e, el);
+		s3_buf_addc(b, '\n');
+	}
+	return s3_buf_err(b);
+}
+
+static int64_t mtime_ns(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* Records in up that the upload made the object st (its ETag etag) of
+ * the parts listed: "rds3 done 1\netag E\nobject INODE MTIME_NS\n\n"
+ * then parts_text's lines.  Returns 0 or -errno. */
+static int write_done(int up, const char *etag, const struct stat *st, const struct s3_buf *parts)
+{
+	struct sv_put p;
+	char head[128];
+	int d = fcntl(up, F_DUPFD_CLOEXEC, 0), n, ret;
+
+	if (d < 0)
+		return -errno;
+	n = snprintf(head, sizeof(head), "rds3 done 1\netag %s\nobject %llu %lld\n\n", etag,
+		     (unsigned long long)st->st_ino, (long long)mtime_ns(st));
+	ret = sv_put_begin_at(d, "done", &p);
+	if (!ret && (rdx_pwrite_full(p.fd, head, (size_t)n, 0) < 0 ||
+		     rdx_pwrite_full(p.fd, parts->p, parts->len, n) < 0))
+		ret = -errno;
+	if (ret) {
+		sv_put_abort(&p);
+		return ret;
+	}
+	return sv_put_commit(&p, 0600);
+}
+
+/* Removes what a completed upload no longer needs: all but "key" and
+ * "done". */
+static void drop_parts(int up)
+{
+	int fd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, "key") && strcmp(de->d_name, "done"))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
+/* A Complete of an upload already completed (a client whose answer was
+ * lost asks again): S3's first answer again when it lists the same parts
+ * and the key still holds the object they made, else NoSuchUpload.  The
+ * request's conditions held when the object was made. */
+static int complete_again(struct call *k, int bfd, int up, const struct s3_buf *want)
+{
+	unsigned long long ino;
+	long long mt;
+	char etag[48];
+	struct sv_meta m = { 0 };
+	struct stat st;
+	char *rec = NULL;
+	ssize_t got = -1;
+	int fd, used = 0;
+	bool same = false;
+
+	fd = openat(up, "done", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !fstat(fd, &st) && st.st_size > 0 && st.st_size <= 128 + (off_t)want->len &&
+	    (rec = malloc((size_t)st.st_size + 1)))
+		got = rdx_pread_full(fd, rec, (size_t)st.st_size, 0);
+	if (fd >= 0)
+		close(fd);
+	if (got > 0) {
+		rec[got] = '\0';
+		same = sscanf(rec, "rds3 done 1\netag %47s\nobject %llu %lld\n\n%n", etag, &ino, &mt,
+			      &used) == 3 && used && (size_t)(got - used) == want->len &&
+		       !memcmp(rec + used, want->p, want->len);
+	}
+	free(rec);
+	fd = same ? sv_object_open(bfd, k->key) : -1;
+	same = fd >= 0 && !fstat(fd, &st) && !sv_meta_get(fd, &m) && st.st_ino == ino &&
+	       mtime_ns(&st) == mt && !strcmp(m.etag, etag);
+	if (fd >= 0)
+		close(fd);
+	fd = same ? answer_complete(k, &m) : no_upload(k);
+	sv_meta_release(&m);
+	return fd;
+}
+
+/* The tags the upload began with (none: t->n 0).  Returns 0 or -errno. */
+static int upload_tags(int up, struct sv_tags *t)
+{
+	char b[SV_TAGS_MAX * (sizeof(t->v[0].key) + sizeof(t->v[0].value)) + 1];
+	int fd = openat(up, "tags", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	t->n = 0;
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = rdx_pread_full(fd, b, sizeof(b), 0);
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	return sv_tags_parse(b, (size_t)n, t) ? -EIO : 0;
+}
+
 /* CompleteMultipartUpload: the parts the request names, checked, become
  * the object, with S3's multipart ETag (the MD5 of the parts' MD5s, "-",
- * their count); then the upload is removed. */
+ * their count), under the request's If-Match or If-None-Match; then the
+ * upload becomes a record of that, for a repeated request. */
 static int complete_upload(struct call *k, int bfd, const char *id)
 {
 	struct s3_list parts = { 0 };
 	struct assembly a = { .equal = true };
 	struct sv_meta m = { 0 };
 	struct sv_put p = { .dir = -1, .fd = -1 };
+	struct sv_tags tags;
+	struct sv_wcond w;
+	struct s3_buf pt;
+	struct stat st;
 	char *xml = NULL;
 	unsigned char md[16];
 	size_t n, i;
 	int ret;
 
+	/* One Complete or Abort of an upload at a time: a repeat waits for
+	 * the first, then finds its record. */
 	a.up = upload_open(k, id);
+	if (a.up >= 0 && upload_lock(a.up)) {
+		close(a.up);
+		a.up = -1;
+	}
 	if (a.up < 0)
 		return no_upload(k);
+	s3_buf_init(&pt, 0);
 	if ((ret = sv_take_xml(k, false, &xml, &n))) {
 		close(a.up);
 		return ret < 0 ? ret : 0;
@@ -524,8 +714,22 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 			ret = sv_fail(k, 400, "InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
 			goto out;
 		}
+	if (parts_text(&parts, &pt)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (sv_upload_done(a.up)) {
+		ret = complete_again(k, bfd, a.up, &pt);
+		goto out;
+	}
+	if ((ret = sv_wcond_take(k, bfd, &w))) {
+		ret = ret > 0 ? 0 : ret;
+		goto out;
+	}
 	m.headers = upload_headers(a.up);
-	ret = sv_put_begin(bfd, k->key, &p);
+	ret = upload_tags(a.up, &tags);
+	if (!ret)
+		ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
 		ret = sv_fail_errno(k, ret);
 		goto out;
@@ -552,73 +756,80 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0;
+	if (!ret && tags.n && (ret = sv_tags_set(p.fd, &tags))) {
+		ret = sv_tags_fail(k, ret);
+		goto out;
+	}
+	if (!ret && fstat(p.fd, &st))
+		ret = -errno;
+	sv_wcond_arm(&w, &p);
 	if (!ret)
 		ret = sv_put_commit(&p, k->s->file_mode);
 	if (ret) {
-		ret = sv_fail_errno(k, ret == -ENOTSUP ? -EIO : ret);
+		ret = sv_commit_fail(k, ret == -ENOTSUP ? -EIO : ret);
 		goto out;
 	}
-	close(a.up);
-	a.up = -1;
-	remove_upload(k->s->root, id);
+	/* Without its record a repeat is NoSuchUpload, as before. */
+	if (write_done(a.up, m.etag, &st, &pt))
+		remove_upload(k->s->root, id);
+	else
+		drop_parts(a.up);
 	ret = answer_complete(k, &m);
 out:
 	sv_put_abort(&p);
 	EVP_MD_CTX_free(a.all);
 	s3_list_release(&parts);
+	s3_buf_release(&pt);
 	sv_meta_release(&m);
-	if (a.up >= 0)
-		close(a.up);
+	close(a.up);
 	return ret;
 }
 
 /* Whether every query parameter is one this server acts on for the
- * method: a sub-resource it does not keep (?acl, ?tagging, ?retention,
- * ...) must not read or replace the object as if it were absent.
- * Returns 0 to go on; else an answer was sent (1) or -errno.  GET
- * ?tagging answers an empty tag set, which is what this server keeps. */
+ * method: a sub-resource it does not keep (?acl, ?retention, ...) must
+ * not read or replace the object as if it were absent.  Returns 0 to go
+ * on; else an answer was sent (1) or -errno.  ?tagging (GET, PUT,
+ * DELETE) is the object's tags, answered here (serve_tagging.c). */
 static int object_query_ok(struct call *k)
 {
 	const char *m = k->r->method;
 	bool get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+	bool tagging = false, other = false;
 	size_t i;
 
 	for (i = 0; i < k->r->nquery; i++) {
 		const char *n = k->r->query[i].name;
 
-		if (!strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id") ||
-		    (get && (!strcmp(n, "partNumber") || !strncmp(n, "response-", 9))) ||
+		if (!strncmp(n, "X-Amz-", 6) || !strcmp(n, "x-id"))
+			continue;
+		if ((get && (!strcmp(n, "partNumber") || !strncmp(n, "response-", 9))) ||
 		    (!strcmp(m, "PUT") && (!strcmp(n, "partNumber") || !strcmp(n, "uploadId"))) ||
 		    (!strcmp(m, "DELETE") && !strcmp(n, "uploadId")) ||
 		    (!strcmp(m, "POST") && (!strcmp(n, "uploads") || !strcmp(n, "uploadId"))) ||
 		    (get && !strcmp(n, "uploadId")) ||
 		    (get && sv_query(k->r, "uploadId", NULL) &&
-		     (!strcmp(n, "max-parts") || !strcmp(n, "part-number-marker"))))
+		     (!strcmp(n, "max-parts") || !strcmp(n, "part-number-marker")))) {
+			other = true;
 			continue;
+		}
 		if (!strcmp(n, "versionId") && k->r->query[i].value &&
 		    !strcmp(k->r->query[i].value, "null"))
 			continue; /* the one version an unversioned bucket has */
-		if (!strcmp(m, "GET") && !strcmp(n, "tagging") && k->r->nquery == 1) {
-			struct s3_buf b;
-			int ret, fd = -1, bfd;
-
-			if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
-				return ret < 0 ? ret : 1;
-			fd = sv_object_open(bfd, k->key);
-			close(bfd);
-			if (fd < 0)
-				return sv_fail_errno(k, fd) ? -EIO : 1;
-			close(fd);
-			s3_buf_init(&b, 0);
-			s3_buf_adds(&b, XML_HEAD "<Tagging xmlns=\"" XMLNS "\"><TagSet></TagSet></Tagging>");
-			ret = sv_xml_answer(k, 200, &b);
-			s3_buf_release(&b);
-			return ret ? ret : 1;
+		if (!strcmp(n, "tagging") && strcmp(m, "HEAD") && strcmp(m, "POST")) {
+			tagging = true;
+			continue;
 		}
-		return sv_fail(k, 501, "NotImplemented",
-			    "rds3 serve does not implement this sub-resource or parameter") ? -EIO : 1;
+		break;
 	}
-	return 0;
+	if (i == k->r->nquery && tagging && !other) {
+		int ret = sv_object_tagging(k);
+
+		return ret < 0 ? ret : 1;
+	}
+	if (i == k->r->nquery && !tagging)
+		return 0;
+	return sv_fail(k, 501, "NotImplemented",
+		       "rds3 serve does not implement this sub-resource or parameter") ? -EIO : 1;
 }
 
 int sv_object_op(struct call *k)
@@ -654,13 +865,15 @@ int sv_object_op(struct call *k)
 	else if (!strcmp(m, "DELETE") && sv_query(k->r, "uploadId", NULL)) {
 		int up = upload_open(k, id);
 
-		if (up < 0) {
+		/* Not under a Complete's feet; a completed one is gone. */
+		if (up < 0 || upload_lock(up) || sv_upload_done(up)) {
 			ret = no_upload(k);
 		} else {
-			close(up);
 			remove_upload(k->s->root, id);
 			ret = sv_answer(k, 204, NULL, NULL, 0);
 		}
+		if (up >= 0)
+			close(up);
 	} else if (!strcmp(m, "DELETE")) {
 		ret = sv_object_delete(bfd, k->key);
 		ret = ret ? sv_fail_errno(k, ret) : sv_answer(k, 204, NULL, NULL, 0);

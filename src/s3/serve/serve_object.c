@@ -93,11 +93,20 @@ static bool etag_match(const char *list, const char *etag)
 	return false;
 }
 
-/* The conditional headers: 0 go on, else the status to answer. */
-static int conditions(const struct sv_req *r, const char *etag, time_t mtime)
+/* The conditional headers, named pre + "If-Match" and so on (a copy's
+ * source has "x-amz-copy-source-if-match"...): 0 go on, else the status
+ * to answer.  If-Match decides over If-Unmodified-Since, If-None-Match
+ * over If-Modified-Since, as S3 has it. */
+static int conditions(const struct sv_req *r, const char *pre, const char *etag, time_t mtime)
 {
-	const char *im = sv_hdr(r, "If-Match"), *inm = sv_hdr(r, "If-None-Match");
-	const char *ius = sv_hdr(r, "If-Unmodified-Since"), *ims = sv_hdr(r, "If-Modified-Since");
+	char n[4][48];
+	const char *im, *inm, *ius, *ims;
+
+	snprintf(n[0], sizeof(n[0]), "%sIf-Match", pre);
+	snprintf(n[1], sizeof(n[1]), "%sIf-None-Match", pre);
+	snprintf(n[2], sizeof(n[2]), "%sIf-Unmodified-Since", pre);
+	snprintf(n[3], sizeof(n[3]), "%sIf-Modified-Since", pre);
+	im = sv_hdr(r, n[0]), inm = sv_hdr(r, n[1]), ius = sv_hdr(r, n[2]), ims = sv_hdr(r, n[3]);
 
 	if (im && !etag_match(im, etag))
 		return 412;
@@ -116,6 +125,83 @@ static int conditions(const struct sv_req *r, const char *etag, time_t mtime)
 			return 304;
 	}
 	return 0;
+}
+
+#define PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
+
+/* If-Match's check at the commit: the object at name in dir has one of
+ * the ETags (-ENOENT: none is there, -ECANCELED: another ETag). */
+static int match_check(int dir, const char *name, void *arg)
+{
+	const struct sv_wcond *w = arg;
+	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret;
+	struct sv_meta m;
+	struct stat st;
+
+	if (fd < 0)
+		return errno == ELOOP || errno == ENXIO ? -ENOENT : -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
+	ret = sv_meta_get(fd, &m);
+	close(fd);
+	if (ret)
+		return ret;
+	ret = etag_match(w->match, m.etag) ? 0 : -ECANCELED;
+	sv_meta_release(&m);
+	return ret;
+}
+
+int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w)
+{
+	const char *inm = sv_hdr(k->r, "If-None-Match");
+	char msg[128];
+	int fd, ret;
+
+	w->match = sv_hdr(k->r, "If-Match");
+	w->absent = false;
+	if (inm && (strcmp(inm, "*") || w->match)) {
+		snprintf(msg, sizeof(msg),
+			 "A header you provided implies functionality that is not implemented: %s",
+			 w->match ? "If-Match with If-None-Match" : "If-None-Match other than *");
+		return sv_fail(k, 501, "NotImplemented", msg) ? -EIO : 1;
+	}
+	w->absent = inm != NULL;
+	if (!w->absent && !w->match)
+		return 0;
+	fd = sv_object_open(bfd, k->key);
+	if (fd == -ENOENT)
+		ret = w->match ? -ENOENT : 0;
+	else if (fd < 0)
+		ret = fd;
+	else if (w->absent)
+		ret = -ECANCELED;
+	else {
+		struct sv_meta m;
+
+		ret = sv_meta_get(fd, &m);
+		if (!ret && !etag_match(w->match, m.etag))
+			ret = -ECANCELED;
+		sv_meta_release(&m);
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret ? (sv_commit_fail(k, ret) ? -EIO : 1) : 0;
+}
+
+void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p)
+{
+	p->if_absent = w->absent;
+	p->check = w->match ? match_check : NULL;
+	p->check_arg = w;
+}
+
+int sv_commit_fail(struct call *k, int err)
+{
+	if (err == -ECANCELED)
+		return sv_fail(k, 412, "PreconditionFailed", PRECONDITION_MSG);
+	return sv_fail_errno(k, err);
 }
 
 /* A GET by RDMA: len bytes of fd from off written into the client's
@@ -142,6 +228,75 @@ static int rdma_send(struct call *k, int status, int fd, uint64_t off, uint64_t 
 	return sv_send_head(k->c, k->r, status, h->p, true, 0);
 }
 
+/* GetObject's response-* parameters: the header each sets in place of
+ * the object's own. */
+static const struct {
+	const char *param, *header;
+} overrides[] = {
+	{ "response-content-type", "Content-Type" },
+	{ "response-content-language", "Content-Language" },
+	{ "response-expires", "Expires" },
+	{ "response-cache-control", "Cache-Control" },
+	{ "response-content-disposition", "Content-Disposition" },
+	{ "response-content-encoding", "Content-Encoding" },
+};
+
+/* The object's header lines h with the request's response-* overrides in
+ * their place, into *out (malloc'ed; NULL: none).  S3 takes them on
+ * signed requests only: an anonymous one (on a --no-sign-request server,
+ * one that carries no signature) is refused with S3's 400.  0, or an
+ * answer was sent (1) or could not be (-EIO), or -ENOMEM. */
+static int override_headers(struct call *k, const char *h, char **out)
+{
+	const struct sv_req *r = k->r;
+	const char *v[sizeof(overrides) / sizeof(overrides[0])];
+	size_t i, n = sizeof(overrides) / sizeof(overrides[0]);
+	bool any = false;
+	struct s3_buf b;
+
+	*out = NULL;
+	for (i = 0; i < n; i++) {
+		v[i] = NULL;
+		if (!sv_query(r, overrides[i].param, &v[i]))
+			continue;
+		any = true;
+		for (const char *c = v[i] ? v[i] : ""; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f) /* a header could not carry it */
+				return sv_fail(k, 400, "InvalidArgument", "a response-* parameter's value cannot hold control characters") ? -EIO : 1;
+	}
+	if (!any)
+		return 0;
+	if (!sv_hdr(r, "Authorization") && !sv_query(r, "X-Amz-Signature", NULL))
+		return sv_fail(k, 400, "InvalidRequest",
+			       "Request specific response headers cannot be used for anonymous GET requests.") ? -EIO : 1;
+	s3_buf_init(&b, 0);
+	while (h && *h) {
+		const char *nl = strchr(h, '\n');
+		size_t len = nl ? (size_t)(nl - h) : strlen(h);
+		bool drop = false;
+
+		for (i = 0; i < n && !drop; i++) {
+			size_t hl = strlen(overrides[i].header);
+
+			drop = v[i] && len > hl && h[hl] == ':' && !strncasecmp(h, overrides[i].header, hl);
+		}
+		if (!drop) {
+			s3_buf_add(&b, h, len);
+			s3_buf_addc(&b, '\n');
+		}
+		h += len + (nl != NULL);
+	}
+	for (i = 0; i < n; i++)
+		if (v[i])
+			s3_buf_printf(&b, "%s: %s\n", overrides[i].header, v[i]);
+	if (s3_buf_err(&b)) {
+		s3_buf_release(&b);
+		return -ENOMEM;
+	}
+	*out = b.p;
+	return 0;
+}
+
 int sv_get_object(struct call *k, int bfd)
 {
 	bool head = !strcmp(k->r->method, "HEAD");
@@ -165,7 +320,7 @@ int sv_get_object(struct call *k, int bfd)
 	sv_http_date(st.st_mtim.tv_sec, date);
 	sv_add_etag(&h, m.etag);
 	s3_buf_printf(&h, "Last-Modified: %s\r\nAccept-Ranges: bytes\r\n", date);
-	status = conditions(k->r, m.etag, st.st_mtim.tv_sec);
+	status = conditions(k->r, "", m.etag, st.st_mtim.tv_sec);
 	if (status == 304) {
 		ret = sv_answer(k, 304, h.p, NULL, 0);
 		goto out;
@@ -174,7 +329,19 @@ int sv_get_object(struct call *k, int bfd)
 		ret = sv_fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
 		goto out;
 	}
-	sv_emit_headers(&h, m.headers);
+	{
+		struct sv_tags t;
+		char *oh;
+
+		if ((ret = override_headers(k, m.headers, &oh))) {
+			ret = ret > 0 ? 0 : ret;
+			goto out;
+		}
+		sv_emit_headers(&h, oh ? oh : m.headers);
+		free(oh);
+		if (!sv_tags_get(fd, &t) && t.n)
+			s3_buf_printf(&h, "x-amz-tagging-count: %u\r\n", t.n);
+	}
 	if (sv_query(k->r, "partNumber", &pn)) {
 		char *end;
 		unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
@@ -244,6 +411,8 @@ int sv_put_object(struct call *k, int bfd)
 {
 	struct sv_meta m = { 0 };
 	unsigned char md5[16];
+	struct sv_tags tags;
+	struct sv_wcond w;
 	struct sv_put p;
 	struct s3_buf h;
 	uint64_t size;
@@ -251,6 +420,10 @@ int sv_put_object(struct call *k, int bfd)
 
 	if (sv_object_headers(k->r, &m.headers))
 		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
+	if ((ret = sv_tags_take(k, &tags)) || (ret = sv_wcond_take(k, bfd, &w))) {
+		sv_meta_release(&m);
+		return ret < 0 ? ret : 0;
+	}
 	ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
 		sv_meta_release(&m);
@@ -266,25 +439,32 @@ int sv_put_object(struct call *k, int bfd)
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0; /* the ETag is computed again when asked */
-	if (ret == -ENOTSUP)
-		ret = -EOPNOTSUPP;
-	if (!ret)
-		ret = sv_put_commit(&p, k->s->file_mode);
-	else
+	if (ret) {
 		sv_put_abort(&p);
-	if (ret == -EOPNOTSUPP)
-		ret = sv_fail(k, 501, "NotImplemented",
-			   "the served directory's file system keeps no extended attributes, so this object's headers (Content-Type, x-amz-meta-*) cannot be kept");
-	else if (ret)
-		ret = sv_fail_errno(k, ret);
-	else {
-		s3_buf_init(&h, 0);
-		sv_add_etag(&h, m.etag);
-		sv_add_checksum(&h, k);
-		sv_rdma_headers(k, &h);
-		ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
-		s3_buf_release(&h);
+		ret = ret == -ENOTSUP
+			      ? sv_fail(k, 501, "NotImplemented",
+					"the served directory's file system keeps no extended attributes, so this object's headers (Content-Type, x-amz-meta-*) cannot be kept")
+			      : sv_fail_errno(k, ret);
+		goto out;
 	}
+	if (tags.n && (ret = sv_tags_set(p.fd, &tags))) {
+		sv_put_abort(&p);
+		ret = sv_tags_fail(k, ret);
+		goto out;
+	}
+	sv_wcond_arm(&w, &p);
+	ret = sv_put_commit(&p, k->s->file_mode);
+	if (ret) {
+		ret = sv_commit_fail(k, ret);
+		goto out;
+	}
+	s3_buf_init(&h, 0);
+	sv_add_etag(&h, m.etag);
+	sv_add_checksum(&h, k);
+	sv_rdma_headers(k, &h);
+	ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
+	s3_buf_release(&h);
+out:
 	sv_meta_release(&m);
 	return ret;
 }
@@ -353,9 +533,9 @@ out:
  * or could not be (-EIO). */
 int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self)
 {
-	const char *im = sv_hdr(k->r, "x-amz-copy-source-if-match");
 	char sbucket[64];
 	char *skey = NULL;
+	struct stat st;
 	int sb, ret;
 
 	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
@@ -374,10 +554,12 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 		close(*sfd);
 		return sv_fail_errno(k, ret) ? -EIO : 1;
 	}
-	if (im && !etag_match(im, sm->etag)) {
+	ret = fstat(*sfd, &st) ? -errno : 0;
+	if (ret || conditions(k->r, "x-amz-copy-source-", sm->etag, st.st_mtim.tv_sec)) {
 		close(*sfd);
 		sv_meta_release(sm);
-		return sv_fail(k, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold") ? -EIO : 1;
+		ret = ret ? sv_fail_errno(k, ret) : sv_fail(k, 412, "PreconditionFailed", PRECONDITION_MSG);
+		return ret ? -EIO : 1;
 	}
 	return 0;
 }
@@ -386,14 +568,24 @@ int sv_copy_object(struct call *k, int bfd)
 {
 	char date[40];
 	const char *dir = sv_hdr(k->r, "x-amz-metadata-directive");
+	const char *tdir = sv_hdr(k->r, "x-amz-tagging-directive");
 	bool replace = dir && !strcmp(dir, "REPLACE"), self;
 	struct sv_meta sm, m = { 0 };
 	unsigned char md5[16];
+	struct sv_tags tags;
+	struct sv_wcond w;
 	struct sv_put p;
 	struct s3_buf b;
 	struct stat st;
 	int sfd, ret;
 
+	if (tdir && strcmp(tdir, "COPY") && strcmp(tdir, "REPLACE"))
+		return sv_fail(k, 400, "InvalidArgument", "Unknown tag directive.");
+	/* The new tags (REPLACE) are checked before anything is read. */
+	if (tdir && !strcmp(tdir, "REPLACE") && (ret = sv_tags_take(k, &tags)))
+		return ret < 0 ? ret : 0;
+	if ((ret = sv_wcond_take(k, bfd, &w)))
+		return ret < 0 ? ret : 0;
 	if ((ret = sv_copy_source_open(k, &sfd, &sm, &self)))
 		return ret < 0 ? ret : 0;
 	if (self && !replace) {
@@ -402,15 +594,14 @@ int sv_copy_object(struct call *k, int bfd)
 		return sv_fail(k, 400, "InvalidRequest",
 			    "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
 	}
-	if (replace) {
-		if (sv_object_headers(k->r, &m.headers)) {
-			close(sfd);
-			sv_meta_release(&sm);
-			return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
-		}
-	} else if (sm.headers && !(m.headers = strdup(sm.headers))) {
-		ret = -ENOMEM;
+	ret = !tdir || !strcmp(tdir, "COPY") ? sv_tags_get(sfd, &tags) : 0;
+	if (!ret && replace && sv_object_headers(k->r, &m.headers)) {
+		close(sfd);
+		sv_meta_release(&sm);
+		return sv_fail(k, 400, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size");
 	}
+	if (!ret && !replace && sm.headers && !(m.headers = strdup(sm.headers)))
+		ret = -ENOMEM;
 	if (!ret)
 		ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
@@ -429,13 +620,19 @@ int sv_copy_object(struct call *k, int bfd)
 		if (ret == -ENOTSUP && !m.headers)
 			ret = 0;
 	}
+	if (!ret && tags.n && (ret = sv_tags_set(p.fd, &tags))) {
+		sv_put_abort(&p);
+		sv_meta_release(&m);
+		return sv_tags_fail(k, ret);
+	}
+	sv_wcond_arm(&w, &p);
 	if (!ret)
 		ret = sv_put_commit(&p, k->s->file_mode);
 	else
 		sv_put_abort(&p);
 	if (ret) {
 		sv_meta_release(&m);
-		return sv_fail_errno(k, ret == -ENOTSUP ? -EIO : ret);
+		return sv_commit_fail(k, ret == -ENOTSUP ? -EIO : ret);
 	}
 	sfd = sv_object_open(bfd, k->key);
 	st.st_mtim.tv_sec = time(NULL);

@@ -114,6 +114,11 @@ void sv_list_text(struct s3_buf *b, const char *tag, const char *v, bool url);
 /* ListMultipartUploads of the request's bucket: serve_uploads.c. */
 int sv_list_uploads(struct call *k);
 
+/* Whether the upload in directory up was completed: its "done" record
+ * is there, kept a while to answer a repeated Complete, and it is no
+ * longer an upload to list, add to or abort. */
+bool sv_upload_done(int up);
+
 /* ListParts of upload id (the request's key's): serve_uploads.c. */
 int sv_list_parts(struct call *k, const char *id);
 
@@ -136,15 +141,77 @@ int sv_uploads_fd(int root, bool make);
 void sv_sweep_uploads(struct server *s, bool at_start);
 
 /* Opens x-amz-copy-source for a copy: its descriptor into *sfd and its
- * meta into *sm, checked against x-amz-copy-source-if-match; *self when
- * it is the request's own object.  Returns 0, or an answer was sent (1)
- * or could not be (-EIO). */
+ * meta into *sm, checked against x-amz-copy-source-if-match,
+ * -if-none-match, -if-unmodified-since and -if-modified-since (412
+ * PreconditionFailed); *self when it is the request's own object.
+ * Returns 0, or an answer was sent (1) or could not be (-EIO). */
 int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm,
 			bool *self);
+
+/* A write's conditions on the object it replaces (PutObject, CopyObject,
+ * CompleteMultipartUpload): If-None-Match: * (none is there) or If-Match
+ * (one is, with one of those ETags). */
+struct sv_wcond {
+	const char *match; /* If-Match's value, or NULL */
+	bool absent;	   /* If-None-Match: * */
+};
+
+/* Reads them from the request and checks them against the object now,
+ * to spare a body that could not be written: 0 to go on, else an answer
+ * was sent (1) or could not be (-EIO): 412 PreconditionFailed, 404
+ * NoSuchKey (If-Match and no object), or 501 NotImplemented for an
+ * If-None-Match other than "*" or both at once, as S3 answers them. */
+int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w);
+
+/* Has p's commit check them again where they hold: in sv_put_commit(),
+ * one commit at a time.  w must outlive the commit. */
+void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p);
+
+/* The answer for sv_put_commit()'s error (-ECANCELED: 412). */
+int sv_commit_fail(struct call *k, int err);
 
 /* Copies len bytes of in from off to out from 0, hashing them. */
 int sv_copy_range(int in, uint64_t off, uint64_t len, int out,
 		  unsigned char md5[16]);
+
+/* ------------------------------------------- tags (serve_tagging.c) */
+
+#define SV_TAGS_MAX 10
+#define SV_TAG_KEY_CHARS 128
+#define SV_TAG_VALUE_CHARS 256
+
+/* An object's tags, checked as S3 checks them (UTF-8, at most 4 bytes a
+ * character). */
+struct sv_tags {
+	unsigned n;
+	struct sv_tag {
+		char key[SV_TAG_KEY_CHARS * 4 + 1];
+		char value[SV_TAG_VALUE_CHARS * 4 + 1];
+	} v[SV_TAGS_MAX];
+};
+
+/* The tags as "KEY\tVALUE\n" lines into b, and back (-EINVAL: not such
+ * lines, or tags S3 would refuse).  Return 0 or -errno. */
+int sv_tags_format(const struct sv_tags *t, struct s3_buf *b);
+int sv_tags_parse(const char *s, size_t n, struct sv_tags *t);
+
+/* The tags of the open object fd (none: t->n 0).  Returns 0 or -errno. */
+int sv_tags_get(int fd, struct sv_tags *t);
+
+/* Records t on fd (t->n 0: removes them).  Returns 0, -ENOTSUP (the file
+ * system keeps no user extended attributes), -E2BIG (not that many
+ * bytes of them) or -errno. */
+int sv_tags_set(int fd, const struct sv_tags *t);
+
+/* The answer for an error of sv_tags_set(). */
+int sv_tags_fail(struct call *k, int err);
+
+/* The request's x-amz-tagging into t (absent: none): 0, or 400
+ * InvalidTag was sent (1) or could not be (-EIO). */
+int sv_tags_take(struct call *k, struct sv_tags *t);
+
+/* GetObjectTagging, PutObjectTagging, DeleteObjectTagging. */
+int sv_object_tagging(struct call *k);
 
 /* GetObject and HeadObject, CopyObject, PutObject, in the bucket bfd:
  * serve_object.c. */

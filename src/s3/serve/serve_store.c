@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 #define XATTR "user.rds3"
 #define XATTR_MAX 4096
 
+/* Held by every commit and delete of an object: a conditional write's
+ * check and its rename see no other writer of this server between them.
+ * Each holds it for a rename, or an unlink, and its check. */
+static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sv_meta_release(struct sv_meta *m)
 {
@@ -303,16 +308,60 @@ int sv_put_begin_at(int dir, const char *name, struct sv_put *p)
 	return ret;
 }
 
+/* The temporary's name given only where nothing has one: a link, or a
+ * rename that does not replace, fails when the name is taken, by this
+ * server or another process.  An empty directory or anything but a
+ * regular file there is no object (the key reads as absent): it goes,
+ * as a plain commit would replace it.  -ECANCELED: an object is there. */
+static int publish_new(struct sv_put *p)
+{
+	struct stat st;
+	int ret = 0, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		if (!p->stage.name) {
+			ret = rdx_link_anon(p->fd, p->dir, p->name);
+		} else if (!renameat2(p->dir, p->stage.name, p->dir, p->name, RENAME_NOREPLACE)) {
+			ret = 0;
+		} else if (errno == EINVAL || errno == ENOSYS) { /* not on this file system */
+			ret = linkat(p->dir, p->stage.name, p->dir, p->name, 0) ? -errno : 0;
+			if (!ret)
+				unlinkat(p->dir, p->stage.name, 0);
+		} else {
+			ret = -errno;
+		}
+		if (!ret && p->stage.name) {
+			free(p->stage.name);
+			p->stage.name = NULL;
+		}
+		if (ret != -EEXIST)
+			return ret;
+		if (fstatat(p->dir, p->name, &st, AT_SYMLINK_NOFOLLOW))
+			continue; /* gone meanwhile */
+		if (S_ISREG(st.st_mode))
+			return -ECANCELED;
+		if (unlinkat(p->dir, p->name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) &&
+		    errno != ENOENT)
+			return errno == ENOTEMPTY ? -EEXIST : -errno;
+	}
+	return ret;
+}
+
 int sv_put_commit(struct sv_put *p, mode_t mode)
 {
 	int ret = 0;
 
 	if (fchmod(p->fd, mode))
 		ret = -errno;
+	pthread_mutex_lock(&commit_lock);
+	if (!ret && p->check)
+		ret = p->check(p->dir, p->name, p->check_arg);
 	/* An empty directory of that name becomes the object; one with
 	 * objects under it is a prefix that stays. */
 	if (!ret)
-		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+		ret = p->if_absent ? publish_new(p)
+				   : rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+	pthread_mutex_unlock(&commit_lock);
 	if (ret == -EISDIR || ret == -ENOTEMPTY)
 		ret = -EEXIST;
 	sv_put_abort(p);
@@ -340,13 +389,12 @@ int sv_object_delete(int bfd, const char *key)
 		return 0;
 	if (ret)
 		return ret;
-	if (unlinkat(dir, last_part(key), 0) && errno != ENOENT &&
-	    errno != EISDIR && errno != ENOTDIR) {
-		ret = -errno;
-		close(dir);
-		return ret;
-	}
+	pthread_mutex_lock(&commit_lock);
+	ret = unlinkat(dir, last_part(key), 0) ? -errno : 0;
+	pthread_mutex_unlock(&commit_lock);
 	close(dir);
+	if (ret && ret != -ENOENT && ret != -EISDIR && ret != -ENOTDIR)
+		return ret;
 	/* S3 has no directories: those the key made go when empty. */
 	snprintf(path, sizeof(path), "%s", key);
 	while ((slash = strrchr(path, '/'))) {

@@ -60,7 +60,8 @@ static int item_cmp(const struct up_item *a, const struct up_item *b)
 }
 
 /* Reads upload id's "BUCKET\nKEY\n" and when it began.  Returns the key
- * (malloc'ed) when the upload is of bucket, else NULL. */
+ * (malloc'ed) when the upload is of bucket and open (not the record of
+ * one completed), else NULL. */
 static char *upload_key(int u, const char *id, const char *bucket, int64_t *init_ns)
 {
 	char info[SV_KEY_MAX + 128];
@@ -72,7 +73,7 @@ static char *upload_key(int u, const char *id, const char *bucket, int64_t *init
 	up = openat(u, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (up < 0)
 		return NULL;
-	f = openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	f = sv_upload_done(up) ? -1 : openat(up, "key", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	close(up);
 	if (f < 0)
 		return NULL;
