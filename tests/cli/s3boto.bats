@@ -61,3 +61,7 @@ ${stderr:-$output}"
 @test "boto3: put, get, head, a wrong secret (the harness itself)" {
 	boto basics
 }
+
+@test "boto3: folder markers (keys ending in /): put, get, list, delete, conflicts, copies" {
+	boto dirs
+}

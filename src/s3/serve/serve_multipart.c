@@ -652,15 +652,18 @@ static int object_query_ok(struct call *k)
 		    !strcmp(k->r->query[i].value, "null"))
 			continue; /* the one version an unversioned bucket has */
 		if (!strcmp(m, "GET") && !strcmp(n, "tagging") && k->r->nquery == 1) {
+			struct sv_meta om;
 			struct s3_buf b;
+			time_t mt;
 			int ret, fd = -1, bfd;
 
 			if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 				return ret < 0 ? ret : 1;
-			fd = sv_object_open(bfd, k->key);
+			fd = sv_key_open(bfd, k->key, &om, &mt);
 			close(bfd);
 			if (fd < 0)
 				return sv_fail_errno(k, fd) ? -EIO : 1;
+			sv_meta_release(&om);
 			close(fd);
 			s3_buf_init(&b, 0);
 			s3_buf_adds(&b, XML_HEAD "<Tagging xmlns=\"" XMLNS "\"><TagSet></TagSet></Tagging>");
@@ -686,6 +689,13 @@ int sv_object_op(struct call *k)
 				      "rds3 serve keeps keys as file paths: no empty, '.' or '..' component, none over 255 bytes, no control characters");
 	if ((ret = object_query_ok(k)))
 		return ret > 0 ? 0 : ret;
+	/* A folder marker is a directory: only an empty PutObject or
+	 * CopyObject makes one. */
+	if (sv_key_is_dir(k->key) && ((!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL)) ||
+				      ((!strcmp(m, "PUT") || !strcmp(m, "POST")) &&
+				       sv_query(k->r, "uploadId", NULL))))
+		return sv_fail(k, 501, "NotImplemented",
+			    "rds3 serve keeps a key ending in '/' (a folder marker) as a directory: it is made by an empty PutObject or CopyObject, not by a multipart upload");
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
 	sv_query(k->r, "uploadId", &id);
