@@ -31,7 +31,7 @@ setup() {
 	[ -x "$RDS3" ] || fail "rds3 not built: $RDS3"
 	command -v s3fs >/dev/null || skip "s3fs is not installed (scripts/deps.sh --test)"
 	[ -c /dev/fuse ] || skip "no /dev/fuse here"
-	MNT=$D/mnt
+	MNT=$D/mnt S3FS_PID=
 	B=fs$BATS_TEST_NUMBER-$RANDOM
 	mkdir "$SERVE_DIR/$B" "$MNT"
 	LOG0=$(grep -c '' "$BATS_FILE_TMPDIR/signed.err")
@@ -55,7 +55,6 @@ teardown() {
 # system that answers (s3fs checks the bucket as it starts and leaves
 # when that fails: the directory underneath must not be taken for it).
 mount_bucket() {
-	local i
 	echo "$SERVE_KEY:$SERVE_SECRET" >"$D/passwd"
 	chmod 600 "$D/passwd"
 	MOUNTS+=("$MNT")
@@ -65,7 +64,7 @@ mount_bucket() {
 		-o "passwd_file=$D/passwd,retries=1,connect_timeout=5,readwrite_timeout=10" \
 		-o "logfile=$D/s3fs.log,dbglevel=info"
 	S3FS_PID=$BG_PID
-	for i in $(seq 1 100); do
+	for _ in $(seq 1 100); do
 		alive "$S3FS_PID" || fail "s3fs left: $(tail -n 5 "$D/s3fs.log" "$D/s3fs.err" 2>/dev/null)" || return 1
 		case $(timeout 5 stat -f -c %T "$MNT" 2>/dev/null) in
 		fuse*) timeout 5 ls "$MNT" >/dev/null 2>&1 && return 0 ;;
@@ -78,7 +77,9 @@ mount_bucket() {
 # on MOUNT-CMD...: CMD (a file command on the mount) under a timeout.
 on() {
 	run_t --secs 20 "$@"
-	[ "$status" -ne 124 ] && [ "$status" -ne 137 ] || fail "timed out: $*"
+	if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+		fail "timed out: $*"
+	fi
 }
 
 # keys: rds3's own recursive listing of $B, keys only, one a line.
