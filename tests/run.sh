@@ -351,7 +351,7 @@ if [ -n "${RDX_ASAN_BUILD:-}" ]; then
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 	sanitized RDX_ASAN_BUILD asan tests/cli/transfer.bats tests/cli/faults.bats \
 		tests/cli/server.bats tests/cli/s3.bats tests/cli/s3check.bats tests/cli/s3sync.bats \
-		tests/cli/s3serve.bats tests/cli/s3boto.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats \
+		tests/cli/s3serve.bats tests/cli/s3boto.bats tests/cli/s3fs.bats tests/cli/rdcp.bats tests/cli/rdcp3.bats tests/cli/tree.bats \
 		tests/cli/resume.bats tests/cli/rdpipe.bats
 fi
 

@@ -81,3 +81,7 @@ ${stderr:-$output}"
 @test "boto3: GetObject's response-* overrides" {
 	boto overrides
 }
+
+@test "boto3: folder markers (keys ending in /): put, get, list, delete, conflicts, copies" {
+	boto dirs
+}

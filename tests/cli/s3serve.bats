@@ -938,15 +938,20 @@ keys_of_listing() {
 	soft_end
 }
 
-@test "keys that are no paths (open server): empty components, a trailing /, NUL, a component over 255 bytes are 400; 255 bytes is fine" {
+@test "keys that are no paths (open server): empty components, NUL, a component over 255 bytes are 400, a body on a trailing / 501; 255 bytes is fine" {
 	hcurl -X PUT "$OPEN_URL/$B"
 	want_code 200
 	SOFT=()
-	for k in "a//b" "trail/" "x/%2F/y" "nul%00byte" "nul%00"; do
+	for k in "a//b" "x/%2F/y" "nul%00byte" "nul%00" "/"; do
 		hcurl -X PUT --data-binary x "$OPEN_URL/$B/$k"
 		soft "PUT key '$k'" want_code 400
 		soft "PUT key '$k'" want_error InvalidArgument KeyTooLongError
 	done
+	# A folder marker is a directory: it holds no bytes.
+	hcurl -X PUT --data-binary x "$OPEN_URL/$B/trail/"
+	soft "PUT key 'trail/' with a body" want_code 501
+	soft "PUT key 'trail/' with a body" want_error NotImplemented
+	[ ! -e "$OPEN_DIR/$B/trail" ] || SOFT+=("trail/ made on disk")
 	long=$(printf 'n%.0s' $(seq 256))
 	hcurl -X PUT --data-binary x "$OPEN_URL/$B/d/$long"
 	soft "PUT a 256-byte component" want_code 400

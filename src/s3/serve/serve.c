@@ -104,7 +104,7 @@ int sv_fail_errno(struct call *k, int err)
 	case -EEXIST:
 	case -ELOOP:
 		return sv_fail(k, 409, "InvalidRequest",
-			    "rds3 serve keeps keys as file paths: a key cannot be both an object and a prefix of other keys with '/', nor pass a symlink");
+			    "rds3 serve keeps keys as file paths: a key K cannot be both an object and a prefix of other keys with '/' (the folder marker K/ among them), nor pass a symlink");
 	case -ENAMETOOLONG:
 		return sv_fail(k, 400, "KeyTooLongError", "Your key is too long");
 	case -ENOSPC:

@@ -709,6 +709,13 @@ int sv_send_head(struct sv_conn *c, const struct sv_req *r, int status,
 
 	sv_http_date(time(NULL), date);
 	s3_buf_init(&b, 0);
+	/* An empty body asked 100 Continue for (botocore sends it with a
+	 * zero Content-Length, for a folder marker) gets one before the
+	 * answer on a connection that stays: botocore takes a final answer
+	 * without it for the status of its next request that gets one, and
+	 * waits for an answer it already read (RFC 9110 10.1.1 allows both). */
+	if (r->expect_continue && !r->continued && r->body_end && !c->broken && r->keep_alive)
+		s3_buf_adds(&b, "HTTP/1.1 100 Continue\r\n\r\n");
 	s3_buf_printf(&b, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: rds3\r\n"
 			  "x-amz-request-id: %s\r\n",
 		      status, reason(status), date, r->id);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -160,9 +161,19 @@ void sv_meta_release(struct sv_meta *m);
 bool sv_bucket_ok(const char *name);
 
 /* Whether key is one this server can store: 1..1024 bytes, components
- * non-empty, not "." or "..", at most 255 bytes, no temporary's name.
- * Returns 0 or -ENAMETOOLONG / -EINVAL. */
+ * non-empty (but for a final '/': a folder marker), not "." or "..", at
+ * most 255 bytes, no temporary's name.  Returns 0 or -ENAMETOOLONG /
+ * -EINVAL. */
 int sv_key_ok(const char *key);
+
+/* Whether key (valid) is a folder marker's: it ends in '/', and is kept
+ * as the directory of that name carrying a record (sv_marker_put). */
+static inline bool sv_key_is_dir(const char *key)
+{
+	size_t n = strlen(key);
+
+	return n && key[n - 1] == '/';
+}
 
 /* Whether a directory entry's name is one of this server's temporaries. */
 bool sv_is_temp(const char *name);
@@ -182,6 +193,11 @@ int sv_bucket_open(int root, const char *bucket);
  * file reached without following a symlink.  Returns the fd, -ENOENT
  * (no such key: also a directory or a symlink there), or -errno. */
 int sv_object_open(int bfd, const char *key);
+
+/* Opens key for reading with its record into *m and its Last-Modified
+ * into *mtime: the file, or a folder marker's directory (sv_marker_open:
+ * no bytes to read).  Returns the fd, -ENOENT (no such key) or -errno. */
+int sv_key_open(int bfd, const char *key, struct sv_meta *m, time_t *mtime);
 
 /* Writing an object: a temporary in the key's directory (made as
  * needed), renamed over the key by sv_put_commit(). */
@@ -204,25 +220,43 @@ struct sv_put {
 int sv_put_begin_at(int dir, const char *name, struct sv_put *p);
 
 /* Starts writing key in bucket bfd.  Returns 0, -ENOTDIR / -EEXIST (a
- * component of the key is an object, or the key a prefix of others),
- * -ELOOP (a symlink on the way) or -errno. */
+ * component of the key is an object, or the key a prefix of others or a
+ * folder marker's name), -ELOOP (a symlink on the way) or -errno. */
 int sv_put_begin(int bfd, const char *key, struct sv_put *p);
 
 /* Gives the temporary mode and renames it to the key (replacing an
  * object, or an empty directory of that name).  Commits and deletes are
  * one at a time: p->check runs just before the rename, and p->if_absent
  * makes it a link that fails when an object has the name.  Returns 0,
- * -EEXIST (a directory with keys under it is there), -ECANCELED (an
- * object is there and p->if_absent), what p->check returned, or -errno;
- * the temporary is removed and the descriptors closed either way. */
+ * -EEXIST (a directory with keys under it, or a folder marker's, is
+ * there), -ECANCELED (an object is there and p->if_absent), what
+ * p->check returned, or -errno; the temporary is removed and the
+ * descriptors closed either way. */
 int sv_put_commit(struct sv_put *p, mode_t mode);
 
 /* Removes the temporary; harmless after a commit. */
 void sv_put_abort(struct sv_put *p);
 
-/* Removes the object key, then its directories left empty up to the
- * bucket.  Returns 0 (also when there was no such key) or -errno. */
+/* Removes the object key (a file, or a folder marker's record), then
+ * the directories that leaves empty up to the bucket, but for folder
+ * markers.  Returns 0 (also when there was no such key) or -errno. */
 int sv_object_delete(int bfd, const char *key);
+
+/* Records the folder marker key (ending in '/'): m's ETag and headers on
+ * its directory, made with those above it as needed; m's size becomes 0
+ * and its mtime_ns the time now (its Last-Modified).  Returns 0,
+ * -ENOTDIR / -ELOOP (a file or a symlink on the way or in its place),
+ * -ENOTSUP (no user extended attributes) or -errno. */
+int sv_marker_put(int bfd, const char *key, struct sv_meta *m);
+
+/* Opens the folder marker key: its directory, read-only, with its record
+ * into *m.  Returns the fd, -ENOENT (no such directory, or one without a
+ * record: no such key) or -errno. */
+int sv_marker_open(int bfd, const char *key, struct sv_meta *m);
+
+/* Reads the marker record of the directory fd into *m: 0, -ENOENT (it
+ * carries none) or -errno. */
+int sv_marker_read(int fd, struct sv_meta *m);
 
 /* ---------------------------------------------------------------- list */
 

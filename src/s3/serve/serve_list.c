@@ -3,7 +3,9 @@
  * their keys sort (a directory "a" as "a/", so "a-b" < "a/x" < "a0"), and
  * whole directories passed over when no key in them can be listed (before
  * start_after, outside the prefix, or inside a common prefix already
- * given).  Only the directories on the way down are held in memory. */
+ * given).  Only the directories on the way down are held in memory.
+ * A directory is a key itself only when it is a folder marker
+ * (serve_store.c): "a/" sorts before every key inside it. */
 #include "s3/serve/serve_int.h"
 
 #include <dirent.h>
@@ -53,13 +55,11 @@ static int ent_cmp(const void *x, const void *y)
 	}
 }
 
-static int add(struct lw *w, const char *key, bool prefix, int fd)
+/* Adds key: a common prefix when m is NULL. */
+static int add(struct lw *w, const char *key, const struct sv_meta *m, time_t mtime)
 {
 	struct sv_list_result *o = w->out;
 	struct sv_list_item *it;
-	struct sv_meta m;
-	struct stat st;
-	int ret;
 
 	if (o->n >= w->a->max_keys) {
 		o->truncated = true;
@@ -77,28 +77,28 @@ static int add(struct lw *w, const char *key, bool prefix, int fd)
 	}
 	it = &o->v[o->n];
 	memset(it, 0, sizeof(*it));
-	if (!prefix) {
-		if (fstat(fd, &st) || (ret = sv_meta_get(fd, &m)))
-			return 0; /* gone or unreadable meanwhile: not listed */
-		it->size = m.size;
-		it->mtime = st.st_mtim.tv_sec;
-		memcpy(it->etag, m.etag, sizeof(it->etag));
-		sv_meta_release(&m);
+	if (m) {
+		it->size = m->size;
+		it->mtime = mtime;
+		memcpy(it->etag, m->etag, sizeof(it->etag));
 	}
 	it->key = strdup(key);
 	if (!it->key)
 		return -ENOMEM;
-	it->is_prefix = prefix;
+	it->is_prefix = !m;
 	o->n++;
 	return 0;
 }
 
-/* A file whose key is w->key. */
-static int file(struct lw *w, int dir, const char *name)
+/* Where the key w->key goes: 0 nowhere (outside the prefix, not after
+ * start_after, or inside a common prefix already given), 1 in the
+ * listing as a key; else its common prefix was added (2) or could not
+ * be (-ENOMEM). */
+static int place(struct lw *w)
 {
 	const struct sv_list_args *a = w->a;
 	const char *key = w->key, *d;
-	int fd, ret;
+	int ret;
 
 	if (!starts(key, a->prefix) || (a->start_after && strcmp(key, a->start_after) <= 0) ||
 	    (w->skip[0] && starts(key, w->skip)))
@@ -110,14 +110,48 @@ static int file(struct lw *w, int dir, const char *name)
 		w->skip[n] = '\0';
 		if (a->start_after && strcmp(w->skip, a->start_after) <= 0)
 			return 0;
-		return add(w, w->skip, true, -1);
+		ret = add(w, w->skip, NULL, 0);
+		return ret ? ret : 2;
 	}
+	return 1;
+}
+
+/* A file whose key is w->key. */
+static int file(struct lw *w, int dir, const char *name)
+{
+	struct sv_meta m;
+	struct stat st;
+	int fd, ret = place(w);
+
+	if (ret != 1)
+		return ret < 0 ? ret : 0;
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ret = add(w, key, false, fd);
+	if (fstat(fd, &st) || sv_meta_get(fd, &m)) {
+		close(fd);
+		return 0; /* gone or unreadable meanwhile: not listed */
+	}
 	close(fd);
+	ret = add(w, w->key, &m, st.st_mtim.tv_sec);
+	sv_meta_release(&m);
 	return ret;
+}
+
+/* The directory fd whose key is w->key (ending in '/'): a key itself
+ * when it is a folder marker, listed before the keys inside it. */
+static int marker(struct lw *w, int fd)
+{
+	struct sv_meta m;
+	int ret;
+
+	if (sv_marker_read(fd, &m))
+		return 0; /* a directory only: no key */
+	ret = place(w);
+	if (ret == 1)
+		ret = add(w, w->key, &m, (time_t)(m.mtime_ns / 1000000000));
+	sv_meta_release(&m);
+	return ret < 0 ? ret : 0;
 }
 
 /* Whether the directory whose keys all begin with w->key (ending in
@@ -224,8 +258,14 @@ static int walk(struct lw *w, int fd, size_t klen, unsigned depth)
 		if (!dir_wanted(w))
 			continue;
 		sub = openat(fd, v[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
+		if (sub < 0)
+			continue;
+		if (len <= SV_KEY_MAX)
+			ret = marker(w, sub);
+		if (!ret && !w->done)
 			ret = walk(w, sub, len, depth + 1);
+		else
+			close(sub);
 	}
 	for (i = 0; i < n; i++)
 		free(v[i].name);

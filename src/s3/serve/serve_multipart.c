@@ -844,6 +844,13 @@ int sv_object_op(struct call *k)
 				      "rds3 serve keeps keys as file paths: no empty, '.' or '..' component, none over 255 bytes, no control characters");
 	if ((ret = object_query_ok(k)))
 		return ret > 0 ? 0 : ret;
+	/* A folder marker is a directory: only an empty PutObject or
+	 * CopyObject makes one. */
+	if (sv_key_is_dir(k->key) && ((!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL)) ||
+				      ((!strcmp(m, "PUT") || !strcmp(m, "POST")) &&
+				       sv_query(k->r, "uploadId", NULL))))
+		return sv_fail(k, 501, "NotImplemented",
+			    "rds3 serve keeps a key ending in '/' (a folder marker) as a directory: it is made by an empty PutObject or CopyObject, not by a multipart upload");
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
 	sv_query(k->r, "uploadId", &id);

@@ -35,6 +35,15 @@
 
 /* ------------------------------------------------------------ objects */
 
+#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
+/* A folder marker (a key ending in '/') is a directory: no bytes. */
+#define MARKER_BODY \
+	"rds3 serve keeps a key ending in '/' (a folder marker) as a directory, which holds no bytes: such an object must be empty"
+#define MARKER_NO_XATTR \
+	"the served directory's file system keeps no extended attributes, so a folder marker (a key ending in '/') cannot be recorded"
+#define MARKER_COND \
+	"rds3 serve does not implement If-Match or If-None-Match on a folder marker (a key ending in '/')"
+
 /* Parses "bytes=A-B", "bytes=A-", "bytes=-N" against size: 1 a range
  * [*from, *to], 0 none to honour (absent, malformed, several), -1
  * unsatisfiable. */
@@ -302,25 +311,20 @@ int sv_get_object(struct call *k, int bfd)
 	bool head = !strcmp(k->r->method, "HEAD");
 	const char *pn = NULL;
 	struct sv_meta m;
-	struct stat st;
 	struct s3_buf h;
+	time_t mtime;
 	uint64_t from = 0, to = 0;
 	int fd, ret, status = 200, rr = 0;
 	char date[40];
 
-	fd = sv_object_open(bfd, k->key);
+	fd = sv_key_open(bfd, k->key, &m, &mtime);
 	if (fd < 0)
-		return sv_fail_errno(k, fd);
-	if (fstat(fd, &st) || (ret = sv_meta_get(fd, &m))) {
-		ret = sv_fail_errno(k, -EIO);
-		close(fd);
-		return ret;
-	}
+		return sv_fail_errno(k, fd == -ENOENT ? fd : -EIO);
 	s3_buf_init(&h, 0);
-	sv_http_date(st.st_mtim.tv_sec, date);
+	sv_http_date(mtime, date);
 	sv_add_etag(&h, m.etag);
 	s3_buf_printf(&h, "Last-Modified: %s\r\nAccept-Ranges: bytes\r\n", date);
-	status = conditions(k->r, "", m.etag, st.st_mtim.tv_sec);
+	status = conditions(k->r, "", m.etag, mtime);
 	if (status == 304) {
 		ret = sv_answer(k, 304, h.p, NULL, 0);
 		goto out;
@@ -407,6 +411,57 @@ out:
 	return ret;
 }
 
+/* Records the folder marker of the request's key with m and its tags.
+ * Returns 0, or an answer was sent (1) or could not be (-EIO). */
+static int marker_record(struct call *k, int bfd, struct sv_meta *m, const struct sv_tags *tags)
+{
+	struct sv_meta om;
+	time_t mt;
+	int ret = sv_marker_put(bfd, k->key, m), fd;
+
+	if (ret == -ENOTSUP)
+		return sv_fail(k, 501, "NotImplemented", MARKER_NO_XATTR) ? -EIO : 1;
+	if (ret)
+		return sv_fail_errno(k, ret) ? -EIO : 1;
+	/* A marker put again has the tags it is put with, or none. */
+	fd = sv_key_open(bfd, k->key, &om, &mt);
+	if (fd < 0)
+		return sv_fail_errno(k, fd) ? -EIO : 1;
+	sv_meta_release(&om);
+	ret = sv_tags_set(fd, tags);
+	close(fd);
+	return ret ? (sv_tags_fail(k, ret) ? -EIO : 1) : 0;
+}
+
+/* PutObject of a folder marker (a key ending in '/'): an empty body,
+ * checked as any, and the directory with its record.  A body is refused:
+ * a directory cannot hold one. */
+static int put_marker(struct call *k, int bfd, struct sv_meta *m, const struct sv_tags *tags)
+{
+	const char *dl = sv_hdr(k->r, "x-amz-decoded-content-length");
+	unsigned char md5[16];
+	struct s3_buf h;
+	uint64_t size;
+	int ret;
+
+	if ((dl && strcmp(dl, "0")) || (!dl && k->r->has_length && k->r->length))
+		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
+	/* No byte is written (the most taken is 0): a chunked body with
+	 * any is EntityTooLarge. */
+	if ((ret = sv_take_body(k, -1, 0, md5, &size)))
+		return ret < 0 ? ret : 0;
+	rdx_hex_encode(md5, 16, m->etag);
+	if ((ret = marker_record(k, bfd, m, tags)))
+		return ret < 0 ? ret : 0;
+	s3_buf_init(&h, 0);
+	sv_add_etag(&h, m->etag);
+	sv_add_checksum(&h, k);
+	sv_rdma_headers(k, &h);
+	ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
+	s3_buf_release(&h);
+	return ret;
+}
+
 int sv_put_object(struct call *k, int bfd)
 {
 	struct sv_meta m = { 0 };
@@ -423,6 +478,12 @@ int sv_put_object(struct call *k, int bfd)
 	if ((ret = sv_tags_take(k, &tags)) || (ret = sv_wcond_take(k, bfd, &w))) {
 		sv_meta_release(&m);
 		return ret < 0 ? ret : 0;
+	}
+	if (sv_key_is_dir(k->key)) {
+		ret = w.absent || w.match ? sv_fail(k, 501, "NotImplemented", MARKER_COND)
+					  : put_marker(k, bfd, &m, &tags);
+		sv_meta_release(&m);
+		return ret;
 	}
 	ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
@@ -535,8 +596,8 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 {
 	char sbucket[64];
 	char *skey = NULL;
-	struct stat st;
-	int sb, ret;
+	time_t mtime;
+	int sb;
 
 	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
 		free(skey);
@@ -544,29 +605,55 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 	}
 	*self = !strcmp(sbucket, k->bucket) && !strcmp(skey, k->key);
 	sb = sv_bucket_open(k->s->root, sbucket);
-	*sfd = sb >= 0 ? sv_object_open(sb, skey) : sb;
+	*sfd = sb >= 0 ? sv_key_open(sb, skey, sm, &mtime) : sb;
 	if (sb >= 0)
 		close(sb);
 	free(skey);
-	if (*sfd < 0)
+	if (*sfd == -ENOENT)
 		return sv_fail(k, 404, sb < 0 ? "NoSuchBucket" : "NoSuchKey", "The copy source does not exist.") ? -EIO : 1;
-	if ((ret = sv_meta_get(*sfd, sm))) {
-		close(*sfd);
-		return sv_fail_errno(k, ret) ? -EIO : 1;
-	}
-	ret = fstat(*sfd, &st) ? -errno : 0;
-	if (ret || conditions(k->r, "x-amz-copy-source-", sm->etag, st.st_mtim.tv_sec)) {
+	if (*sfd < 0)
+		return sv_fail_errno(k, *sfd) ? -EIO : 1;
+	if (conditions(k->r, "x-amz-copy-source-", sm->etag, mtime)) {
 		close(*sfd);
 		sv_meta_release(sm);
-		ret = ret ? sv_fail_errno(k, ret) : sv_fail(k, 412, "PreconditionFailed", PRECONDITION_MSG);
-		return ret ? -EIO : 1;
+		return sv_fail(k, 412, "PreconditionFailed", PRECONDITION_MSG) ? -EIO : 1;
 	}
 	return 0;
 }
 
+/* CopyObjectResult: when the copy was made and its ETag. */
+static int copy_result(struct call *k, time_t mtime, const char *etag)
+{
+	struct s3_buf b;
+	char date[40];
+	int ret;
+
+	sv_iso_date(mtime, date);
+	s3_buf_init(&b, 0);
+	s3_buf_printf(&b, XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
+			  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", date, etag);
+	ret = sv_xml_answer(k, 200, &b);
+	s3_buf_release(&b);
+	return ret;
+}
+
+/* A copy to a folder marker: an empty source's headers (m) on the
+ * marker's directory, as put_marker() records them. */
+static int copy_to_marker(struct call *k, int bfd, uint64_t size, struct sv_meta *m,
+			  const struct sv_tags *tags)
+{
+	int ret;
+
+	if (size)
+		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
+	snprintf(m->etag, sizeof(m->etag), "%s", EMPTY_MD5);
+	if ((ret = marker_record(k, bfd, m, tags)))
+		return ret < 0 ? ret : 0;
+	return copy_result(k, (time_t)(m->mtime_ns / 1000000000), m->etag);
+}
+
 int sv_copy_object(struct call *k, int bfd)
 {
-	char date[40];
 	const char *dir = sv_hdr(k->r, "x-amz-metadata-directive");
 	const char *tdir = sv_hdr(k->r, "x-amz-tagging-directive");
 	bool replace = dir && !strcmp(dir, "REPLACE"), self;
@@ -575,7 +662,6 @@ int sv_copy_object(struct call *k, int bfd)
 	struct sv_tags tags;
 	struct sv_wcond w;
 	struct sv_put p;
-	struct s3_buf b;
 	struct stat st;
 	int sfd, ret;
 
@@ -602,6 +688,15 @@ int sv_copy_object(struct call *k, int bfd)
 	}
 	if (!ret && !replace && sm.headers && !(m.headers = strdup(sm.headers)))
 		ret = -ENOMEM;
+	if (!ret && sv_key_is_dir(k->key)) {
+		close(sfd);
+		sv_meta_release(&sm);
+		sv_body_skip(k->c, k->r, 1 << 20);
+		ret = w.absent || w.match ? sv_fail(k, 501, "NotImplemented", MARKER_COND)
+					  : copy_to_marker(k, bfd, sm.size, &m, &tags);
+		sv_meta_release(&m);
+		return ret;
+	}
 	if (!ret)
 		ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
@@ -640,12 +735,7 @@ int sv_copy_object(struct call *k, int bfd)
 		fstat(sfd, &st);
 		close(sfd);
 	}
-	sv_iso_date(st.st_mtim.tv_sec, date);
-	s3_buf_init(&b, 0);
-	s3_buf_printf(&b, XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
-			  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", date, m.etag);
-	ret = sv_xml_answer(k, 200, &b);
-	s3_buf_release(&b);
+	ret = copy_result(k, st.st_mtim.tv_sec, m.etag);
 	sv_meta_release(&m);
 	return ret;
 }

@@ -5,7 +5,15 @@
  * it.  An object is written to a temporary beside its name and renamed
  * there when complete; what the server knows of it (ETag, parts, headers)
  * is the extended attribute "user.rds3", kept with the file's size and
- * mtime so that a file changed by another hand is hashed again. */
+ * mtime so that a file changed by another hand is hashed again.
+ *
+ * A key ending in '/' (a folder marker, as s3fs, rclone and the AWS
+ * console make for an empty "folder") is the directory of that name
+ * carrying the same record, its mtime the time it was put: a directory
+ * that is there only because keys live under it, or was made by hand,
+ * carries none and is no key.  Markers are put and removed, and emptied
+ * directories removed, under store_lock, so that a directory found empty
+ * and unmarked is not removed once a marker has been put on it. */
 #include "s3/serve/serve_int.h"
 
 #include "core/hex.h"
@@ -23,15 +31,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XATTR "user.rds3"
 #define XATTR_MAX 4096
 
-/* Held by every commit and delete of an object: a conditional write's
- * check and its rename see no other writer of this server between them.
- * Each holds it for a rename, or an unlink, and its check. */
-static pthread_mutex_t commit_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by every commit and delete of an object, and while folder
+ * markers are put and removed and emptied directories pruned: a
+ * conditional write's check and its rename see no other writer of this
+ * server between them, and a directory found empty and unmarked is not
+ * removed once a marker has been put on it. */
+static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sv_meta_release(struct sv_meta *m)
 {
@@ -91,8 +102,8 @@ int sv_key_ok(const char *key)
 		part[len] = '\0';
 		if (!strcmp(part, ".") || !strcmp(part, "..") || sv_is_temp(part))
 			return -EINVAL;
-		if (!slash)
-			return 0;
+		if (!slash || !slash[1])
+			return 0; /* a final '/': a folder marker */
 		c = slash + 1;
 	}
 }
@@ -147,22 +158,35 @@ static bool meta_parse(char *v, struct sv_meta *m)
 	return true;
 }
 
-int sv_meta_get(int fd, struct sv_meta *m)
+/* Reads fd's record into m: 0, or -ENODATA when it has none (or none
+ * that parses). */
+static int meta_read(int fd, struct sv_meta *m)
 {
 	char v[XATTR_MAX + 1];
-	unsigned char md5[16];
-	struct stat st;
 	ssize_t n;
-	int ret;
 
 	memset(m, 0, sizeof(*m));
+	n = fgetxattr(fd, XATTR, v, XATTR_MAX);
+	if (n <= 0)
+		return -ENODATA;
+	v[n] = '\0';
+	if (strlen(v) == (size_t)n && meta_parse(v, m))
+		return 0;
+	sv_meta_release(m);
+	memset(m, 0, sizeof(*m));
+	return -ENODATA;
+}
+
+int sv_meta_get(int fd, struct sv_meta *m)
+{
+	unsigned char md5[16];
+	struct stat st;
+	int ret;
+
 	if (fstat(fd, &st))
 		return -errno;
-	n = fgetxattr(fd, XATTR, v, XATTR_MAX);
-	if (n > 0) {
-		v[n] = '\0';
-		if (strlen(v) == (size_t)n && meta_parse(v, m) &&
-		    m->size == (uint64_t)st.st_size && m->mtime_ns == mtime_ns(&st))
+	if (!meta_read(fd, m)) {
+		if (m->size == (uint64_t)st.st_size && m->mtime_ns == mtime_ns(&st))
 			return 0;
 		sv_meta_release(m);
 		memset(m, 0, sizeof(*m));
@@ -180,23 +204,29 @@ int sv_meta_get(int fd, struct sv_meta *m)
 	return 0;
 }
 
-int sv_meta_set(int fd, const struct sv_meta *m)
+/* Records m on fd with that size and mtime. */
+static int meta_write(int fd, const struct sv_meta *m, uint64_t size, int64_t mtime)
 {
 	char v[XATTR_MAX + 1];
-	struct stat st;
 	int n;
 
-	if (fstat(fd, &st))
-		return -errno;
 	n = snprintf(v, sizeof(v), "rds3 1\netag %s\nsize %llu\nmtime %lld\nparts %u %llu\n\n%s",
-		     m->etag, (unsigned long long)st.st_size,
-		     (long long)mtime_ns(&st), m->parts,
+		     m->etag, (unsigned long long)size, (long long)mtime, m->parts,
 		     (unsigned long long)m->part_size, m->headers ? m->headers : "");
 	if (n < 0 || n >= (int)sizeof(v))
 		return -E2BIG;
 	if (fsetxattr(fd, XATTR, v, (size_t)n, 0))
 		return errno == EOPNOTSUPP ? -ENOTSUP : -errno;
 	return 0;
+}
+
+int sv_meta_set(int fd, const struct sv_meta *m)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	return meta_write(fd, m, (uint64_t)st.st_size, mtime_ns(&st));
 }
 
 /* -------------------------------------------------------------- objects */
@@ -241,6 +271,44 @@ int sv_object_open(int bfd, const char *key)
 	return fd;
 }
 
+int sv_key_open(int bfd, const char *key, struct sv_meta *m, time_t *mtime)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (sv_key_is_dir(key)) {
+		fd = sv_marker_open(bfd, key, m);
+		if (fd >= 0)
+			*mtime = (time_t)(m->mtime_ns / 1000000000);
+		return fd;
+	}
+	fd = sv_object_open(bfd, key);
+	if (fd < 0)
+		return fd;
+	ret = fstat(fd, &st) ? -errno : sv_meta_get(fd, m);
+	if (ret) {
+		close(fd);
+		return ret == -ENOENT ? -EIO : ret;
+	}
+	*mtime = st.st_mtim.tv_sec;
+	return fd;
+}
+
+/* Whether the directory name in dir is a folder marker (carries a
+ * record), or cannot be told: what this server recorded is never
+ * removed as an emptied directory. */
+static bool marked(int dir, const char *name)
+{
+	int d = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ret;
+
+	if (d < 0)
+		return errno != ENOENT && errno != ENOTDIR;
+	ret = fgetxattr(d, XATTR, NULL, 0) > 0;
+	close(d);
+	return ret;
+}
+
 int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 {
 	struct stat st;
@@ -269,7 +337,10 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 				ret = -EEXIST;
 				break;
 			}
-			while ((de = readdir(dh)))
+			/* Nor a folder marker: key and key/ cannot both be. */
+			if (fgetxattr(dirfd(dh), XATTR, NULL, 0) > 0)
+				empty = false;
+			while (empty && (de = readdir(dh)))
 				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 					empty = false;
 			closedir(dh);
@@ -340,6 +411,8 @@ static int publish_new(struct sv_put *p)
 			continue; /* gone meanwhile */
 		if (S_ISREG(st.st_mode))
 			return -ECANCELED;
+		if (S_ISDIR(st.st_mode) && marked(p->dir, p->name))
+			return -EEXIST; /* a folder marker: key and key/ cannot both be */
 		if (unlinkat(p->dir, p->name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) &&
 		    errno != ENOENT)
 			return errno == ENOTEMPTY ? -EEXIST : -errno;
@@ -353,15 +426,22 @@ int sv_put_commit(struct sv_put *p, mode_t mode)
 
 	if (fchmod(p->fd, mode))
 		ret = -errno;
-	pthread_mutex_lock(&commit_lock);
+	pthread_mutex_lock(&store_lock);
 	if (!ret && p->check)
 		ret = p->check(p->dir, p->name, p->check_arg);
 	/* An empty directory of that name becomes the object; one with
-	 * objects under it is a prefix that stays. */
-	if (!ret)
-		ret = p->if_absent ? publish_new(p)
-				   : rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
-	pthread_mutex_unlock(&commit_lock);
+	 * objects under it is a prefix that stays, and a folder marker a
+	 * key that stays. */
+	if (!ret && p->if_absent) {
+		ret = publish_new(p);
+	} else if (!ret) {
+		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, false);
+		if (ret == -EISDIR)
+			ret = marked(p->dir, p->name)
+				      ? -EEXIST
+				      : rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+	}
+	pthread_mutex_unlock(&store_lock);
 	if (ret == -EISDIR || ret == -ENOTEMPTY)
 		ret = -EEXIST;
 	sv_put_abort(p);
@@ -378,33 +458,146 @@ void sv_put_abort(struct sv_put *p)
 	p->fd = p->dir = -1;
 }
 
+/* Removes the directory path, then each one above it, while they are
+ * empty and no folder marker, up to the bucket: S3 has no directories,
+ * those keys made go when they empty.  store_lock held. */
+static void prune(int bfd, char *path)
+{
+	char *slash;
+	int dir, ret;
+
+	for (;;) {
+		if (rdx_dir_beneath(bfd, path, false, &dir) || dir < 0)
+			return;
+		ret = marked(dir, last_part(path)) ? -1 : unlinkat(dir, last_part(path), AT_REMOVEDIR);
+		close(dir);
+		if (ret || !(slash = strrchr(path, '/')))
+			return;
+		*slash = '\0';
+	}
+}
+
+/* The directory the folder marker key names, opened for reading (its
+ * attribute), made as needed when make is set.  Returns the fd, -ENOENT
+ * (none there, or a symlink or a file: without make), -ENOTDIR / -ELOOP
+ * (with make) or -errno. */
+static int marker_dir(int bfd, const char *key, bool make)
+{
+	int dir, fd, ret;
+
+	ret = rdx_dir_beneath(bfd, key, make, &dir);
+	if (!make && (ret == -ELOOP || ret == -ENOTDIR || (!ret && dir < 0)))
+		return -ENOENT;
+	if (ret)
+		return ret;
+	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : fd;
+	close(dir);
+	return ret;
+}
+
+/* Removes key's marker record, leaving its directory.  store_lock held. */
+static int unmark(int bfd, const char *key)
+{
+	int fd = marker_dir(bfd, key, false), ret = 0;
+
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	if (fremovexattr(fd, XATTR) && errno != ENODATA && errno != EOPNOTSUPP)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 int sv_object_delete(int bfd, const char *key)
 {
 	char path[SV_KEY_MAX + 1];
 	int dir, ret;
 	char *slash;
 
+	if (strlen(key) > SV_KEY_MAX)
+		return -ENAMETOOLONG;
+	snprintf(path, sizeof(path), "%s", key);
+	if (sv_key_is_dir(key)) {
+		/* The record goes; so does the directory, if it is empty. */
+		path[strlen(path) - 1] = '\0';
+		pthread_mutex_lock(&store_lock);
+		ret = unmark(bfd, key);
+		if (!ret)
+			prune(bfd, path);
+		pthread_mutex_unlock(&store_lock);
+		return ret;
+	}
 	ret = rdx_dir_beneath(bfd, key, false, &dir);
 	if (ret == -ELOOP || ret == -ENOTDIR || (!ret && dir < 0))
 		return 0;
 	if (ret)
 		return ret;
-	pthread_mutex_lock(&commit_lock);
+	pthread_mutex_lock(&store_lock);
 	ret = unlinkat(dir, last_part(key), 0) ? -errno : 0;
-	pthread_mutex_unlock(&commit_lock);
 	close(dir);
-	if (ret && ret != -ENOENT && ret != -EISDIR && ret != -ENOTDIR)
-		return ret;
-	/* S3 has no directories: those the key made go when empty. */
-	snprintf(path, sizeof(path), "%s", key);
-	while ((slash = strrchr(path, '/'))) {
+	if (ret == -ENOENT || ret == -EISDIR || ret == -ENOTDIR)
+		ret = 0;
+	if (!ret && (slash = strrchr(path, '/'))) {
 		*slash = '\0';
-		if (rdx_dir_beneath(bfd, path, false, &dir) || dir < 0)
-			break;
-		ret = unlinkat(dir, last_part(path), AT_REMOVEDIR);
-		close(dir);
-		if (ret)
-			break;
+		prune(bfd, path);
 	}
-	return 0;
+	pthread_mutex_unlock(&store_lock);
+	return ret;
+}
+
+/* -------------------------------------------------------- folder markers */
+
+int sv_marker_read(int fd, struct sv_meta *m)
+{
+	int ret = meta_read(fd, m);
+
+	if (!ret && (m->size || m->parts)) { /* no object's record fits it */
+		sv_meta_release(m);
+		ret = -ENODATA;
+	}
+	return ret == -ENODATA ? -ENOENT : ret;
+}
+
+int sv_marker_open(int bfd, const char *key, struct sv_meta *m)
+{
+	int fd, ret;
+
+	memset(m, 0, sizeof(*m));
+	fd = marker_dir(bfd, key, false);
+	if (fd < 0)
+		return fd;
+	ret = sv_marker_read(fd, m);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int sv_marker_put(int bfd, const char *key, struct sv_meta *m)
+{
+	char path[SV_KEY_MAX + 1];
+	struct timespec now;
+	int fd, ret;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	m->size = 0;
+	m->mtime_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	m->parts = 0;
+	m->part_size = 0;
+	pthread_mutex_lock(&store_lock);
+	fd = marker_dir(bfd, key, true);
+	ret = fd < 0 ? fd : meta_write(fd, m, 0, m->mtime_ns);
+	if (fd >= 0)
+		close(fd);
+	if (fd >= 0 && ret) { /* what it made goes again */
+		snprintf(path, sizeof(path), "%s", key);
+		path[strlen(path) - 1] = '\0';
+		prune(bfd, path);
+	}
+	pthread_mutex_unlock(&store_lock);
+	return ret;
 }

@@ -275,15 +275,18 @@ static int take_tagging(struct call *k, struct sv_tags *t)
 int sv_object_tagging(struct call *k)
 {
 	const char *m = k->r->method;
+	struct sv_meta om;
 	struct sv_tags t;
+	time_t mt;
 	int bfd, fd, ret;
 
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
-	fd = sv_object_open(bfd, k->key);
+	fd = sv_key_open(bfd, k->key, &om, &mt); /* an object or a folder marker */
 	close(bfd);
 	if (fd < 0)
 		return sv_fail_errno(k, fd);
+	sv_meta_release(&om);
 	if (!strcmp(m, "GET")) {
 		ret = sv_tags_get(fd, &t);
 		ret = ret ? sv_fail_errno(k, ret) : answer_tags(k, &t);
