@@ -123,9 +123,6 @@ void sv_add_etag(struct s3_buf *b, const char *etag)
 
 /* ------------------------------------------------------------- helpers */
 
-/* The request's headers that go with an object: Content-Type and the
- * like, and x-amz-meta-* (names in lower case).  -E2BIG past S3's 2 KB
- * of user metadata. */
 /* Content-Encoding's codings but aws-chunked, which is how the body was
  * sent, not what the object is (S3 does not keep it either). */
 static void add_encoding(struct s3_buf *b, const char *v)
@@ -152,6 +149,9 @@ static void add_encoding(struct s3_buf *b, const char *v)
 		s3_buf_addc(b, '\n');
 }
 
+/* The request's headers that go with an object: Content-Type and the
+ * like, and x-amz-meta-* (names in lower case).  -E2BIG past S3's 2 KB
+ * of user metadata. */
 int sv_object_headers(const struct sv_req *r, char **out)
 {
 	static const char *const keep[] = { "Content-Type", "Content-Disposition",
@@ -255,7 +255,8 @@ static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
 	return !CRYPTO_memcmp(want, d, n);
 }
 
-/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
+ * does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k)
 {
 	if (k->trailer_ck != S3_CK_NONE) {
@@ -272,10 +273,6 @@ void sv_add_checksum(struct s3_buf *b, const struct call *k)
 	}
 }
 
-/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
- * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
- * signed hash and that checksum.  Returns 0 with md5 set; or an answer
- * was sent (1) or the connection is gone (-errno). */
 /* An upload by RDMA has no HTTP body and says its size twice: in the
  * token and in x-amz-decoded-content-length.  0 to go on, else an answer
  * was sent (1) or could not be (-EIO). */
@@ -349,9 +346,9 @@ static int body_checks(struct call *k, const unsigned char md5[16], EVP_MD_CTX *
 	return 0;
 }
 
-/* The body's next bytes, from wherever it comes: RDMA, aws-chunked or
- * plain HTTP.  The count, 0 at the end, or an answer was sent
- * (-EBADMSG turned into 1 by the caller's refuse) / -errno. */
+/* The body's next bytes, from wherever they come: RDMA, aws-chunked or
+ * plain HTTP.  The count, 0 at the end, -EBADMSG when the body was
+ * refused and that answered, or -errno (-EIO: the answer could not go). */
 static ssize_t body_next(struct call *k, struct sv_stream *st, char *buf, const void **data)
 {
 	ssize_t n;
@@ -405,6 +402,11 @@ static int body_begin(struct call *k, uint64_t max, struct sv_stream **st,
 	return 0;
 }
 
+/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
+ * and the x-amz-checksum-* the client sent (as a header or an
+ * aws-chunked trailer).  Checks Content-MD5, the signed hash and that
+ * checksum.  Returns 0 with md5 set; or an answer was sent (1) or the
+ * connection is gone (-errno). */
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size)
 {

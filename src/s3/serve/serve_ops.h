@@ -99,14 +99,16 @@ void sv_emit_headers(struct s3_buf *b, const char *h);
  * of user metadata. */
 int sv_object_headers(const struct sv_req *r, char **out);
 
-/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
- * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
+/* Reads the body into fd (an aws-chunked one decoded, serve_stream.c),
+ * hashing it: MD5 always, SHA-256 when signed, and the x-amz-checksum-*
+ * the client sent as a header or a trailer.  Checks Content-MD5, the
  * signed hash and that checksum.  Returns 0 with md5 set; or an answer
  * was sent (1) or the connection is gone (-errno). */
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size);
 
-/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
+ * does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k);
 
 /* ------------------------------------- aws-chunked bodies (serve_stream.c) */
