@@ -327,30 +327,37 @@ static int hmac(const void *key, size_t klen, const char *msg, unsigned char *ou
 	return 0;
 }
 
-static int signing_key(const struct s3_creds *c, const struct s3_sign *s,
-		       unsigned char key[SHA256_DIGEST_LENGTH])
+int s3_sigv4_key(const char *secret, const char *day, const char *region,
+		 const char *service, unsigned char key[32])
 {
 	struct s3_buf k;
-	char day[9];
 	int ret;
 
-	memcpy(day, s->amz_date, 8);
-	day[8] = '\0';
 	s3_buf_init(&k, 0);
-	s3_buf_printf(&k, "AWS4%s", c->secret_key);
+	s3_buf_printf(&k, "AWS4%s", secret);
 	ret = s3_buf_err(&k);
 	if (!ret)
 		ret = hmac(k.p, k.len, day, key);
 	if (!ret)
-		ret = hmac(key, SHA256_DIGEST_LENGTH, s->region, key);
+		ret = hmac(key, SHA256_DIGEST_LENGTH, region, key);
 	if (!ret)
-		ret = hmac(key, SHA256_DIGEST_LENGTH, s->service, key);
+		ret = hmac(key, SHA256_DIGEST_LENGTH, service, key);
 	if (!ret)
 		ret = hmac(key, SHA256_DIGEST_LENGTH, "aws4_request", key);
 	if (k.p)
 		OPENSSL_cleanse(k.p, k.len);
 	s3_buf_release(&k);
 	return ret;
+}
+
+static int signing_key(const struct s3_creds *c, const struct s3_sign *s,
+		       unsigned char key[SHA256_DIGEST_LENGTH])
+{
+	char day[9];
+
+	memcpy(day, s->amz_date, 8);
+	day[8] = '\0';
+	return s3_sigv4_key(c->secret_key, day, s->region, s->service, key);
 }
 
 int s3_sigv4_sign(const struct s3_creds *c, const struct s3_sign *s,

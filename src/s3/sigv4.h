@@ -78,6 +78,11 @@ int s3_sigv4_query(struct s3_buf *b, const struct s3_kv *q, size_t n);
 /* Hex SHA-256 of p[0..n) into out (65 bytes with the NUL). */
 void s3_sha256_hex(const void *p, size_t n, char *out);
 
+/* The signing key of secret for day ("20150830"), region and service
+ * (also what chains a streaming upload's chunks).  Returns 0 or -ENOMEM. */
+int s3_sigv4_key(const char *secret, const char *day, const char *region,
+		 const char *service, unsigned char key[32]);
+
 /* Starts an empty result; s3_sigv4_release() frees it. */
 void s3_sigv4_init(struct s3_sigv4 *sig);
 void s3_sigv4_release(struct s3_sigv4 *sig);

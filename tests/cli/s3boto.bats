@@ -85,3 +85,54 @@ ${stderr:-$output}"
 @test "boto3: folder markers (keys ending in /): put, get, list, delete, conflicts, copies" {
 	boto dirs
 }
+
+# ------------------------------------------------ aws-chunked (issue 24)
+
+@test "aws-chunked by hand: signed chunks in their chain, signed and unsigned trailers of every checksum, in HTTP chunked, UploadPart; a bad signature, byte, length, trailer or framing stores nothing" {
+	boto chunked signed_chain signed_trailer unsigned_trailers refusals upload_part
+}
+
+# tls_proxy: socat with a throwaway certificate in front of the server
+# (boto3 and the aws CLI send aws-chunked over https only), its -v
+# transcript of what crossed in $D/tls.log; sets TLS_URL.
+tls_proxy() {
+	local p
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$D/tls.key" -out "$D/tls.crt" \
+		-days 1 -subj /CN=127.0.0.1 2>/dev/null || fail "openssl could not make a certificate"
+	cat "$D/tls.key" "$D/tls.crt" >"$D/tls.pem"
+	p=$(free_port)
+	bg_start tls socat -v "OPENSSL-LISTEN:$p,bind=127.0.0.1,reuseaddr,fork,cert=$D/tls.pem,verify=0" \
+		"TCP:${SERVE_URL#http://}"
+	LISTEN_PID=$BG_PID wait_listen "$p" || fail "socat did not listen: $(cat "$D/tls.err")"
+	TLS_URL=https://127.0.0.1:$p
+}
+
+@test "AWS's clients send aws-chunked: the JavaScript SDK v3 by default (CRC32 trailer, PutObject and UploadPart), boto3 and the aws CLI over TLS; all read back byte for byte" {
+	bash "$RDX_REPO/tests/s3/setup.sh" >"$D/npm.log" 2>&1 || fail "tests/s3/setup.sh: $(cat "$D/npm.log")"
+	run_t --secs 120 env NODE_NO_WARNINGS=1 S3_URL="$SERVE_URL" S3_KEY="$SERVE_KEY" \
+		S3_SECRET="$SERVE_SECRET" node "$RDX_REPO/tests/s3/sdkjs.js"
+	[ "$status" -eq 0 ] || fail "tests/s3/sdkjs.js: exit $status
+${stderr:-$output}"
+	tls_proxy
+	# The aws CLI (Debian's) sends the checksum as a header over http,
+	# as an aws-chunked trailer over https.  First through the proxy: its
+	# transcript is the CLI's alone.
+	head -c 300000 /dev/urandom >"$D/f"
+	run_t --secs 60 env -u AWS_PROFILE -u AWS_CONFIG_FILE -u AWS_SHARED_CREDENTIALS_FILE \
+		HOME="$D" AWS_EC2_METADATA_DISABLED=true AWS_DEFAULT_REGION=us-east-1 \
+		AWS_ACCESS_KEY_ID="$SERVE_KEY" AWS_SECRET_ACCESS_KEY="$SERVE_SECRET" PYTHONWARNINGS=ignore \
+		"$AWS" --endpoint-url "$TLS_URL" --no-verify-ssl s3api create-bucket --bucket awscli-chunked
+	[ "$status" -eq 0 ] || fail "aws s3api create-bucket: $stderr"
+	run_t --secs 60 env -u AWS_PROFILE -u AWS_CONFIG_FILE -u AWS_SHARED_CREDENTIALS_FILE \
+		HOME="$D" AWS_EC2_METADATA_DISABLED=true AWS_DEFAULT_REGION=us-east-1 \
+		AWS_ACCESS_KEY_ID="$SERVE_KEY" AWS_SECRET_ACCESS_KEY="$SERVE_SECRET" PYTHONWARNINGS=ignore \
+		"$AWS" --endpoint-url "$TLS_URL" --no-verify-ssl s3api put-object --bucket awscli-chunked \
+		--key f --body "$D/f" --checksum-algorithm CRC32
+	[ "$status" -eq 0 ] || fail "aws s3api put-object --checksum-algorithm CRC32: $stderr"
+	[ "$(jq -r .ChecksumCRC32 <<<"$output")" = "$(python3 -c 'import sys,zlib,base64;print(base64.b64encode(zlib.crc32(open(sys.argv[1],"rb").read()).to_bytes(4,"big")).decode())' "$D/f")" ] ||
+		fail "aws put-object: no CRC32 echoed: $output"
+	grep -aqi '^x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER' "$D/tls.err" ||
+		fail "the aws CLI did not send aws-chunked: $(grep -ai '^x-amz-content-sha256' "$D/tls.err")"
+	cmp "$D/f" "$SERVE_DIR/awscli-chunked/f" || fail "the object stored is not the file sent"
+	S3_TLS_URL=$TLS_URL boto chunked boto3_over_tls
+}

@@ -138,14 +138,40 @@ void sv_add_etag(struct s3_buf *b, const char *etag)
 
 /* ------------------------------------------------------------- helpers */
 
+/* Content-Encoding's codings but aws-chunked, which is how the body was
+ * sent, not what the object is (S3 does not keep it either). */
+static void add_encoding(struct s3_buf *b, const char *v)
+{
+	bool first = true;
+
+	while (*v) {
+		const char *comma = strchr(v, ',');
+		size_t n = comma ? (size_t)(comma - v) : strlen(v);
+
+		while (n && (*v == ' ' || *v == '\t'))
+			v++, n--;
+		while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (n && !(n == 11 && !strncasecmp(v, "aws-chunked", 11))) {
+			s3_buf_printf(b, "%s%.*s", first ? "Content-Encoding: " : ", ", (int)n, v);
+			first = false;
+		}
+		if (!comma)
+			break;
+		v = comma + 1;
+	}
+	if (!first)
+		s3_buf_addc(b, '\n');
+}
+
 /* The request's headers that go with an object: Content-Type and the
  * like, and x-amz-meta-* (names in lower case).  -E2BIG past S3's 2 KB
  * of user metadata. */
 int sv_object_headers(const struct sv_req *r, char **out)
 {
-	static const char *const keep[] = { "Content-Type", "Content-Encoding",
-					    "Content-Disposition", "Content-Language",
-					    "Cache-Control", "Expires", NULL };
+	static const char *const keep[] = { "Content-Type", "Content-Disposition",
+					    "Content-Language", "Cache-Control",
+					    "Expires", NULL };
 	struct s3_buf b;
 	size_t i, user = 0;
 
@@ -154,6 +180,10 @@ int sv_object_headers(const struct sv_req *r, char **out)
 		const char *n = r->hdr[i].name;
 		bool ok = !strncasecmp(n, "x-amz-meta-", 11);
 
+		if (!strcasecmp(n, "Content-Encoding")) {
+			add_encoding(&b, r->hdr[i].value);
+			continue;
+		}
 		for (int j = 0; !ok && keep[j]; j++)
 			ok = !strcasecmp(n, keep[j]);
 		if (!ok)
@@ -240,9 +270,14 @@ static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
 	return !CRYPTO_memcmp(want, d, n);
 }
 
-/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
+ * does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k)
 {
+	if (k->trailer_ck != S3_CK_NONE) {
+		s3_buf_printf(b, "%s: %s\r\n", s3_cksum_header(k->trailer_ck), k->trailer_sum);
+		return;
+	}
 	for (size_t i = 0; i < k->r->nhdr; i++) {
 		enum s3_ck alg = s3_cksum_named(k->r->hdr[i].name);
 
@@ -253,10 +288,6 @@ void sv_add_checksum(struct s3_buf *b, const struct call *k)
 	}
 }
 
-/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
- * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
- * signed hash and that checksum.  Returns 0 with md5 set; or an answer
- * was sent (1) or the connection is gone (-errno). */
 /* An upload by RDMA has no HTTP body and says its size twice: in the
  * token and in x-amz-decoded-content-length.  0 to go on, else an answer
  * was sent (1) or could not be (-EIO). */
@@ -276,49 +307,150 @@ static int rdma_body_ok(struct call *k, uint64_t max)
 	return 0;
 }
 
+/* Content-Encoding's aws-chunked without a STREAMING-* body to decode:
+ * its framing would be stored as the object. */
+static bool says_aws_chunked(const struct sv_req *r)
+{
+	const char *ce = sv_hdr(r, "Content-Encoding");
+
+	for (const char *p = ce; p && *p; p++)
+		if (!strncasecmp(p, "aws-chunked", 11) && (p == ce || p[-1] == ',' || p[-1] == ' ') &&
+		    (!p[11] || p[11] == ',' || p[11] == ' '))
+			return true;
+	return false;
+}
+
+/* What the body is checked against besides its length: Content-MD5, the
+ * signed SHA-256, and the x-amz-checksum-* header or trailer (want its
+ * value).  0, or an answer was sent (1) or could not be (-EIO). */
+static int body_checks(struct call *k, const unsigned char md5[16], EVP_MD_CTX *sh,
+		       struct s3_cksum *ck, enum s3_ck alg, const char *want)
+{
+	const char *cmd5 = sv_hdr(k->r, "Content-MD5");
+
+	if (cmd5) {
+		unsigned char w[18];
+		int n = strlen(cmd5) == 24 ? EVP_DecodeBlock(w, (const unsigned char *)cmd5, 24) : -1;
+
+		if (n != 18)
+			return sv_fail(k, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.") ? -EIO : 1;
+		if (CRYPTO_memcmp(w, md5, 16))
+			return sv_fail(k, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.") ? -EIO : 1;
+	}
+	if (k->payload) {
+		unsigned char sha[32];
+		char hex[65];
+
+		EVP_DigestFinal_ex(sh, sha, NULL);
+		rdx_hex_encode(sha, 32, hex);
+		if (strcmp(hex, k->payload))
+			return sv_fail(k, 400, "XAmzContentSHA256Mismatch",
+				       "The provided 'x-amz-content-sha256' header does not match what was computed.") ? -EIO : 1;
+	}
+	if (alg != S3_CK_NONE) {
+		unsigned char d[S3_CK_MAX];
+		size_t dn = s3_cksum_final(ck, d);
+		char msg[96];
+
+		if (!checksum_matches(want, d, dn)) {
+			snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+				 s3_cksum_name(alg));
+			return sv_fail(k, 400, "BadDigest", msg) ? -EIO : 1;
+		}
+	}
+	return 0;
+}
+
+/* The body's next bytes, from wherever they come: RDMA, aws-chunked or
+ * plain HTTP.  The count, 0 at the end, -EBADMSG when the body was
+ * refused and that answered, or -errno (-EIO: the answer could not go). */
+static ssize_t body_next(struct call *k, struct sv_stream *st, char *buf, const void **data)
+{
+	ssize_t n;
+
+	*data = buf;
+	if (k->rdma) {
+		n = sv_rdma_read_next(k, data);
+		return n < 0 ? (sv_rdma_fail(k) < 0 ? -EIO : -EBADMSG) : n;
+	}
+	if (st) {
+		n = sv_stream_read(k, st, buf, IO_BUF);
+		return n == -EBADMSG ? (sv_stream_fail(k, st) < 0 ? -EIO : -EBADMSG) : n;
+	}
+	n = sv_body_read(k->c, k->r, buf, IO_BUF);
+	if (n == -RDX_EPROTO) /* the peer is there: tell it */
+		return sv_fail(k, 400, "IncompleteBody", "the chunked body is malformed") ? -EIO : -EBADMSG;
+	return n;
+}
+
+/* How the body comes and what it is checked with: 0, or an answer was
+ * sent (1) or could not be (-EIO). */
+static int body_begin(struct call *k, uint64_t max, struct sv_stream **st,
+		      const struct sv_hdr **ckh, enum s3_ck *alg)
+{
+	struct sv_req *r = k->r;
+	const char *unused;
+	int ret;
+
+	if (k->rdma && k->sa.on)
+		return sv_fail(k, 400, "InvalidRequest", "an RDMA upload carries no aws-chunked body") ? -EIO : 1;
+	if (k->rdma && (ret = rdma_body_ok(k, max)))
+		return ret;
+	if (!k->sa.on && says_aws_chunked(r))
+		return sv_fail(k, 400, "InvalidArgument",
+			       "Content-Encoding aws-chunked needs x-amz-content-sha256 STREAMING-*: rds3 serve does not store the framing as the object") ? -EIO : 1;
+	if ((ret = body_checksum(k, ckh, alg)))
+		return ret;
+	if (k->sa.on && (ret = sv_stream_begin(k, max, st)))
+		return ret;
+	if (*st && sv_stream_sum(*st, &unused) != S3_CK_NONE) {
+		if (*ckh)
+			return sv_fail(k, 400, "InvalidRequest",
+				       "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") ? -EIO : 1;
+		*alg = sv_stream_sum(*st, &unused);
+	}
+	if (!r->has_length && !r->chunked)
+		return sv_fail(k, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.") ? -EIO : 1;
+	/* aws-chunked: its framing is more than max; the decoded length counts. */
+	if (!*st && r->has_length && r->length > max)
+		return sv_fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
+	return 0;
+}
+
+/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
+ * and the x-amz-checksum-* the client sent (as a header or an
+ * aws-chunked trailer).  Checks Content-MD5, the signed hash and that
+ * checksum.  Returns 0 with md5 set; or an answer was sent (1) or the
+ * connection is gone (-errno). */
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size)
 {
-	struct sv_req *r = k->r;
 	EVP_MD_CTX *m = EVP_MD_CTX_new(), *sh = EVP_MD_CTX_new();
-	const char *cmd5 = sv_hdr(r, "Content-MD5");
-	const struct sv_hdr *ckh;
+	const struct sv_hdr *ckh = NULL;
+	struct sv_stream *st = NULL;
 	struct s3_cksum ck = { 0 };
-	enum s3_ck alg;
-	unsigned char sha[32];
+	enum s3_ck alg = S3_CK_NONE;
+	const char *want = NULL;
 	/* By RDMA the bytes come in the registered buffer's halves. */
 	char *buf = k->rdma ? NULL : malloc(IO_BUF);
 	uint64_t total = 0;
 	int ret = 0;
 
 	*size = 0;
-	if (k->rdma && (ret = rdma_body_ok(k, max)))
-		goto out;
-	if ((ret = body_checksum(k, &ckh, &alg)))
+	if ((ret = body_begin(k, max, &st, &ckh, &alg)))
 		goto out;
 	if (!m || !sh || (!buf && !k->rdma) || !EVP_DigestInit_ex(m, EVP_md5(), NULL) ||
-	    !EVP_DigestInit_ex(sh, EVP_sha256(), NULL) || (ckh && s3_cksum_init(&ck, alg))) {
+	    !EVP_DigestInit_ex(sh, EVP_sha256(), NULL) ||
+	    (alg != S3_CK_NONE && s3_cksum_init(&ck, alg))) {
 		ret = sv_fail(k, 500, "InternalError", "out of memory") ? -ENOMEM : 1;
 		goto out;
 	}
-	if (!r->has_length && !r->chunked) {
-		ret = sv_fail(k, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.") ? -EIO : 1;
-		goto out;
-	}
-	if (r->has_length && r->length > max) {
-		ret = sv_fail(k, 400, "EntityTooLarge", "Your proposed upload exceeds the maximum allowed size") ? -EIO : 1;
-		goto out;
-	}
 	for (;;) {
-		const void *data = buf;
-		ssize_t n = k->rdma ? sv_rdma_read_next(k, &data) : sv_body_read(k->c, r, buf, IO_BUF);
+		const void *data;
+		ssize_t n = body_next(k, st, buf, &data);
 
-		if (n < 0 && k->rdma) {
-			ret = sv_rdma_fail(k);
-			goto out;
-		}
-		if (n == -RDX_EPROTO) { /* the peer is there: tell it */
-			ret = sv_fail(k, 400, "IncompleteBody", "the chunked body is malformed") ? -EIO : 1;
+		if (n == -EBADMSG) { /* answered */
+			ret = 1;
 			goto out;
 		}
 		if (n < 0) {
@@ -335,7 +467,7 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		EVP_DigestUpdate(m, data, (size_t)n);
 		if (k->payload)
 			EVP_DigestUpdate(sh, data, (size_t)n);
-		if (ckh)
+		if (alg != S3_CK_NONE)
 			s3_cksum_update(&ck, data, (size_t)n);
 		if (rdx_pwrite_full(fd, data, (size_t)n, (off_t)(total - (uint64_t)n)) < 0) {
 			ret = sv_fail_errno(k, -errno) ? -EIO : 1;
@@ -344,43 +476,18 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 	}
 	EVP_DigestFinal_ex(m, md5, NULL);
 	*size = total;
-	if (cmd5) {
-		unsigned char want[18];
-		int n = strlen(cmd5) == 24 ? EVP_DecodeBlock(want, (const unsigned char *)cmd5, 24) : -1;
-
-		if (n != 18) {
-			ret = sv_fail(k, 400, "InvalidDigest", "The Content-MD5 you specified was invalid.") ? -EIO : 1;
-			goto out;
-		}
-		if (CRYPTO_memcmp(want, md5, 16)) {
-			ret = sv_fail(k, 400, "BadDigest", "The Content-MD5 you specified did not match what we received.") ? -EIO : 1;
-			goto out;
-		}
-	}
-	if (k->payload) {
-		char hex[65];
-
-		EVP_DigestFinal_ex(sh, sha, NULL);
-		rdx_hex_encode(sha, 32, hex);
-		if (strcmp(hex, k->payload)) {
-			ret = sv_fail(k, 400, "XAmzContentSHA256Mismatch",
-				   "The provided 'x-amz-content-sha256' header does not match what was computed.") ? -EIO : 1;
-			goto out;
-		}
-	}
-	if (ckh) {
-		unsigned char d[S3_CK_MAX];
-		size_t dn = s3_cksum_final(&ck, d);
-		char msg[96];
-
-		if (!checksum_matches(ckh->value, d, dn)) {
-			snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-				 s3_cksum_name(alg));
-			ret = sv_fail(k, 400, "BadDigest", msg) ? -EIO : 1;
-			goto out;
-		}
+	if (ckh)
+		want = ckh->value;
+	else if (st)
+		sv_stream_sum(st, &want);
+	if ((ret = body_checks(k, md5, sh, &ck, alg, want)))
+		goto out;
+	if (!ckh && alg != S3_CK_NONE) { /* the trailer's, echoed as S3 does */
+		k->trailer_ck = alg;
+		snprintf(k->trailer_sum, sizeof(k->trailer_sum), "%s", want);
 	}
 out:
+	sv_stream_free(st);
 	s3_cksum_release(&ck);
 	EVP_MD_CTX_free(m);
 	EVP_MD_CTX_free(sh);
@@ -420,6 +527,9 @@ int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 	char tmp[16384];
 	ssize_t n;
 
+	if (k->sa.on)
+		return sv_fail(k, 501, "NotImplemented",
+			    "rds3 serve reads aws-chunked bodies (x-amz-content-sha256 STREAMING-*) for PutObject and UploadPart only") ? -EIO : 1;
 	s3_buf_init(&b, SV_XML_MAX);
 	while ((n = sv_body_read(k->c, k->r, tmp, sizeof(tmp))) > 0)
 		if (s3_buf_add(&b, tmp, (size_t)n))
@@ -561,7 +671,7 @@ static int handle(struct call *k)
 	char msg[256];
 	int st;
 
-	st = sv_auth_check(&k->s->auth, r, &k->payload, &code, msg, sizeof(msg));
+	st = sv_auth_check(&k->s->auth, r, &k->payload, &k->sa, &code, msg, sizeof(msg));
 	if (st)
 		return sv_fail(k, st, code, msg);
 	if ((st = refuse_unkept(k)))

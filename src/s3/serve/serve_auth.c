@@ -2,7 +2,10 @@
  * Authorization header or a presigned URL's query, recomputed with the
  * client's own signer (sigv4.c) from what arrived and compared in
  * constant time.  The body's hash is what x-amz-content-sha256 says;
- * the caller checks the body against it as it arrives. */
+ * the caller checks the body against it as it arrives.  A STREAMING-*
+ * value is signed as it is, and the aws-chunked body's chunks are
+ * checked against the chain that starts at this signature
+ * (serve_stream.c). */
 #include "s3/serve/serve_int.h"
 
 #include <openssl/crypto.h>
@@ -191,9 +194,25 @@ static int check_scope(const struct sv_auth *a, const struct scope *sc,
 	return 0;
 }
 
+/* What a signed request's chunk signatures chain from. */
+static int chain_start(const struct sv_auth *a, const struct scope *sc,
+		       const char *amz_date, const char *sig,
+		       struct sv_stream_auth *sa, const char **code, char *msg,
+		       size_t msglen)
+{
+	if (s3_sigv4_key(a->secret_key, sc->day, sc->region, "s3", sa->key))
+		return fail(code, msg, msglen, 500, "InternalError", "out of memory");
+	snprintf(sa->date, sizeof(sa->date), "%s", amz_date);
+	snprintf(sa->scope, sizeof(sa->scope), "%s/%s/s3/aws4_request", sc->day, sc->region);
+	snprintf(sa->seed, sizeof(sa->seed), "%s", sig);
+	sa->chain = true;
+	return 0;
+}
+
 static int by_header(const struct sv_auth *a, const struct sv_req *r,
-		     const char *authz, const char *payload, const char **code,
-		     char *msg, size_t msglen)
+		     const char *authz, const char *payload,
+		     struct sv_stream_auth *sa, const char **code, char *msg,
+		     size_t msglen)
 {
 	static const char alg[] = "AWS4-HMAC-SHA256 ";
 	char buf[SV_HEAD_MAX];
@@ -233,8 +252,11 @@ static int by_header(const struct sv_auth *a, const struct sv_req *r,
 	if (!payload)
 		return fail(code, msg, msglen, 400, "InvalidRequest",
 			    "Missing required header for this request: x-amz-content-sha256");
-	return verify(a, r, &sc, amz_date, signed_list, r->query, r->nquery,
-		      payload, sig, code, msg, msglen);
+	ret = verify(a, r, &sc, amz_date, signed_list, r->query, r->nquery,
+		     payload, sig, code, msg, msglen);
+	if (!ret && sa->signed_chunks)
+		ret = chain_start(a, &sc, amz_date, sig, sa, code, msg, msglen);
+	return ret;
 }
 
 static int by_query(const struct sv_auth *a, const struct sv_req *r,
@@ -280,28 +302,54 @@ static int by_query(const struct sv_auth *a, const struct sv_req *r,
 		      sig, code, msg, msglen);
 }
 
+/* The streaming values of x-amz-content-sha256 into sa.  0, or a status
+ * (SigV4a's are not verified here: 501). */
+static int streaming(const char *sha, struct sv_stream_auth *sa, const char **code,
+		     char *msg, size_t msglen)
+{
+	if (!strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
+		sa->trailers = true;
+	else if (!strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"))
+		sa->signed_chunks = true;
+	else if (!strcmp(sha, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"))
+		sa->signed_chunks = sa->trailers = true;
+	else if (!strncmp(sha, "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", 40))
+		return fail(code, msg, msglen, 501, "NotImplemented",
+			    "rds3 serve does not verify SigV4a (ECDSA) signatures: x-amz-content-sha256 STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD is not read");
+	else
+		return fail(code, msg, msglen, 400, "InvalidArgument",
+			    "x-amz-content-sha256 is not a STREAMING-* value S3 defines");
+	sa->on = true;
+	return 0;
+}
+
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, const char **code, char *msg,
-		  size_t msglen)
+		  const char **payload, struct sv_stream_auth *sa,
+		  const char **code, char *msg, size_t msglen)
 {
 	const char *sha = sv_hdr(r, "x-amz-content-sha256");
 	const char *authz = sv_hdr(r, "Authorization");
+	int ret;
 
 	*payload = NULL;
-	if (sha && !strncmp(sha, "STREAMING-", 10))
-		return fail(code, msg, msglen, 501, "NotImplemented",
-			    "rds3 serve does not read aws-chunked (streaming signed) bodies; send the payload's SHA-256 or UNSIGNED-PAYLOAD");
-	if (sha && strcmp(sha, S3_UNSIGNED_PAYLOAD) && !is_hex64(sha))
+	memset(sa, 0, sizeof(*sa));
+	if (sha && !strncmp(sha, "STREAMING-", 10) &&
+	    (ret = streaming(sha, sa, code, msg, msglen)))
+		return ret;
+	if (sha && !sa->on && strcmp(sha, S3_UNSIGNED_PAYLOAD) && !is_hex64(sha))
 		return fail(code, msg, msglen, 400, "InvalidArgument",
-			    "x-amz-content-sha256 must be a hex SHA-256 or UNSIGNED-PAYLOAD");
+			    "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-*");
 	if (sha && is_hex64(sha))
 		*payload = sha;
 	if (!a->access_key)
-		return 0;
+		return 0; /* chunk signatures are read, not checked: no key */
 	if (authz)
-		return by_header(a, r, authz, sha, code, msg, msglen);
-	if (sv_query(r, "X-Amz-Signature", NULL) || sv_query(r, "X-Amz-Credential", NULL))
-		return by_query(a, r, code, msg, msglen);
-	return fail(code, msg, msglen, 403, "AccessDenied",
-		    "Access Denied (this server answers signed requests only)");
+		return by_header(a, r, authz, sha, sa, code, msg, msglen);
+	if (!sv_query(r, "X-Amz-Signature", NULL) && !sv_query(r, "X-Amz-Credential", NULL))
+		return fail(code, msg, msglen, 403, "AccessDenied",
+			    "Access Denied (this server answers signed requests only)");
+	if (sa->signed_chunks)
+		return fail(code, msg, msglen, 400, "InvalidRequest",
+			    "signed aws-chunked chunks need the Authorization header's signature to chain from, not a presigned URL's");
+	return by_query(a, r, code, msg, msglen);
 }

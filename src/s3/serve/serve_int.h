@@ -132,13 +132,28 @@ struct sv_auth {
 	const char *access_key, *secret_key; /* NULL: no_sign */
 };
 
+/* A streaming upload (x-amz-content-sha256: STREAMING-*): its body is
+ * aws-chunked (aws_chunked.h), and signed chunks chain from the
+ * request's own signature. */
+struct sv_stream_auth {
+	bool on;	     /* the body is aws-chunked */
+	bool signed_chunks;  /* each chunk carries a signature */
+	bool trailers;	     /* trailer lines may follow the last chunk */
+	bool chain;	     /* the signatures are checked (a signed request), with: */
+	unsigned char key[32]; /* its signing key */
+	char date[17];	     /* its X-Amz-Date */
+	char scope[272];     /* "YYYYMMDD/REGION/s3/aws4_request" */
+	char seed[65];	     /* its signature, the chain's start */
+};
+
 /* Checks r's signature.  Returns 0 with *payload the body's SHA-256 the
- * signature covers (hex; NULL: unsigned payload), or an HTTP status with
- * code and msg set (403 SignatureDoesNotMatch, 400
- * AuthorizationHeaderMalformed, ...). */
+ * signature covers (hex; NULL: unsigned payload or aws-chunked) and *sa
+ * what a streaming body needs, or an HTTP status with code and msg set
+ * (403 SignatureDoesNotMatch, 400 AuthorizationHeaderMalformed, 501 for
+ * SigV4a's streaming, ...). */
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, const char **code, char *msg,
-		  size_t msglen);
+		  const char **payload, struct sv_stream_auth *sa,
+		  const char **code, char *msg, size_t msglen);
 
 /* --------------------------------------------------------------- store */
 

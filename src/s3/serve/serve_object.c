@@ -599,6 +599,9 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 	time_t mtime;
 	int sb;
 
+	if (k->sa.on) /* a copy's body is empty and skipped, not decoded */
+		return sv_fail(k, 400, "InvalidRequest",
+			    "x-amz-copy-source does not go with an aws-chunked body (x-amz-content-sha256 STREAMING-*)") ? -EIO : 1;
 	if (copy_source(sv_hdr(k->r, "x-amz-copy-source"), sbucket, sizeof(sbucket), &skey)) {
 		free(skey);
 		return sv_fail(k, 400, "InvalidArgument", "Copy Source must mention the source bucket and key: sourcebucket/sourcekey") ? -EIO : 1;

@@ -5,6 +5,7 @@
 #define RDS3_SERVE_OPS_H
 
 #include "s3/buf.h"
+#include "s3/checksum.h"
 #include "s3/serve/serve_int.h"
 
 #include <netinet/in.h>
@@ -45,6 +46,9 @@ struct call {
 	struct sv_conn *c;
 	struct sv_req *r;
 	const char *payload; /* the signed body hash, NULL: none */
+	struct sv_stream_auth sa; /* an aws-chunked body's framing and chain */
+	enum s3_ck trailer_ck;	  /* the body's checksum came as a trailer: */
+	char trailer_sum[48];	  /* its value (base64), checked */
 	char bucket[64];
 	const char *key; /* NULL: a bucket or service request */
 	int status;
@@ -98,15 +102,43 @@ void sv_emit_headers(struct s3_buf *b, const char *h);
  * of user metadata. */
 int sv_object_headers(const struct sv_req *r, char **out);
 
-/* Reads the body into fd, hashing it: MD5 always, SHA-256 when signed,
- * and the x-amz-checksum-* the client sent.  Checks Content-MD5, the
+/* Reads the body into fd (an aws-chunked one decoded, serve_stream.c),
+ * hashing it: MD5 always, SHA-256 when signed, and the x-amz-checksum-*
+ * the client sent as a header or a trailer.  Checks Content-MD5, the
  * signed hash and that checksum.  Returns 0 with md5 set; or an answer
  * was sent (1) or the connection is gone (-errno). */
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size);
 
-/* Echoes the body's x-amz-checksum-* header, checked, as S3 does. */
+/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
+ * does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k);
+
+/* ------------------------------------- aws-chunked bodies (serve_stream.c) */
+
+struct sv_stream;
+
+/* Starts reading k's aws-chunked body (k->sa.on), of at most max decoded
+ * bytes: x-amz-decoded-content-length is required, x-amz-trailer names
+ * the checksum trailer if any.  Returns 0 with *out, or an answer was
+ * sent (1) or could not be (-EIO). */
+int sv_stream_begin(struct call *k, uint64_t max, struct sv_stream **out);
+
+/* Reads up to n decoded bytes into p, checking each chunk's signature
+ * as it ends.  Returns the count; 0 at the end, when every signature,
+ * the trailers, the decoded length and the HTTP body's end agree;
+ * -EBADMSG when the body is refused (sv_stream_fail() answers); or the
+ * connection's -errno. */
+ssize_t sv_stream_read(struct call *k, struct sv_stream *s, void *p, size_t n);
+
+/* Answers why s was refused: 1, or -EIO when that could not be sent. */
+int sv_stream_fail(struct call *k, struct sv_stream *s);
+
+/* The checksum x-amz-trailer named (S3_CK_NONE: none) and, after the
+ * end, its value as the trailer gave it. */
+enum s3_ck sv_stream_sum(const struct sv_stream *s, const char **value);
+
+void sv_stream_free(struct sv_stream *s);
 
 /* Appends <tag>v</tag>, v URI-encoded when url (encoding-type=url). */
 void sv_list_text(struct s3_buf *b, const char *tag, const char *v, bool url);
