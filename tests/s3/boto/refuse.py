@@ -119,6 +119,17 @@ def bucket_sub_resources(s3, b):
                                                "Expiration": {"Days": 1}}]})
     refused("PUT bucket ?tagging", s3.put_bucket_tagging, Bucket=b,
             Tagging={"TagSet": [{"Key": "a", "Value": "b"}]})
+    refused("GET ?cors", s3.get_bucket_cors, Bucket=b)
+    refused("GET ?encryption", s3.get_bucket_encryption, Bucket=b)
+    refused("PUT ?notification", s3.put_bucket_notification_configuration, Bucket=b,
+            NotificationConfiguration={})
+    refused("GetObjectAttributes", s3.get_object_attributes, Bucket=b, Key="k",
+            ObjectAttributes=["ETag"])
+    refused("RestoreObject", s3.restore_object, Bucket=b, Key="k",
+            RestoreRequest={"Days": 1})
+    refused("GET ?acl of an object", s3.get_object_acl, Bucket=b, Key="k")
+    st, body = raw(s3, "POST", f"/{b}/k?select&select-type=2", body=b"<x/>")
+    check("SelectObjectContent", st == 501, f"{st} {body[:200]!r}")
     refused("GET ?versionId=abc", s3.get_object, Bucket=b, Key="k", VersionId="abc")
     equal("?versionId=null is the object",
           s3.get_object(Bucket=b, Key="k", VersionId="null")["Body"].read(), b"x")
