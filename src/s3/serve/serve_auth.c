@@ -1,7 +1,8 @@
 /* rds3 serve's request verification: AWS Signature Version 4, in the
  * Authorization header or a presigned URL's query, recomputed with the
  * client's own signer (sigv4.c) from what arrived and compared in
- * constant time.  The body's hash is what x-amz-content-sha256 says;
+ * constant time, with the secret of the user (serve_users.c) whose access
+ * key the credential scope names.  The body's hash is what x-amz-content-sha256 says;
  * the caller checks the body against it as it arrives. */
 #include "s3/serve/serve_int.h"
 
@@ -88,13 +89,13 @@ static bool parse_scope(const char *cred, struct scope *s)
 
 /* Recomputes the signature of r over the given signed headers, query and
  * payload hash; 0 when it is sig. */
-static int verify(const struct sv_auth *a, const struct sv_req *r,
+static int verify(const struct sv_user *u, const struct sv_req *r,
 		  const struct scope *sc, const char *amz_date,
 		  const char *signed_list, const struct s3_kv *query,
 		  size_t nquery, const char *payload, const char *sig,
 		  const char **code, char *msg, size_t msglen)
 {
-	struct s3_creds creds = { a->access_key, a->secret_key, NULL };
+	struct s3_creds creds = { u->access_key, u->secret_key, NULL };
 	struct s3_kv hdrs[SV_HDRS_MAX];
 	char names[SV_HEAD_MAX];
 	size_t nh = 0, i;
@@ -175,11 +176,13 @@ static int verify(const struct sv_auth *a, const struct sv_req *r,
 	return ret;
 }
 
+/* The scope's access key is a user's (*who), the date a valid one. */
 static int check_scope(const struct sv_auth *a, const struct scope *sc,
-		       const char *amz_date, const char **code, char *msg,
-		       size_t msglen)
+		       const char *amz_date, const struct sv_user **who,
+		       const char **code, char *msg, size_t msglen)
 {
-	if (strcmp(sc->key, a->access_key))
+	*who = sv_users_find(a->users, sc->key);
+	if (!*who)
 		return fail(code, msg, msglen, 403, "InvalidAccessKeyId",
 			    "The AWS Access Key Id you provided does not exist in our records.");
 	if (!amz_date || amz_time(amz_date) < 0)
@@ -192,8 +195,9 @@ static int check_scope(const struct sv_auth *a, const struct scope *sc,
 }
 
 static int by_header(const struct sv_auth *a, const struct sv_req *r,
-		     const char *authz, const char *payload, const char **code,
-		     char *msg, size_t msglen)
+		     const char *authz, const char *payload,
+		     const struct sv_user **who, const char **code, char *msg,
+		     size_t msglen)
 {
 	static const char alg[] = "AWS4-HMAC-SHA256 ";
 	char buf[SV_HEAD_MAX];
@@ -224,7 +228,7 @@ static int by_header(const struct sv_auth *a, const struct sv_req *r,
 	if (!cred || !signed_list || !sig || !parse_scope(cred, &sc))
 		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
 			    "the Authorization header is malformed");
-	if ((ret = check_scope(a, &sc, amz_date, code, msg, msglen)))
+	if ((ret = check_scope(a, &sc, amz_date, who, code, msg, msglen)))
 		return ret;
 	t = amz_time(amz_date);
 	if (t < time(NULL) - SKEW_SECS || t > time(NULL) + SKEW_SECS)
@@ -233,12 +237,13 @@ static int by_header(const struct sv_auth *a, const struct sv_req *r,
 	if (!payload)
 		return fail(code, msg, msglen, 400, "InvalidRequest",
 			    "Missing required header for this request: x-amz-content-sha256");
-	return verify(a, r, &sc, amz_date, signed_list, r->query, r->nquery,
+	return verify(*who, r, &sc, amz_date, signed_list, r->query, r->nquery,
 		      payload, sig, code, msg, msglen);
 }
 
 static int by_query(const struct sv_auth *a, const struct sv_req *r,
-		    const char **code, char *msg, size_t msglen)
+		    const struct sv_user **who, const char **code, char *msg,
+		    size_t msglen)
 {
 	const char *alg = NULL, *cred = NULL, *date = NULL, *expires = NULL,
 		   *signed_list = NULL, *sig = NULL;
@@ -260,7 +265,7 @@ static int by_query(const struct sv_auth *a, const struct sv_req *r,
 	    !expires || !signed_list || !sig || !parse_scope(cred, &sc))
 		return fail(code, msg, msglen, 400, "AuthorizationQueryParametersError",
 			    "a presigned URL needs X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders and -Signature");
-	if ((ret = check_scope(a, &sc, date, code, msg, msglen)))
+	if ((ret = check_scope(a, &sc, date, who, code, msg, msglen)))
 		return ret;
 	exp = strtol(expires, &end, 10);
 	if (*end || end == expires || exp < 1 || exp > 604800)
@@ -276,17 +281,20 @@ static int by_query(const struct sv_auth *a, const struct sv_req *r,
 	for (i = 0; i < r->nquery; i++)
 		if (strcmp(r->query[i].name, "X-Amz-Signature"))
 			q[nq++] = r->query[i];
-	return verify(a, r, &sc, date, signed_list, q, nq, S3_UNSIGNED_PAYLOAD,
+	return verify(*who, r, &sc, date, signed_list, q, nq, S3_UNSIGNED_PAYLOAD,
 		      sig, code, msg, msglen);
 }
 
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, const char **code, char *msg,
-		  size_t msglen)
+		  const struct sv_user **who, const char **payload,
+		  const char **code, char *msg, size_t msglen)
 {
 	const char *sha = sv_hdr(r, "x-amz-content-sha256");
 	const char *authz = sv_hdr(r, "Authorization");
+	const struct sv_user *u = NULL;
+	int ret;
 
+	*who = NULL;
 	*payload = NULL;
 	if (sha && !strncmp(sha, "STREAMING-", 10))
 		return fail(code, msg, msglen, 501, "NotImplemented",
@@ -296,12 +304,16 @@ int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
 			    "x-amz-content-sha256 must be a hex SHA-256 or UNSIGNED-PAYLOAD");
 	if (sha && is_hex64(sha))
 		*payload = sha;
-	if (!a->access_key)
+	if (!a->users)
 		return 0;
 	if (authz)
-		return by_header(a, r, authz, sha, code, msg, msglen);
-	if (sv_query(r, "X-Amz-Signature", NULL) || sv_query(r, "X-Amz-Credential", NULL))
-		return by_query(a, r, code, msg, msglen);
-	return fail(code, msg, msglen, 403, "AccessDenied",
-		    "Access Denied (this server answers signed requests only)");
+		ret = by_header(a, r, authz, sha, &u, code, msg, msglen);
+	else if (sv_query(r, "X-Amz-Signature", NULL) || sv_query(r, "X-Amz-Credential", NULL))
+		ret = by_query(a, r, &u, code, msg, msglen);
+	else
+		ret = fail(code, msg, msglen, 403, "AccessDenied",
+			   "Access Denied (this server answers signed requests only)");
+	/* The signer only once its signature holds. */
+	*who = ret ? NULL : u;
+	return ret;
 }

@@ -119,17 +119,55 @@ int sv_xml_esc(struct s3_buf *b, const char *s);
 
 /* ---------------------------------------------------------------- auth */
 
-struct sv_auth {
-	const char *access_key, *secret_key; /* NULL: no_sign */
+#define SV_USERS_MAX 10000
+#define SV_USER_KEY_MAX 128	/* an access key (S3_RDMA_KEY_MAX) */
+#define SV_USER_SECRET_MAX 256
+#define SV_USER_NAME_MAX 64	/* a profile's name */
+
+/* A principal: an access key and its secret (serve_users.c). */
+struct sv_user {
+	char *access_key;
+	char *secret_key;
+	char *name; /* Owner DisplayName: its profile's name, else the key */
 };
 
-/* Checks r's signature.  Returns 0 with *payload the body's SHA-256 the
- * signature covers (hex; NULL: unsigned payload), or an HTTP status with
- * code and msg set (403 SignatureDoesNotMatch, 400
+struct sv_users {
+	struct sv_user *v;	 /* in the file's order: v[0] is the first */
+	size_t n;
+	struct sv_user **by_key; /* v sorted by access key, for lookups */
+};
+
+/* Reads --users FILE (its forms in serve_users.c): a regular file of at
+ * most 1 MiB that only its owner (the server's user, or root) may read or
+ * write.  Returns 0, or -errno / -EINVAL / -EPERM with the reason in err
+ * (a line number, never a secret). */
+int sv_users_load(const char *path, struct sv_users *u, char *err, size_t errlen);
+
+/* Parses text (NUL-terminated, changed in place) as sv_users_load() does
+ * a file's.  Returns 0 or -EINVAL / -ENOMEM / -E2BIG, the reason in err. */
+int sv_users_parse(char *text, struct sv_users *u, char *err, size_t errlen);
+
+/* The table of one user: key and secret.  Returns 0 or -ENOMEM. */
+int sv_users_one(struct sv_users *u, const char *key, const char *secret);
+
+/* The user of access key key, or NULL. */
+const struct sv_user *sv_users_find(const struct sv_users *u, const char *key);
+
+/* Frees the table; the secrets are wiped first. */
+void sv_users_release(struct sv_users *u);
+
+struct sv_auth {
+	const struct sv_users *users; /* NULL: no_sign */
+};
+
+/* Checks r's signature.  Returns 0 with *who the signer (NULL on an
+ * unsigned server) and *payload the body's SHA-256 the signature covers
+ * (hex; NULL: unsigned payload), or an HTTP status with code and msg set
+ * (403 InvalidAccessKeyId, 403 SignatureDoesNotMatch, 400
  * AuthorizationHeaderMalformed, ...). */
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, const char **code, char *msg,
-		  size_t msglen);
+		  const struct sv_user **who, const char **payload,
+		  const char **code, char *msg, size_t msglen);
 
 /* --------------------------------------------------------------- store */
 
