@@ -50,7 +50,7 @@ static void test_ini(void)
 {
 	struct sv_users u;
 
-	CHECK(!parse("[default]\nregion = us-east-1\n\n; comment\n[alice]\n"
+	CHECK(!parse("; an INI comment first\n[default]\nregion = us-east-1\n\n; comment\n[alice]\n"
 		     "aws_access_key_id = AKALICE\naws_secret_access_key=al/ice+S\n"
 		     "region=eu-west-1\n[profile bob]\naws_secret_access_key = bobS\n"
 		     "aws_access_key_id=AKBOB\n",

@@ -1,7 +1,8 @@
 /* rds3 serve's parts: HTTP/1.1 connections (serve_http.c), request
- * verification (serve_auth.c), objects on disk (serve_store.c), listings
- * (serve_list.c) and the S3 operations (serve_ops.h: serve.c,
- * serve_bucket.c, serve_object.c, serve_multipart.c). */
+ * verification (serve_auth.c) against the users (serve_users.c), objects
+ * on disk (serve_store.c), listings (serve_list.c) and the S3 operations
+ * (serve_ops.h: serve.c, serve_owner.c, serve_bucket.c, serve_object.c,
+ * serve_multipart.c). */
 #ifndef RDS3_SERVE_INT_H
 #define RDS3_SERVE_INT_H
 

@@ -1,6 +1,7 @@
 /* rds3 serve's S3 operations, one file per kind: serve.c (answers,
- * helpers, the service, connections), serve_bucket.c, serve_object.c and
- * serve_multipart.c.  What one of them uses of another is declared here. */
+ * helpers, connections), serve_owner.c (owners, the service),
+ * serve_bucket.c, serve_object.c and serve_multipart.c.  What one of
+ * them uses of another is declared here. */
 #ifndef RDS3_SERVE_OPS_H
 #define RDS3_SERVE_OPS_H
 

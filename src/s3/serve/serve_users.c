@@ -288,7 +288,7 @@ int sv_users_parse(char *text, struct sv_users *u, char *err, size_t errlen)
 			*next++ = '\0';
 		n++;
 		s = trim(line);
-		if (!*s || *s == '#' || (ini == 1 && *s == ';'))
+		if (!*s || *s == '#' || (ini && *s == ';')) /* ';': INI's too */
 			continue;
 		if (ini < 0)
 			ini = *s == '[';
