@@ -654,8 +654,8 @@ static int serve(const struct s3_serve_opts *o, const struct sv_users *users)
 	}
 	if ((ret = sv_owners_start(&s))) {
 		rdx_error("cannot serve '%s' to several users: %s%s", o->root, strerror(-ret),
-			  ret == -ENOTSUP || ret == -EOPNOTSUPP || ret == -EINVAL
-				  ? " (bucket owners are kept in user extended attributes)" : "");
+			  ret == -EINVAL ? " (an owned bucket is made by a rename that does not replace)"
+					 : "");
 		close(s.root);
 		return RDX_EXIT_IO;
 	}

@@ -197,19 +197,9 @@ int sv_bucket_op(struct call *k)
 		return sv_create_bucket(k);
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
-	if (!strcmp(m, "DELETE") && !k->r->nquery) {
-		close(bfd);
-		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR)) {
-			/* Its open uploads go with it: a bucket made again
-			 * under the name starts without them. */
-			sv_drop_uploads(k->s->root, k->bucket);
-			return sv_answer(k, 204, NULL, NULL, 0);
-		}
-		if (errno == ENOTEMPTY || errno == EEXIST)
-			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
-		return sv_fail_errno(k, -errno);
-	}
-	if (!strcmp(m, "HEAD") && !k->r->nquery)
+	if (!strcmp(m, "DELETE") && !k->r->nquery)
+		ret = sv_delete_bucket(k, bfd);
+	else if (!strcmp(m, "HEAD") && !k->r->nquery)
 		ret = sv_answer(k, 200, NULL, NULL, 0);
 	else if (!strcmp(m, "GET") && sv_query(k->r, "location", NULL)) {
 		struct s3_buf b;

@@ -190,9 +190,12 @@ void sv_meta_release(struct sv_meta *m);
  * and ending with a letter or digit). */
 bool sv_bucket_ok(const char *name);
 
+/* A bucket's owner (serve_owner.c): a name no key component can have. */
+#define SV_OWNER_NAME ".rds3-owner"
+
 /* Whether key is one this server can store: 1..1024 bytes, components
- * non-empty, not "." or "..", at most 255 bytes, no temporary's name.
- * Returns 0 or -ENAMETOOLONG / -EINVAL. */
+ * non-empty, not "." or "..", at most 255 bytes, no temporary's name nor
+ * SV_OWNER_NAME.  Returns 0 or -ENAMETOOLONG / -EINVAL. */
 int sv_key_ok(const char *key);
 
 /* Whether a directory entry's name is one of this server's temporaries. */

@@ -160,12 +160,15 @@ int sv_bucket_mine(struct call *k, int bfd);
 void sv_owner_xml(struct s3_buf *b, const struct sv_user *u);
 
 /* At the start: removes what a killed server was making; with several
- * users, checks that DIR keeps owners (user extended attributes, a
- * rename that does not replace).  Returns 0 or -errno. */
+ * users, checks that DIR can make owned buckets (a rename that does not
+ * replace).  Returns 0 or -errno. */
 int sv_owners_start(struct server *s);
 
 /* CreateBucket, owned by the request's signer. */
 int sv_create_bucket(struct call *k);
+
+/* DeleteBucket of bfd, the request's bucket (the signer's). */
+int sv_delete_bucket(struct call *k, int bfd);
 
 /* ListBuckets: the signer's own (prefix, max-buckets,
  * continuation-token, bucket-region). */

@@ -1,20 +1,25 @@
 /* rds3 serve: who owns a bucket, and what follows from it: the access
- * check of every request on a bucket, CreateBucket and ListBuckets.
+ * check of every request on a bucket, CreateBucket, DeleteBucket and
+ * ListBuckets.
  *
  * With one access key (the usual credentials, or a --users file of one
  * user) that user owns everything and nothing is recorded.  With several,
- * a bucket's creator owns it: its access key is in the extended attribute
- * user.rds3.owner of the bucket's directory, set on a directory made
- * under a temporary name (not a bucket name: it starts with '.') that is
- * then renamed to the bucket's without replacing anything, so no bucket
- * is ever seen without its owner.  A directory with no owner recorded
- * (made by hand, or before the server had users), or with an owner the
- * file no longer names, is the first user's.  Another user's bucket is
- * 403 AccessDenied for any request, and is left out of their ListBuckets;
- * objects are their bucket owner's (as S3's BucketOwnerEnforced). */
+ * a bucket's creator owns it: its access key is in the file .rds3-owner at
+ * the top of the bucket's directory (SV_OWNER_NAME: no key can have that
+ * name, so it is never listed, read or written as one; a file, not an
+ * extended attribute, because tmpfs before Linux 6.6 keeps none).  It is
+ * written into a directory made under a temporary name (not a bucket
+ * name: it starts with '.') that is then renamed to the bucket's without
+ * replacing anything, so no bucket is ever seen without its owner.  A
+ * directory with no owner recorded (made by hand, or served before the
+ * server had users), or with an owner the file no longer names, is the
+ * first user's.  Another user's bucket is 403 AccessDenied for any
+ * request, and is left out of their ListBuckets; objects are their bucket
+ * owner's (as S3's BucketOwnerEnforced). */
 #include "s3/serve/serve_ops.h"
 
 #include "core/hex.h"
+#include "core/io.h"
 #include "core/log.h"
 
 #include <dirent.h>
@@ -25,32 +30,30 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
-#define OWNER_XATTR "user.rds3.owner"
-#define MAKING	    ".rds3-mkbucket-" /* a bucket being made, owner first */
-#define LIST_MAX    10000	      /* max-buckets, as S3 */
+#define MAKING	 ".rds3-mkbucket-" /* a bucket being made, owner first */
+#define LIST_MAX 10000		   /* max-buckets, as S3 */
 
 const struct sv_user *sv_bucket_owner(const struct server *s, int bfd)
 {
-	char key[SV_USER_KEY_MAX + 1];
+	char key[SV_USER_KEY_MAX + 2];
 	const struct sv_user *u = NULL;
 	ssize_t n = -1;
-	int d;
+	int fd;
 
 	if (!s->auth.users)
 		return NULL;
 	if (!s->shared)
 		return &s->auth.users->v[0];
-	/* bfd is O_PATH, which takes no fgetxattr. */
-	d = openat(bfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d >= 0) {
-		n = fgetxattr(d, OWNER_XATTR, key, sizeof(key) - 1);
-		close(d);
+	/* Non-blocking: a FIFO put there by hand is no owner, not a hang. */
+	fd = openat(bfd, SV_OWNER_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		n = rdx_pread_full(fd, key, sizeof(key) - 1, 0);
+		close(fd);
 	}
-	if (n > 0) {
-		key[n] = '\0';
+	if (n > 1 && key[n - 1] == '\n') {
+		key[n - 1] = '\0';
 		u = sv_users_find(s->auth.users, key);
 	}
 	return u ? u : &s->auth.users->v[0];
@@ -87,6 +90,36 @@ static int making_name(char out[64])
 	return 0;
 }
 
+/* Records u as the owner of directory dir.  Returns 0 or -errno. */
+static int write_owner(int dir, const struct sv_user *u)
+{
+	int fd = openat(dir, SV_OWNER_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			0666);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (rdx_write_full(fd, u->access_key, strlen(u->access_key), NULL) < 0 ||
+	    rdx_write_full(fd, "\n", 1, NULL) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret)
+		unlinkat(dir, SV_OWNER_NAME, 0);
+	return ret;
+}
+
+/* Removes the directory name of root that holds at most an owner. */
+static void remove_owned(int root, const char *name)
+{
+	int d = openat(root, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (d >= 0) {
+		unlinkat(d, SV_OWNER_NAME, 0);
+		close(d);
+	}
+	unlinkat(root, name, AT_REMOVEDIR);
+}
+
 /* Makes directory name in root owned by u, atomically.  Returns 0, -EEXIST
  * (something has that name) or -errno. */
 static int make_owned(int root, const char *name, const struct sv_user *u)
@@ -98,14 +131,14 @@ static int make_owned(int root, const char *name, const struct sv_user *u)
 		return ret;
 	if (mkdirat(root, tmp, 0777))
 		return -errno;
-	d = openat(root, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (d < 0 || fsetxattr(d, OWNER_XATTR, u->access_key, strlen(u->access_key), 0) ||
-	    renameat2(root, tmp, root, name, RENAME_NOREPLACE))
+	d = openat(root, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	ret = d < 0 ? -errno : write_owner(d, u);
+	if (!ret && renameat2(root, tmp, root, name, RENAME_NOREPLACE))
 		ret = -errno;
 	if (d >= 0)
 		close(d);
 	if (ret)
-		unlinkat(root, tmp, AT_REMOVEDIR);
+		remove_owned(root, tmp);
 	return ret;
 }
 
@@ -124,19 +157,72 @@ int sv_owners_start(struct server *s)
 	} else {
 		while ((de = readdir(d)))
 			if (!strncmp(de->d_name, MAKING, sizeof(MAKING) - 1))
-				unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+				remove_owned(dirfd(d), de->d_name);
 		closedir(d);
 	}
 	if (!s->shared)
 		return 0;
-	/* The owners need user extended attributes and a rename that does
-	 * not replace: known now rather than at the first CreateBucket. */
+	/* A rename that does not replace (not on NFS, for one): known now
+	 * rather than at the first CreateBucket. */
 	if ((ret = making_name(probe)))
 		return ret;
 	ret = make_owned(s->root, probe, &s->auth.users->v[0]);
 	if (!ret)
-		unlinkat(s->root, probe, AT_REMOVEDIR);
+		remove_owned(s->root, probe);
 	return ret;
+}
+
+/* Whether bucket bfd holds anything but its owner: 1, 0, or -errno. */
+static int holds_keys(int bfd)
+{
+	int fd = openat(bfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	while (!ret && (de = readdir(d)))
+		ret = strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		      strcmp(de->d_name, SV_OWNER_NAME);
+	closedir(d);
+	return ret;
+}
+
+int sv_delete_bucket(struct call *k, int bfd)
+{
+	struct server *s = k->s;
+	bool had = false;
+	int ret, err;
+
+	/* The owner's file keeps the directory from being empty: it goes
+	 * only when nothing else is there, and comes back if something
+	 * arrived meanwhile (the owner's own upload: no one else may write
+	 * here). */
+	if (s->shared) {
+		ret = holds_keys(bfd);
+		if (ret < 0)
+			return sv_fail_errno(k, ret);
+		if (ret)
+			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
+		had = !unlinkat(bfd, SV_OWNER_NAME, 0);
+	}
+	if (!unlinkat(s->root, k->bucket, AT_REMOVEDIR)) {
+		/* Its open uploads go with it: a bucket made again under the
+		 * name starts without them. */
+		sv_drop_uploads(s->root, k->bucket);
+		return sv_answer(k, 204, NULL, NULL, 0);
+	}
+	err = errno;
+	if (had && (ret = write_owner(bfd, k->user)))
+		rdx_warn("bucket '%s' lost its owner record: %s", k->bucket, strerror(-ret));
+	if (err == ENOTEMPTY || err == EEXIST)
+		return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
+	return sv_fail_errno(k, -err);
 }
 
 int sv_create_bucket(struct call *k)

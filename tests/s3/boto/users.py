@@ -3,8 +3,8 @@
 S3_KEY2 and S3_KEY3 the others).  A bucket is its creator's: another
 user's requests on it are 403 AccessDenied and change nothing, its name
 is 409 BucketAlreadyExists to them, ListBuckets shows each user their own
-(sorted, max-buckets and continuation-token pages), and the Owner in the
-listings is the bucket's."""
+(sorted, max-buckets and continuation-token pages), the Owner in the
+listings is the bucket's, and the owner's record (.rds3-owner) is no key."""
 
 import os
 import urllib.error
@@ -182,6 +182,31 @@ def max_buckets_pages(s3, b):
               (400, "InvalidArgument"))
     for n in want:
         three.delete_bucket(Bucket=n)
+
+
+@case
+def owner_record_is_no_key(s3, b):
+    path = os.path.join(os.environ["SERVE_DIR"], b, ".rds3-owner")
+    with open(path) as f:
+        equal("the owner on disk", f.read(), K1 + "\n")
+    s3.put_object(Bucket=b, Key="k", Body=b"k")
+    equal("not listed", [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]],
+          ["k"])
+    fails("not read as a key", 400, "InvalidArgument", s3.get_object, Bucket=b,
+          Key=".rds3-owner")
+    fails("not written as a key", 400, "InvalidArgument", s3.put_object,
+          Bucket=b, Key=".rds3-owner", Body=b"K2")
+    fails("not deleted as a key", 400, "InvalidArgument", s3.delete_object,
+          Bucket=b, Key=".rds3-owner")
+    fails("a bucket with a key is not deleted", 409, "BucketNotEmpty",
+          s3.delete_bucket, Bucket=b)
+    fails("... and stays its owner's", 403, "AccessDenied",
+          client(K2, S2).list_objects_v2, Bucket=b)
+    s3.delete_object(Bucket=b, Key="k")
+    s3.delete_bucket(Bucket=b)
+    check("an empty one is, owner and all",
+          not os.path.exists(os.path.dirname(path)))
+    s3.create_bucket(Bucket=b)  # for the harness
 
 
 @case
