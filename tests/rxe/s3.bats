@@ -63,10 +63,11 @@ still_serving() {
 	assert_same "$D/probe" "$D/probe.back"
 }
 
-# no_temps: nothing but objects under the store (no temporaries left).
+# no_temps: nothing but objects (and owners, --users) under the store: no
+# temporaries left.
 no_temps() {
 	local left
-	left=$(find "$D/store" -name '.rds3-*' -not -path '*/.rds3-uploads*' -print)
+	left=$(find "$D/store" -name '.rds3-*' -not -path '*/.rds3-uploads*' -not -name .rds3-owner -print)
 	[ -z "$left" ] || fail "temporaries left in the store: $left"
 }
 
