@@ -144,7 +144,8 @@ static const struct rdx_cli s3_cli = {
 		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket\n"
 		"  serve DIR                      serve DIR as an S3 endpoint (buckets are its\n"
 		"                                 directories) to clients signing with this\n"
-		"                                 profile's keys, until SIGINT/SIGTERM",
+		"                                 profile's keys (or --users FILE's), until\n"
+		"                                 SIGINT/SIGTERM",
 	.opts = s3_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 connection, timeout or access denied\n"
 		 "(credentials, signature), 4 local I/O, 5 error reported by S3 (no such\n"
