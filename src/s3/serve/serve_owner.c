@@ -90,8 +90,9 @@ static int making_name(char out[64])
 	return 0;
 }
 
-/* Records u as the owner of directory dir.  Returns 0 or -errno. */
-static int write_owner(int dir, const struct sv_user *u)
+/* Writes the owner record rec (n bytes: "KEY\n") in directory dir.
+ * Returns 0 or -errno. */
+static int write_owner(int dir, const char *rec, size_t n)
 {
 	int fd = openat(dir, SV_OWNER_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			0666);
@@ -99,8 +100,7 @@ static int write_owner(int dir, const struct sv_user *u)
 
 	if (fd < 0)
 		return -errno;
-	if (rdx_write_full(fd, u->access_key, strlen(u->access_key), NULL) < 0 ||
-	    rdx_write_full(fd, "\n", 1, NULL) < 0)
+	if (rdx_write_full(fd, rec, n, NULL) < 0)
 		ret = -errno;
 	close(fd);
 	if (ret)
@@ -124,15 +124,16 @@ static void remove_owned(int root, const char *name)
  * (something has that name) or -errno. */
 static int make_owned(int root, const char *name, const struct sv_user *u)
 {
-	char tmp[64];
+	char tmp[64], rec[SV_USER_KEY_MAX + 2];
 	int d, ret;
 
 	if ((ret = making_name(tmp)))
 		return ret;
 	if (mkdirat(root, tmp, 0777))
 		return -errno;
+	snprintf(rec, sizeof(rec), "%s\n", u->access_key);
 	d = openat(root, tmp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	ret = d < 0 ? -errno : write_owner(d, u);
+	ret = d < 0 ? -errno : write_owner(d, rec, strlen(rec));
 	if (!ret && renameat2(root, tmp, root, name, RENAME_NOREPLACE))
 		ret = -errno;
 	if (d >= 0)
@@ -196,20 +197,25 @@ static int holds_keys(int bfd)
 int sv_delete_bucket(struct call *k, int bfd)
 {
 	struct server *s = k->s;
-	bool had = false;
-	int ret, err;
+	char rec[SV_USER_KEY_MAX + 2];
+	ssize_t had = -1;
+	int ret, err, fd;
 
-	/* The owner's file keeps the directory from being empty: it goes
-	 * only when nothing else is there, and comes back if something
-	 * arrived meanwhile (the owner's own upload: no one else may write
-	 * here). */
-	if (s->shared) {
+	/* The owner's record keeps the directory from being empty (also one
+	 * left from serving several users, now one): it goes only when
+	 * nothing else is there, and comes back if something arrived
+	 * meanwhile (the owner's own upload: no one else may write here). */
+	fd = openat(bfd, SV_OWNER_NAME, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		had = rdx_pread_full(fd, rec, sizeof(rec), 0);
+		close(fd);
 		ret = holds_keys(bfd);
 		if (ret < 0)
 			return sv_fail_errno(k, ret);
 		if (ret)
 			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
-		had = !unlinkat(bfd, SV_OWNER_NAME, 0);
+		if (unlinkat(bfd, SV_OWNER_NAME, 0))
+			had = -1;
 	}
 	if (!unlinkat(s->root, k->bucket, AT_REMOVEDIR)) {
 		/* Its open uploads go with it: a bucket made again under the
@@ -218,7 +224,7 @@ int sv_delete_bucket(struct call *k, int bfd)
 		return sv_answer(k, 204, NULL, NULL, 0);
 	}
 	err = errno;
-	if (had && (ret = write_owner(bfd, k->user)))
+	if (had >= 0 && (ret = write_owner(bfd, rec, (size_t)had)))
 		rdx_warn("bucket '%s' lost its owner record: %s", k->bucket, strerror(-ret));
 	if (err == ENOTEMPTY || err == EEXIST)
 		return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
