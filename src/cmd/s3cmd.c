@@ -58,6 +58,7 @@ enum s3_key {
 	OPT_MAX_PER_ADDR,
 	OPT_HEADER_TIMEOUT,
 	OPT_RDMA_CONNS,
+	OPT_USERS,
 };
 
 static const struct rdx_opt s3_opts[] = {
@@ -102,6 +103,9 @@ static const struct rdx_opt s3_opts[] = {
 	{ "rdma-connections", OPT_RDMA_CONNS, RDX_ARG_REQUIRED, "N",
 	  "serve --rdma: RDMA connections at once, 1..1024 (default 32; each pins 1 MiB and its queues)",
 	  NULL },
+	{ "users", OPT_USERS, RDX_ARG_REQUIRED, "FILE",
+	  "serve: the access keys of several users, each owning the buckets it makes: ACCESS_KEY SECRET lines, or an AWS credentials file (mode 600)",
+	  NULL },
 	{ "expire-uploads", OPT_EXPIRE_UPLOADS, RDX_ARG_REQUIRED, "DAYS",
 	  "serve: remove incomplete multipart uploads begun DAYS ago, at the start and hourly (default 7; 0: never)",
 	  NULL },
@@ -140,7 +144,8 @@ static const struct rdx_cli s3_cli = {
 		"  mb s3://BUCKET, rb s3://BUCKET make, remove a bucket\n"
 		"  serve DIR                      serve DIR as an S3 endpoint (buckets are its\n"
 		"                                 directories) to clients signing with this\n"
-		"                                 profile's keys, until SIGINT/SIGTERM",
+		"                                 profile's keys (or --users FILE's), until\n"
+		"                                 SIGINT/SIGTERM",
 	.opts = s3_opts,
 	.exits = "Exit status: 0 ok, 1 failure, 2 usage, 3 connection, timeout or access denied\n"
 		 "(credentials, signature), 4 local I/O, 5 error reported by S3 (no such\n"
@@ -158,6 +163,8 @@ struct s3_cmd {
 	unsigned expire_days; /* serve --expire-uploads */
 	unsigned max_per_addr, header_secs; /* serve: 0 for the defaults */
 	unsigned rdma_conns;		    /* serve: 0 for the default */
+	const char *users;		    /* serve --users FILE */
+	bool no_sign;			    /* --no-sign-request was given */
 	bool expire_set;
 	bool serve_opt; /* a serve-only option was given */
 };
@@ -253,6 +260,10 @@ static int handle(int key, const char *arg, void *ctx)
 		}
 		s->expire_days = (unsigned)v;
 		s->expire_set = true;
+		s->serve_opt = true;
+		return 0;
+	case OPT_USERS:
+		s->users = arg;
 		s->serve_opt = true;
 		return 0;
 	case OPT_RDMA_CONNS:
@@ -625,7 +636,8 @@ static int cmd_serve(struct s3_cmd *s, char **args, int n)
 		.port = s->port,
 		.access_key = s->ss.cfg.access_key,
 		.secret_key = s->ss.cfg.secret_key,
-		.no_sign = s->ss.cfg.no_sign,
+		.users_file = s->users,
+		.no_sign = s->no_sign,
 		.max_conns = s->max_conns ? s->max_conns : 64,
 		.upload_expiry_days = s->expire_set ? s->expire_days : 7,
 		.header_secs = s->header_secs ? s->header_secs : 10,
@@ -734,7 +746,7 @@ static int run_cmd(struct s3_cmd *s, char **args, int n)
 	if (s3_copy_opts_check(&s->o, c, n == 2 ? args[0] : NULL, n == 2 ? args[1] : NULL))
 		return RDX_EXIT_USAGE;
 	if (s->serve_opt && strcmp(c, "serve")) {
-		rdx_error("--listen, --port, --max-connections, --max-per-address, --header-timeout, --expire-uploads and --rdma-connections are for serve");
+		rdx_error("--listen, --port, --max-connections, --max-per-address, --header-timeout, --users, --expire-uploads and --rdma-connections are for serve");
 		return RDX_EXIT_USAGE;
 	}
 	if (!strcmp(c, "put") || !strcmp(c, "get") || !strcmp(c, "cat") || !strcmp(c, "cp") ||
@@ -779,6 +791,14 @@ int rds3_run(const char *tool, int argc, char **argv)
 		rdx_error("unknown command '%s' (see --help)", s.cmd);
 		return RDX_EXIT_USAGE;
 	}
+	s.no_sign = s.o.co.no_sign;
+	if (s.users && s.no_sign) {
+		rdx_error("--users and --no-sign-request: a server is signed or not");
+		return RDX_EXIT_USAGE;
+	}
+	/* The users' keys are the file's: no credentials are looked for. */
+	if (s.users && !strcmp(s.cmd, "serve"))
+		s.o.co.no_sign = true;
 	s.o.verbose = s.c.verbose;
 	s.o.progress = s.c.o.progress;
 	s.o.stall_ms = s.c.o.timeout_ms;

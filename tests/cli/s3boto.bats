@@ -1,9 +1,10 @@
 #!/usr/bin/env bats
 # rds3 serve against boto3 (Debian's python3-boto3): each test runs one
 # script of tests/s3/boto, whose cases each get a fresh bucket and report
-# every failed check (tests/s3/boto/s3t.py).  One signed server per file.
-# After every test the server must still run and no temporary may be left
-# in its store.
+# every failed check (tests/s3/boto/s3t.py).  One signed server per file,
+# with three users (--users): the scripts sign as the first, users.py as
+# all three.  After every test the server must still run and no temporary
+# may be left in its store.
 
 load ../lib/common
 load ../lib/s3
@@ -18,7 +19,11 @@ PY=${RDX_PYTHON:-/usr/bin/python3}
 setup_file() {
 	local t=$BATS_FILE_TMPDIR
 	mkdir -p "$t/store"
-	serve_start signed "$t/store" || return 1
+	export S3_KEY2=RDS3BOTOTWO S3_SECRET2='two/Secret+2' S3_KEY3=RDS3BOTOTHREE S3_SECRET3='three/Secret+3'
+	# An AWS credentials file; the first profile is the scripts' user.
+	(umask 077 && printf '[boto]\naws_access_key_id = %s\naws_secret_access_key = %s\n[two]\naws_access_key_id = %s\naws_secret_access_key = %s\nregion = us-east-1\n[profile three]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+		"$SERVE_KEY" "$SERVE_SECRET" "$S3_KEY2" "$S3_SECRET2" "$S3_KEY3" "$S3_SECRET3" >"$t/users")
+	serve_start signed "$t/store" --users "$t/users" || return 1
 	export SERVE_URL=$SERVED_URL SERVE_DIR=$t/store SERVE_PID
 	SERVE_PID=$(cat "$t/signed.pid")
 }
@@ -135,4 +140,13 @@ ${stderr:-$output}"
 		fail "the aws CLI did not send aws-chunked: $(grep -ai '^x-amz-content-sha256' "$D/tls.err")"
 	cmp "$D/f" "$SERVE_DIR/awscli-chunked/f" || fail "the object stored is not the file sent"
 	S3_TLS_URL=$TLS_URL boto chunked boto3_over_tls
+}
+
+@test "boto3: three users (--users): own buckets only, 403 on another's, 409 names, owners, max-buckets pages" {
+	boto users
+	# The secrets are in the users file only: not in the log, not on the
+	# command line.
+	! grep -qF -e "$SERVE_SECRET" -e "$S3_SECRET2" "$BATS_FILE_TMPDIR/signed.err" ||
+		fail "a secret is in the server's log"
+	! tr '\0' ' ' <"/proc/$SERVE_PID/cmdline" | grep -qF "$S3_SECRET2" || fail "a secret is on the command line"
 }

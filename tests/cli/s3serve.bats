@@ -1616,3 +1616,60 @@ keys_of_listing() {
 	want_code 200
 	grep -qi '^Content-Type: text/plain' "$D/hdr" || fail "headers: $(cat "$D/hdr")"
 }
+
+@test "serve --users: a file of KEY SECRET lines serves each key; a malformed file, a key twice, a file others may read: refused at the start, the line named, no secret said" {
+	local f=$D/users out
+	mkdir -p "$D/ustore"
+	# users: the file's text; then serve must refuse it (exit 2) saying $2.
+	refused() {
+		rm -f "$f"
+		(umask 077 && printf "$1" >"$f")
+		run_t env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$RDS3" --users "$f" serve "$D/ustore"
+		assert_status 2
+		assert_match "$stderr" "^rds3: --users '.*': $2"
+		! grep -q SECRETX <<<"$stderr" || fail "a secret in: $stderr"
+	}
+	refused 'AK1 SECRETX1\nAK2\n' 'line 2: expected ACCESS_KEY SECRET'
+	refused 'AK1 SECRETX1\nAK1 SECRETX2\n' "the access key 'AK1' is given twice"
+	refused '[a]\naws_access_key_id = AK1\n' 'line 1: the profile .a. has aws_access_key_id but no aws_secret_access_key'
+	refused '# nobody\n' 'no users in it'
+	printf 'AK1 SECRETX1\n' >"$f"
+	chmod 644 "$f"
+	run_t "$RDS3" --users "$f" serve "$D/ustore"
+	assert_status 2
+	assert_match "$stderr" 'group or others may use it \(mode 0644\): chmod 600 it'
+	run_t "$RDS3" --users "$D/none" serve "$D/ustore"
+	assert_status 4
+	run_t "$RDS3" --users "$f" --no-sign-request serve "$D/ustore"
+	assert_status 2
+	run_t "$RDS3" --users "$f" ls
+	assert_status 2
+	assert_match "$stderr" 'are for serve'
+	# The plain form: two users, neither of them the environment's.
+	rm -f "$f"
+	(umask 077 && printf '# two\nPAIRONE\tone/Secret\n\nPAIRTWO two/Secret\n' >"$f")
+	serve_bg pairs "$D/ustore" --users "$f"
+	grep -q "2 users from '$f'" "$D/pairs.err" || fail "$(cat "$D/pairs.err")"
+	for u in ONE:one TWO:two; do
+		out=$(env AWS_ACCESS_KEY_ID="PAIR${u%%:*}" AWS_SECRET_ACCESS_KEY="${u#*:}/Secret" \
+			"$RDS3" --endpoint "$SRV_URL" mb "s3://pair-${u#*:}" 2>&1) || fail "mb as $u: $out"
+	done
+	out=$(env AWS_ACCESS_KEY_ID=PAIRTWO AWS_SECRET_ACCESS_KEY=two/Secret "$RDS3" --endpoint "$SRV_URL" ls 2>&1)
+	[ "$(grep -c '' <<<"$out")" -eq 1 ] && grep -q ' pair-two$' <<<"$out" ||
+		fail "the second user's buckets: $out"
+	run_t env AWS_ACCESS_KEY_ID=PAIRTWO AWS_SECRET_ACCESS_KEY=two/Secret "$RDS3" --endpoint "$SRV_URL" ls s3://pair-one
+	assert_status 3
+	assert_match "$stderr" 'AccessDenied'
+	run_t env AWS_ACCESS_KEY_ID="$SERVE_KEY" AWS_SECRET_ACCESS_KEY="$SERVE_SECRET" "$RDS3" --endpoint "$SRV_URL" ls
+	assert_status 3
+	assert_match "$stderr" 'InvalidAccessKeyId'
+	# One key again (this file's server): an owner record left from serving
+	# several users is no key, and does not keep its bucket from going.
+	echo PAIRTWO >"$SERVE_DIR/$B/.rds3-owner"
+	rds3 ls "s3://$B"
+	assert_status 0
+	[ -z "$output" ] || fail "listed: $output"
+	rds3 rb "s3://$B"
+	assert_status 0
+	[ ! -e "$SERVE_DIR/$B" ] || fail "the bucket is still there"
+}

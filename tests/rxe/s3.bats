@@ -63,10 +63,11 @@ still_serving() {
 	assert_same "$D/probe" "$D/probe.back"
 }
 
-# no_temps: nothing but objects under the store (no temporaries left).
+# no_temps: nothing but objects (and owners, --users) under the store: no
+# temporaries left.
 no_temps() {
 	local left
-	left=$(find "$D/store" -name '.rds3-*' -not -path '*/.rds3-uploads*' -print)
+	left=$(find "$D/store" -name '.rds3-*' -not -path '*/.rds3-uploads*' -not -name .rds3-owner -print)
 	[ -z "$left" ] || fail "temporaries left in the store: $left"
 }
 
@@ -319,5 +320,67 @@ no_temps() {
 	[ ! -e "$D/cut.back" ] || fail "the killed get left its final file"
 	still_serving srv
 	[ ! -e "$D/store/$BK/cut" ]
+	no_temps
+}
+
+@test "abuse: a token of another user's connection (--users): S3InvalidRdmaToken, nothing read or written; its own user's request is served" {
+	local tok code url two=rxe-two two_secret='rxe-two/Secret+2'
+	# The environment's key is the first user, the peer logs in as the second.
+	(umask 077 && printf '%s %s\n%s %s\n' "$AWS_ACCESS_KEY_ID" "$AWS_SECRET_ACCESS_KEY" \
+		"$two" "$two_secret" >"$D/users")
+	serve srv --rdma --users "$D/users"
+	url=http://$RXE_ADDR:$SPORT
+	run_t "$RDS3" mb "s3://$BK"
+	assert_status 0
+	mkrand "$D/obj" 3000
+	run_t "$RDS3" --rdma=off put "$D/obj" "s3://$BK/obj"
+	assert_status 0
+	run_t env AWS_ACCESS_KEY_ID=$two AWS_SECRET_ACCESS_KEY=$two_secret "$RDS3" mb s3://rxe-two-bucket
+	assert_status 0
+	mkfifo "$D/peer.in"
+	BG_STDIN=$D/peer.in bg_start peer env AWS_ACCESS_KEY_ID=$two AWS_SECRET_ACCESS_KEY=$two_secret \
+		"$PEER" "$RXE_ADDR:$SPORT" 4096
+	exec 5>"$D/peer.in"
+	wait_until 30 grep -q '^token ' "$D/peer.out" || fail "no token: $(cat "$D/peer.out" "$D/peer.err")"
+	tok=$(sed -n 's/^token //p' "$D/peer.out")
+	grep -q "logged in as '$two'" "$D/srv.err" || fail "the login is not the second user's: $(cat "$D/srv.err")"
+	# as KEY:SECRET NAME METHOD PATH [CURL ARGS]: a request signed (SigV4)
+	# by KEY carrying the peer's token; its status, the body in $D/NAME.xml.
+	as() {
+		local who=$1 name=$2 method=$3 path=$4
+		shift 4
+		curl -s -o "$D/$name.xml" -w '%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3 --user "$who" \
+			-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -H "x-amz-rdma-token: $tok" \
+			-H 'x-amz-rdma-agent: rdxfer' -X "$method" "$@" "$url$path"
+	}
+	# The first user signs, the token names the second's connection: a PUT
+	# (the server would READ the second user's buffer) and a GET (it would
+	# WRITE the first user's object into it).
+	code=$(as "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" cross-put PUT "/$BK/cross" \
+		-H 'Content-Length: 0' -H 'x-amz-decoded-content-length: 4096')
+	[ "$code" = 400 ] && grep -q S3InvalidRdmaToken "$D/cross-put.xml" ||
+		fail "a PUT with another user's token: $code $(cat "$D/cross-put.xml")"
+	[ ! -e "$D/store/$BK/cross" ] || fail "the other user's buffer was stored"
+	code=$(as "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" cross-get GET "/$BK/obj")
+	[ "$code" = 400 ] && grep -q S3InvalidRdmaToken "$D/cross-get.xml" ||
+		fail "a GET with another user's token: $code $(cat "$D/cross-get.xml")"
+	echo "sum 4096" >&5
+	wait_until 10 grep -q '^sum ' "$D/peer.out"
+	[ "$(sed -n 's/^sum //p' "$D/peer.out")" = "$(head -c 4096 /dev/zero | tr '\0' P | sha256sum | cut -c1-64)" ] ||
+		fail "the second user's buffer changed"
+	grep -q 'RDMA declined: no RDMA connection of this client' "$D/srv.err" || fail "$(cat "$D/srv.err")"
+	# The same token, signed by its connection's user, is served: the
+	# refusals above were the principal's, not the token's.
+	code=$(as "$two:$two_secret" own-put PUT /rxe-two-bucket/own \
+		-H 'Content-Length: 0' -H 'x-amz-decoded-content-length: 4096')
+	[ "$code" = 200 ] || fail "the token's own user was refused: $code $(cat "$D/own-put.xml")"
+	cmp -s "$D/store/rxe-two-bucket/own" <(head -c 4096 /dev/zero | tr '\0' P) || fail "the RDMA PUT stored other bytes"
+	# A login with a key the file does not have is refused.
+	run_t env AWS_ACCESS_KEY_ID=rxe-nobody AWS_SECRET_ACCESS_KEY=x "$PEER" "$RXE_ADDR:$SPORT" 4096
+	assert_status 1
+	assert_match "$output" '^failed '
+	exec 5>&-
+	[ "$(rdma_sum srv)" -eq 4096 ] || fail "the server moved $(rdma_sum srv) bytes by RDMA, want 4096"
+	still_serving srv
 	no_temps
 }

@@ -1,6 +1,6 @@
 /* rds3 serve: the listener, one thread per connection (at most
- * max_conns), the answers and helpers every operation uses, and the
- * service (ListBuckets).  The operations themselves are in
+ * max_conns), the answers and helpers every operation uses.  The
+ * operations themselves are in serve_owner.c (CreateBucket, ListBuckets),
  * serve_bucket.c, serve_object.c and serve_multipart.c, over
  * serve_store.c and serve_list.c.  Each request is verified
  * (serve_auth.c) before anything is read from or written to ROOT. */
@@ -574,43 +574,6 @@ int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 	return *out ? 0 : -ENOMEM;
 }
 
-/* ----------------------------------------------------------- service */
-
-int sv_list_buckets(struct call *k)
-{
-	int fd = openat(k->s->root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	struct s3_buf b;
-	int ret;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return sv_fail_errno(k, -errno);
-	}
-	s3_buf_init(&b, 0);
-	s3_buf_adds(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">"
-			"<Owner><ID>rds3</ID><DisplayName>rds3</DisplayName></Owner><Buckets>");
-	while ((de = readdir(d))) {
-		struct stat st;
-		char date[40];
-
-		if (!sv_bucket_ok(de->d_name) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		sv_iso_date(st.st_mtim.tv_sec, date);
-		s3_buf_printf(&b, "<Bucket><Name>%s</Name><CreationDate>%s</CreationDate></Bucket>",
-			      de->d_name, date);
-	}
-	closedir(d);
-	s3_buf_adds(&b, "</Buckets></ListAllMyBucketsResult>");
-	ret = sv_xml_answer(k, 200, &b);
-	s3_buf_release(&b);
-	return ret;
-}
-
 /* --------------------------------------------------------- connections */
 
 /* Headers asking for what this server does not do.  A client told 200
@@ -671,7 +634,7 @@ static int handle(struct call *k)
 	char msg[256];
 	int st;
 
-	st = sv_auth_check(&k->s->auth, r, &k->payload, &k->sa, &code, msg, sizeof(msg));
+	st = sv_auth_check(&k->s->auth, r, &k->user, &k->payload, &k->sa, &code, msg, sizeof(msg));
 	if (st)
 		return sv_fail(k, st, code, msg);
 	if ((st = refuse_unkept(k)))
@@ -850,17 +813,33 @@ static int listen_on(const struct s3_serve_opts *o, char *url, size_t urllen,
 	return fd;
 }
 
-int s3_serve(const struct s3_serve_opts *o)
+/* The users requests are signed by: --users FILE, else the one key. */
+static int load_users(const struct s3_serve_opts *o, struct sv_users *u)
 {
-	struct server s = { .o = o };
+	char err[256];
+	int ret;
+
+	if (!o->users_file)
+		return sv_users_one(u, o->access_key, o->secret_key) ? RDX_EXIT_FAIL : 0;
+	ret = sv_users_load(o->users_file, u, err, sizeof(err));
+	if (ret) {
+		rdx_error("--users '%s': %s", o->users_file, err);
+		return ret == -EINVAL || ret == -EPERM || ret == -E2BIG ? RDX_EXIT_USAGE : RDX_EXIT_IO;
+	}
+	rdx_info(1, "%zu users from '%s'%s", u->n, o->users_file,
+		 u->n > 1 ? ": each owns the buckets it makes" : "");
+	return 0;
+}
+
+static int serve(const struct s3_serve_opts *o, const struct sv_users *users)
+{
+	struct server s = { .o = o, .auth.users = users, .shared = users && users->n > 1 };
 	char url[128];
 	pthread_attr_t attr;
 	time_t swept;
 	mode_t um;
-	int lfd;
+	int lfd, ret;
 
-	s.auth.access_key = o->no_sign ? NULL : o->access_key;
-	s.auth.secret_key = o->no_sign ? NULL : o->secret_key;
 	s.root = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (s.root < 0) {
 		rdx_error("cannot serve '%s': %s", o->root, strerror(errno));
@@ -879,6 +858,13 @@ int s3_serve(const struct s3_serve_opts *o)
 			close(s.root);
 			return RDX_EXIT_IO;
 		}
+	}
+	if ((ret = sv_owners_start(&s))) {
+		rdx_error("cannot serve '%s' to several users: %s%s", o->root, strerror(-ret),
+			  ret == -EINVAL ? " (an owned bucket is made by a rename that does not replace)"
+					 : "");
+		close(s.root);
+		return RDX_EXIT_IO;
 	}
 	um = umask(0);
 	umask(um);
@@ -1008,4 +994,15 @@ int s3_serve(const struct s3_serve_opts *o)
 	close(s.root);
 	rdx_info(1, "stopped");
 	return RDX_EXIT_OK;
+}
+
+int s3_serve(const struct s3_serve_opts *o)
+{
+	struct sv_users users = { 0 };
+	int st = o->no_sign ? 0 : load_users(o, &users);
+
+	if (!st)
+		st = serve(o, o->no_sign ? NULL : &users);
+	sv_users_release(&users);
+	return st;
 }

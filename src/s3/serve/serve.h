@@ -2,8 +2,9 @@
  * path-style (http://HOST:PORT/BUCKET/KEY).  Bucket B is the directory
  * ROOT/B, key K the file ROOT/B/K ('/' makes subdirectories), so what is
  * uploaded can be read from disk and what is put there by hand is served.
- * Requests are verified with AWS Signature Version 4 against one access
- * key (header or presigned URL) unless no_sign.  docs/S3.md ("rds3
+ * Requests are verified with AWS Signature Version 4 (header or presigned
+ * URL) against one access key, or the several of users_file, each of
+ * whom owns the buckets it makes, unless no_sign.  docs/S3.md ("rds3
  * serve") says what is supported. */
 #ifndef RDS3_SERVE_H
 #define RDS3_SERVE_H
@@ -17,7 +18,8 @@ struct s3_serve_opts {
 	const char *listen;	/* address to bind, numeric */
 	unsigned port;		/* 0: an ephemeral one */
 	const char *access_key; /* the one key requests must be signed */
-	const char *secret_key; /* with; NULL with no_sign */
+	const char *secret_key; /* with; NULL with no_sign or users_file */
+	const char *users_file; /* --users: the access keys instead */
 	bool no_sign;		/* serve anyone, nothing is checked */
 	unsigned max_conns;	/* connections served at once */
 	unsigned max_per_addr;	/* ... of them from one address */

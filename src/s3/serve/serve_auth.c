@@ -1,11 +1,12 @@
 /* rds3 serve's request verification: AWS Signature Version 4, in the
  * Authorization header or a presigned URL's query, recomputed with the
  * client's own signer (sigv4.c) from what arrived and compared in
- * constant time.  The body's hash is what x-amz-content-sha256 says;
- * the caller checks the body against it as it arrives.  A STREAMING-*
- * value is signed as it is, and the aws-chunked body's chunks are
- * checked against the chain that starts at this signature
- * (serve_stream.c). */
+ * constant time, with the secret of the user (serve_users.c) whose access
+ * key the credential scope names.  The body's hash is what
+ * x-amz-content-sha256 says; the caller checks the body against it as it
+ * arrives.  A STREAMING-* value is signed as it is, and the aws-chunked
+ * body's chunks are checked against the chain that starts at this
+ * signature (serve_stream.c). */
 #include "s3/serve/serve_int.h"
 
 #include <openssl/crypto.h>
@@ -91,13 +92,13 @@ static bool parse_scope(const char *cred, struct scope *s)
 
 /* Recomputes the signature of r over the given signed headers, query and
  * payload hash; 0 when it is sig. */
-static int verify(const struct sv_auth *a, const struct sv_req *r,
+static int verify(const struct sv_user *u, const struct sv_req *r,
 		  const struct scope *sc, const char *amz_date,
 		  const char *signed_list, const struct s3_kv *query,
 		  size_t nquery, const char *payload, const char *sig,
 		  const char **code, char *msg, size_t msglen)
 {
-	struct s3_creds creds = { a->access_key, a->secret_key, NULL };
+	struct s3_creds creds = { u->access_key, u->secret_key, NULL };
 	struct s3_kv hdrs[SV_HDRS_MAX];
 	char names[SV_HEAD_MAX];
 	size_t nh = 0, i;
@@ -178,11 +179,13 @@ static int verify(const struct sv_auth *a, const struct sv_req *r,
 	return ret;
 }
 
+/* The scope's access key is a user's (*who), the date a valid one. */
 static int check_scope(const struct sv_auth *a, const struct scope *sc,
-		       const char *amz_date, const char **code, char *msg,
-		       size_t msglen)
+		       const char *amz_date, const struct sv_user **who,
+		       const char **code, char *msg, size_t msglen)
 {
-	if (strcmp(sc->key, a->access_key))
+	*who = sv_users_find(a->users, sc->key);
+	if (!*who)
 		return fail(code, msg, msglen, 403, "InvalidAccessKeyId",
 			    "The AWS Access Key Id you provided does not exist in our records.");
 	if (!amz_date || amz_time(amz_date) < 0)
@@ -195,12 +198,12 @@ static int check_scope(const struct sv_auth *a, const struct scope *sc,
 }
 
 /* What a signed request's chunk signatures chain from. */
-static int chain_start(const struct sv_auth *a, const struct scope *sc,
+static int chain_start(const struct sv_user *u, const struct scope *sc,
 		       const char *amz_date, const char *sig,
 		       struct sv_stream_auth *sa, const char **code, char *msg,
 		       size_t msglen)
 {
-	if (s3_sigv4_key(a->secret_key, sc->day, sc->region, "s3", sa->key))
+	if (s3_sigv4_key(u->secret_key, sc->day, sc->region, "s3", sa->key))
 		return fail(code, msg, msglen, 500, "InternalError", "out of memory");
 	snprintf(sa->date, sizeof(sa->date), "%s", amz_date);
 	snprintf(sa->scope, sizeof(sa->scope), "%s/%s/s3/aws4_request", sc->day, sc->region);
@@ -211,7 +214,8 @@ static int chain_start(const struct sv_auth *a, const struct scope *sc,
 
 static int by_header(const struct sv_auth *a, const struct sv_req *r,
 		     const char *authz, const char *payload,
-		     struct sv_stream_auth *sa, const char **code, char *msg,
+		     const struct sv_user **who, struct sv_stream_auth *sa,
+		     const char **code, char *msg,
 		     size_t msglen)
 {
 	static const char alg[] = "AWS4-HMAC-SHA256 ";
@@ -243,7 +247,7 @@ static int by_header(const struct sv_auth *a, const struct sv_req *r,
 	if (!cred || !signed_list || !sig || !parse_scope(cred, &sc))
 		return fail(code, msg, msglen, 400, "AuthorizationHeaderMalformed",
 			    "the Authorization header is malformed");
-	if ((ret = check_scope(a, &sc, amz_date, code, msg, msglen)))
+	if ((ret = check_scope(a, &sc, amz_date, who, code, msg, msglen)))
 		return ret;
 	t = amz_time(amz_date);
 	if (t < time(NULL) - SKEW_SECS || t > time(NULL) + SKEW_SECS)
@@ -252,15 +256,16 @@ static int by_header(const struct sv_auth *a, const struct sv_req *r,
 	if (!payload)
 		return fail(code, msg, msglen, 400, "InvalidRequest",
 			    "Missing required header for this request: x-amz-content-sha256");
-	ret = verify(a, r, &sc, amz_date, signed_list, r->query, r->nquery,
+	ret = verify(*who, r, &sc, amz_date, signed_list, r->query, r->nquery,
 		     payload, sig, code, msg, msglen);
 	if (!ret && sa->signed_chunks)
-		ret = chain_start(a, &sc, amz_date, sig, sa, code, msg, msglen);
+		ret = chain_start(*who, &sc, amz_date, sig, sa, code, msg, msglen);
 	return ret;
 }
 
 static int by_query(const struct sv_auth *a, const struct sv_req *r,
-		    const char **code, char *msg, size_t msglen)
+		    const struct sv_user **who, const char **code, char *msg,
+		    size_t msglen)
 {
 	const char *alg = NULL, *cred = NULL, *date = NULL, *expires = NULL,
 		   *signed_list = NULL, *sig = NULL;
@@ -282,7 +287,7 @@ static int by_query(const struct sv_auth *a, const struct sv_req *r,
 	    !expires || !signed_list || !sig || !parse_scope(cred, &sc))
 		return fail(code, msg, msglen, 400, "AuthorizationQueryParametersError",
 			    "a presigned URL needs X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders and -Signature");
-	if ((ret = check_scope(a, &sc, date, code, msg, msglen)))
+	if ((ret = check_scope(a, &sc, date, who, code, msg, msglen)))
 		return ret;
 	exp = strtol(expires, &end, 10);
 	if (*end || end == expires || exp < 1 || exp > 604800)
@@ -298,7 +303,7 @@ static int by_query(const struct sv_auth *a, const struct sv_req *r,
 	for (i = 0; i < r->nquery; i++)
 		if (strcmp(r->query[i].name, "X-Amz-Signature"))
 			q[nq++] = r->query[i];
-	return verify(a, r, &sc, date, signed_list, q, nq, S3_UNSIGNED_PAYLOAD,
+	return verify(*who, r, &sc, date, signed_list, q, nq, S3_UNSIGNED_PAYLOAD,
 		      sig, code, msg, msglen);
 }
 
@@ -324,13 +329,16 @@ static int streaming(const char *sha, struct sv_stream_auth *sa, const char **co
 }
 
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, struct sv_stream_auth *sa,
+		  const struct sv_user **who, const char **payload,
+		  struct sv_stream_auth *sa,
 		  const char **code, char *msg, size_t msglen)
 {
 	const char *sha = sv_hdr(r, "x-amz-content-sha256");
 	const char *authz = sv_hdr(r, "Authorization");
+	const struct sv_user *u = NULL;
 	int ret;
 
+	*who = NULL;
 	*payload = NULL;
 	memset(sa, 0, sizeof(*sa));
 	if (sha && !strncmp(sha, "STREAMING-", 10) &&
@@ -341,15 +349,19 @@ int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
 			    "x-amz-content-sha256 must be a hex SHA-256, UNSIGNED-PAYLOAD or STREAMING-*");
 	if (sha && is_hex64(sha))
 		*payload = sha;
-	if (!a->access_key)
+	if (!a->users)
 		return 0; /* chunk signatures are read, not checked: no key */
 	if (authz)
-		return by_header(a, r, authz, sha, sa, code, msg, msglen);
-	if (!sv_query(r, "X-Amz-Signature", NULL) && !sv_query(r, "X-Amz-Credential", NULL))
-		return fail(code, msg, msglen, 403, "AccessDenied",
-			    "Access Denied (this server answers signed requests only)");
-	if (sa->signed_chunks)
-		return fail(code, msg, msglen, 400, "InvalidRequest",
-			    "signed aws-chunked chunks need the Authorization header's signature to chain from, not a presigned URL's");
-	return by_query(a, r, code, msg, msglen);
+		ret = by_header(a, r, authz, sha, &u, sa, code, msg, msglen);
+	else if (!sv_query(r, "X-Amz-Signature", NULL) && !sv_query(r, "X-Amz-Credential", NULL))
+		ret = fail(code, msg, msglen, 403, "AccessDenied",
+			   "Access Denied (this server answers signed requests only)");
+	else if (sa->signed_chunks)
+		ret = fail(code, msg, msglen, 400, "InvalidRequest",
+			   "signed aws-chunked chunks need the Authorization header's signature to chain from, not a presigned URL's");
+	else
+		ret = by_query(a, r, &u, code, msg, msglen);
+	/* The signer only once its signature holds. */
+	*who = ret ? NULL : u;
+	return ret;
 }

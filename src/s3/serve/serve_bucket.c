@@ -38,11 +38,18 @@
 
 int sv_bucket_fd(struct call *k, int *fd)
 {
+	int ret;
+
 	*fd = sv_bucket_open(k->s->root, k->bucket);
 	if (*fd == -ENOENT)
 		return sv_fail(k, 404, "NoSuchBucket", "The specified bucket does not exist");
 	if (*fd < 0)
 		return sv_fail_errno(k, *fd);
+	if ((ret = sv_bucket_mine(k, *fd))) {
+		close(*fd);
+		*fd = -1;
+		return ret < 0 ? ret : 0;
+	}
 	return 0;
 }
 
@@ -72,11 +79,13 @@ static int hex_decode(const char *h, char *out, size_t cap)
 static int list_objects(struct call *k, int bfd)
 {
 	const char *v2 = NULL, *prefix = "", *delim = NULL, *maxk = NULL,
-		   *token = NULL, *after = NULL, *enc = NULL, *marker = NULL;
+		   *token = NULL, *after = NULL, *enc = NULL, *marker = NULL,
+		   *fetch = NULL;
+	const struct sv_user *owner = NULL;
 	struct sv_list_args a = { 0 };
 	struct sv_list_result res;
 	char start[SV_KEY_MAX + 1];
-	bool url, is_v2;
+	bool url, is_v2, owners;
 	struct s3_buf b;
 	size_t i;
 	int ret;
@@ -90,6 +99,11 @@ static int list_objects(struct call *k, int bfd)
 	sv_query(k->r, "start-after", &after);
 	sv_query(k->r, "marker", &marker);
 	sv_query(k->r, "encoding-type", &enc);
+	sv_query(k->r, "fetch-owner", &fetch);
+	/* As S3: v1 gives each key's owner, v2 when asked. */
+	owners = !is_v2 || (fetch && !strcmp(fetch, "true"));
+	if (owners)
+		owner = sv_bucket_owner(k->s, bfd);
 	if (!prefix)
 		prefix = "";
 	url = enc && !strcmp(enc, "url");
@@ -163,8 +177,11 @@ static int list_objects(struct call *k, int bfd)
 		s3_buf_adds(&b, "<Contents>");
 		sv_list_text(&b, "Key", it->key, url);
 		s3_buf_printf(&b, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
-				  "<Size>%" PRIu64 "</Size><StorageClass>STANDARD</StorageClass></Contents>",
+				  "<Size>%" PRIu64 "</Size>",
 			      date, it->etag, it->size);
+		if (owners)
+			sv_owner_xml(&b, owner);
+		s3_buf_adds(&b, "<StorageClass>STANDARD</StorageClass></Contents>");
 	}
 	s3_buf_adds(&b, "</ListBucketResult>");
 	sv_list_release(&res);
@@ -180,7 +197,7 @@ static int list_objects(struct call *k, int bfd)
  * else it carries: "?versions&encoding-type=url" is not a listing. */
 #define LIST_PARAMS                                                     \
 	"list-type prefix delimiter max-keys marker continuation-token " \
-	"start-after encoding-type"
+	"start-after encoding-type fetch-owner"
 
 static const struct bucket_op {
 	const char *method, *sub, *params;
@@ -250,35 +267,13 @@ int sv_bucket_op(struct call *k)
 	}
 	if (!op)
 		return sv_fail(k, 405, "MethodNotAllowed", "The specified method is not allowed against this resource.");
-	if (!strcmp(m, "PUT")) {
-		sv_body_skip(k->c, k->r, 1 << 16); /* CreateBucketConfiguration */
-		if (!mkdirat(k->s->root, k->bucket, 0777))
-		{
-			char loc[96];
-
-			snprintf(loc, sizeof(loc), "Location: /%s\r\n", k->bucket);
-			return sv_answer(k, 200, loc, NULL, 0);
-		}
-		if (errno == EEXIST)
-			return sv_fail(k, 409, "BucketAlreadyOwnedByYou",
-				    "Your previous request to create the named bucket succeeded and you already own it.");
-		return sv_fail_errno(k, -errno);
-	}
+	if (!strcmp(m, "PUT"))
+		return sv_create_bucket(k);
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
-	if (!strcmp(m, "DELETE")) {
-		close(bfd);
-		if (!unlinkat(k->s->root, k->bucket, AT_REMOVEDIR)) {
-			/* Its open uploads go with it: a bucket made again
-			 * under the name starts without them. */
-			sv_drop_uploads(k->s->root, k->bucket);
-			return sv_answer(k, 204, NULL, NULL, 0);
-		}
-		if (errno == ENOTEMPTY || errno == EEXIST)
-			return sv_fail(k, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty");
-		return sv_fail_errno(k, -errno);
-	}
-	if (!strcmp(m, "HEAD"))
+	if (!strcmp(m, "DELETE"))
+		ret = sv_delete_bucket(k, bfd);
+	else if (!strcmp(m, "HEAD"))
 		ret = sv_answer(k, 200, NULL, NULL, 0);
 	else if (op->sub && (!strcmp(op->sub, "location") || !strcmp(op->sub, "versioning"))) {
 		struct s3_buf b;

@@ -1,7 +1,8 @@
 /* rds3 serve's parts: HTTP/1.1 connections (serve_http.c), request
- * verification (serve_auth.c), objects on disk (serve_store.c), listings
- * (serve_list.c) and the S3 operations (serve_ops.h: serve.c,
- * serve_bucket.c, serve_object.c, serve_multipart.c). */
+ * verification (serve_auth.c) against the users (serve_users.c), objects
+ * on disk (serve_store.c), listings (serve_list.c) and the S3 operations
+ * (serve_ops.h: serve.c, serve_owner.c, serve_bucket.c, serve_object.c,
+ * serve_multipart.c). */
 #ifndef RDS3_SERVE_INT_H
 #define RDS3_SERVE_INT_H
 
@@ -128,8 +129,45 @@ int sv_xml_esc(struct s3_buf *b, const char *s);
 
 /* ---------------------------------------------------------------- auth */
 
+#define SV_USERS_MAX 10000
+#define SV_USER_KEY_MAX 128	/* an access key (S3_RDMA_KEY_MAX) */
+#define SV_USER_SECRET_MAX 256
+#define SV_USER_NAME_MAX 64	/* a profile's name */
+
+/* A principal: an access key and its secret (serve_users.c). */
+struct sv_user {
+	char *access_key;
+	char *secret_key;
+	char *name; /* Owner DisplayName: its profile's name, else the key */
+};
+
+struct sv_users {
+	struct sv_user *v;	 /* in the file's order: v[0] is the first */
+	size_t n;
+	struct sv_user **by_key; /* v sorted by access key, for lookups */
+};
+
+/* Reads --users FILE (its forms in serve_users.c): a regular file of at
+ * most 1 MiB that only its owner (the server's user, or root) may read or
+ * write.  Returns 0, or -errno / -EINVAL / -EPERM with the reason in err
+ * (a line number, never a secret). */
+int sv_users_load(const char *path, struct sv_users *u, char *err, size_t errlen);
+
+/* Parses text (NUL-terminated, changed in place) as sv_users_load() does
+ * a file's.  Returns 0 or -EINVAL / -ENOMEM / -E2BIG, the reason in err. */
+int sv_users_parse(char *text, struct sv_users *u, char *err, size_t errlen);
+
+/* The table of one user: key and secret.  Returns 0 or -ENOMEM. */
+int sv_users_one(struct sv_users *u, const char *key, const char *secret);
+
+/* The user of access key key, or NULL. */
+const struct sv_user *sv_users_find(const struct sv_users *u, const char *key);
+
+/* Frees the table; the secrets are wiped first. */
+void sv_users_release(struct sv_users *u);
+
 struct sv_auth {
-	const char *access_key, *secret_key; /* NULL: no_sign */
+	const struct sv_users *users; /* NULL: no_sign */
 };
 
 /* A streaming upload (x-amz-content-sha256: STREAMING-*): its body is
@@ -146,13 +184,15 @@ struct sv_stream_auth {
 	char seed[65];	     /* its signature, the chain's start */
 };
 
-/* Checks r's signature.  Returns 0 with *payload the body's SHA-256 the
- * signature covers (hex; NULL: unsigned payload or aws-chunked) and *sa
- * what a streaming body needs, or an HTTP status with code and msg set
- * (403 SignatureDoesNotMatch, 400 AuthorizationHeaderMalformed, 501 for
- * SigV4a's streaming, ...). */
+/* Checks r's signature.  Returns 0 with *who the signer (NULL on an
+ * unsigned server), *payload the body's SHA-256 the signature covers
+ * (hex; NULL: unsigned payload or aws-chunked) and *sa what a streaming
+ * body needs, or an HTTP status with code and msg set (403
+ * InvalidAccessKeyId, 403 SignatureDoesNotMatch, 400
+ * AuthorizationHeaderMalformed, 501 for SigV4a's streaming, ...). */
 int sv_auth_check(const struct sv_auth *a, const struct sv_req *r,
-		  const char **payload, struct sv_stream_auth *sa,
+		  const struct sv_user **who, const char **payload,
+		  struct sv_stream_auth *sa,
 		  const char **code, char *msg, size_t msglen);
 
 /* --------------------------------------------------------------- store */
@@ -175,10 +215,13 @@ void sv_meta_release(struct sv_meta *m);
  * and ending with a letter or digit). */
 bool sv_bucket_ok(const char *name);
 
+/* A bucket's owner (serve_owner.c): a name no key component can have. */
+#define SV_OWNER_NAME ".rds3-owner"
+
 /* Whether key is one this server can store: 1..1024 bytes, components
  * non-empty (but for a final '/': a folder marker), not "." or "..", at
- * most 255 bytes, no temporary's name.  Returns 0 or -ENAMETOOLONG /
- * -EINVAL. */
+ * most 255 bytes, no temporary's name nor SV_OWNER_NAME.  Returns 0 or
+ * -ENAMETOOLONG / -EINVAL. */
 int sv_key_ok(const char *key);
 
 /* Whether key (valid) is a folder marker's: it ends in '/', and is kept

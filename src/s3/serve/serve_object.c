@@ -608,6 +608,12 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 	}
 	*self = !strcmp(sbucket, k->bucket) && !strcmp(skey, k->key);
 	sb = sv_bucket_open(k->s->root, sbucket);
+	/* Another user's source is theirs to read, not the signer's. */
+	if (sb >= 0 && k->s->shared && sv_bucket_owner(k->s, sb) != k->user) {
+		close(sb);
+		free(skey);
+		return sv_fail(k, 403, "AccessDenied", "Access Denied") ? -EIO : 1;
+	}
 	*sfd = sb >= 0 ? sv_key_open(sb, skey, sm, &mtime) : sb;
 	if (sb >= 0)
 		close(sb);

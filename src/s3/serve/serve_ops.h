@@ -1,6 +1,7 @@
 /* rds3 serve's S3 operations, one file per kind: serve.c (answers,
- * helpers, the service, connections), serve_bucket.c, serve_object.c and
- * serve_multipart.c.  What one of them uses of another is declared here. */
+ * helpers, connections), serve_owner.c (owners, the service),
+ * serve_bucket.c, serve_object.c and serve_multipart.c.  What one of
+ * them uses of another is declared here. */
 #ifndef RDS3_SERVE_OPS_H
 #define RDS3_SERVE_OPS_H
 
@@ -23,7 +24,8 @@
 /* The server: shared by every connection's thread. */
 struct server {
 	const struct s3_serve_opts *o;
-	struct sv_auth auth;
+	struct sv_auth auth; /* the users (serve_users.c) */
+	bool shared;	     /* several users: buckets have owners */
 	int root;
 	mode_t file_mode; /* 0666 less the umask */
 	pthread_mutex_t lock;
@@ -45,6 +47,7 @@ struct call {
 	struct server *s;
 	struct sv_conn *c;
 	struct sv_req *r;
+	const struct sv_user *user; /* the signer; NULL: an unsigned server */
 	const char *payload; /* the signed body hash, NULL: none */
 	struct sv_stream_auth sa; /* an aws-chunked body's framing and chain */
 	enum s3_ck trailer_ck;	  /* the body's checksum came as a trailer: */
@@ -251,7 +254,32 @@ int sv_get_object(struct call *k, int bfd);
 int sv_copy_object(struct call *k, int bfd);
 int sv_put_object(struct call *k, int bfd);
 
-/* ListBuckets. */
+/* ------------------------------------------- owners: serve_owner.c */
+
+/* The owner of bucket directory bfd: the user recorded, else the first
+ * one; NULL on an unsigned server. */
+const struct sv_user *sv_bucket_owner(const struct server *s, int bfd);
+
+/* Whether the request's signer owns bucket bfd: 0, or 403 AccessDenied
+ * was sent (1) or could not be (-EIO). */
+int sv_bucket_mine(struct call *k, int bfd);
+
+/* <Owner> of user u (NULL: an unsigned server's "rds3"). */
+void sv_owner_xml(struct s3_buf *b, const struct sv_user *u);
+
+/* At the start: removes what a killed server was making; with several
+ * users, checks that DIR can make owned buckets (a rename that does not
+ * replace).  Returns 0 or -errno. */
+int sv_owners_start(struct server *s);
+
+/* CreateBucket, owned by the request's signer. */
+int sv_create_bucket(struct call *k);
+
+/* DeleteBucket of bfd, the request's bucket (the signer's). */
+int sv_delete_bucket(struct call *k, int bfd);
+
+/* ListBuckets: the signer's own (prefix, max-buckets,
+ * continuation-token, bucket-region). */
 int sv_list_buckets(struct call *k);
 
 /* ------------------------------------------------- S3 over RDMA (--rdma) */

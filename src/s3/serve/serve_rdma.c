@@ -76,6 +76,8 @@ struct sv_rdma_use {
 
 #define HALF (IO_BUF / 2)
 
+_Static_assert(SV_USER_KEY_MAX == S3_RDMA_KEY_MAX, "a user's key fits the login's");
+
 static void unlink_conn(struct sv_rdma *d, struct rconn *rc)
 {
 	struct rconn **pp;
@@ -98,6 +100,7 @@ static int refuse(struct rconn *rc, const char *why)
 static int login(struct rconn *rc)
 {
 	const struct sv_auth *a = &rc->d->s->auth;
+	const struct sv_user *u = NULL;
 	struct s3_rdma_hello h;
 	uint8_t in[RDX_CTRL_MAX], out[S3_RDMA_NONCE + S3_RDMA_MAC], mac[S3_RDMA_MAC];
 	uint8_t hello[S3_RDMA_HELLO_MAX];
@@ -115,10 +118,12 @@ static int login(struct rconn *rc)
 		return refuse(rc, "unsupported login version");
 	if (ret)
 		return refuse(rc, "malformed HELLO");
-	/* An unsigned server knows no secret: every login is anonymous. */
-	if (a->access_key && strcmp(h.access_key, a->access_key))
+	/* An unsigned server knows no secret: every login is anonymous.
+	 * Else the connection is the user's whose key it logs in with, and
+	 * serves only requests that user signs (sv_rdma_take). */
+	if (a->users && !(u = sv_users_find(a->users, h.access_key)))
 		return refuse(rc, "unknown access key");
-	secret = a->access_key ? a->secret_key : "";
+	secret = u ? u->secret_key : "";
 	hl = n;
 	memcpy(hello, in, hl);
 	if (getrandom(out, S3_RDMA_NONCE, 0) != S3_RDMA_NONCE)
@@ -132,7 +137,7 @@ static int login(struct rconn *rc)
 		return refuse(rc, "authentication failed (wrong secret key?)");
 	if ((ret = s3_rdma_send(rc->c, RDX_F_ACCEPT, NULL, 0)))
 		return ret;
-	snprintf(rc->access_key, sizeof(rc->access_key), "%s", a->access_key ? h.access_key : "");
+	snprintf(rc->access_key, sizeof(rc->access_key), "%s", u ? u->access_key : "");
 	rc->addr = h.addr;
 	rc->len = h.len;
 	rc->rkey = h.rkey;
@@ -330,7 +335,7 @@ int sv_rdma_take(struct call *k)
 {
 	const char *tok = sv_hdr(k->r, "x-amz-rdma-token");
 	const char *agent = sv_hdr(k->r, "x-amz-rdma-agent");
-	const char *signer = k->s->auth.access_key ? k->s->auth.access_key : "";
+	const char *signer = k->user ? k->user->access_key : "";
 	struct sv_rdma *d = k->s->rdma;
 	struct s3_rdma_token t;
 	struct rconn *rc;

@@ -100,7 +100,8 @@ int sv_key_ok(const char *key)
 			return len ? -ENAMETOOLONG : -EINVAL;
 		memcpy(part, c, len);
 		part[len] = '\0';
-		if (!strcmp(part, ".") || !strcmp(part, "..") || sv_is_temp(part))
+		if (!strcmp(part, ".") || !strcmp(part, "..") || sv_is_temp(part) ||
+		    !strcmp(part, SV_OWNER_NAME))
 			return -EINVAL;
 		if (!slash || !slash[1])
 			return 0; /* a final '/': a folder marker */
