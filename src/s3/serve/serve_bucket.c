@@ -76,32 +76,36 @@ static int hex_decode(const char *h, char *out, size_t cap)
 	return 0;
 }
 
-static int list_objects(struct call *k, int bfd)
+/* ListObjects (v1), ListObjectsV2, and ListObjectVersions, which on a
+ * bucket that never had versioning (every bucket here) lists each object
+ * once, as its one version "null", the latest, as S3 does. */
+enum list_kind { LIST_V1, LIST_V2, LIST_VERSIONS };
+
+static int list_objects(struct call *k, int bfd, enum list_kind kind)
 {
-	const char *v2 = NULL, *prefix = "", *delim = NULL, *maxk = NULL,
-		   *token = NULL, *after = NULL, *enc = NULL, *marker = NULL,
-		   *fetch = NULL;
+	const char *prefix = "", *delim = NULL, *maxk = NULL, *token = NULL,
+		   *after = NULL, *enc = NULL, *marker = NULL, *fetch = NULL,
+		   *vmarker = NULL;
 	const struct sv_user *owner = NULL;
 	struct sv_list_args a = { 0 };
 	struct sv_list_result res;
 	char start[SV_KEY_MAX + 1];
-	bool url, is_v2, owners;
+	bool url, owners;
 	struct s3_buf b;
 	size_t i;
 	int ret;
 
-	sv_query(k->r, "list-type", &v2);
-	is_v2 = v2 && !strcmp(v2, "2");
 	sv_query(k->r, "prefix", &prefix);
 	sv_query(k->r, "delimiter", &delim);
 	sv_query(k->r, "max-keys", &maxk);
 	sv_query(k->r, "continuation-token", &token);
 	sv_query(k->r, "start-after", &after);
-	sv_query(k->r, "marker", &marker);
+	sv_query(k->r, kind == LIST_VERSIONS ? "key-marker" : "marker", &marker);
+	sv_query(k->r, "version-id-marker", &vmarker);
 	sv_query(k->r, "encoding-type", &enc);
 	sv_query(k->r, "fetch-owner", &fetch);
-	/* As S3: v1 gives each key's owner, v2 when asked. */
-	owners = !is_v2 || (fetch && !strcmp(fetch, "true"));
+	/* As S3: v1 and versions give each key's owner, v2 when asked. */
+	owners = kind != LIST_V2 || (fetch && !strcmp(fetch, "true"));
 	if (owners)
 		owner = sv_bucket_owner(k->s, bfd);
 	if (!prefix)
@@ -119,14 +123,18 @@ static int list_objects(struct call *k, int bfd)
 		if (m < 1000)
 			a.max_keys = (unsigned)m;
 	}
-	if (is_v2 && token) {
+	if (vmarker && (!marker || !*marker))
+		return sv_fail(k, 400, "InvalidArgument", "A version-id marker cannot be specified without a key marker.");
+	if (vmarker && strcmp(vmarker, "null"))
+		return sv_fail(k, 400, "InvalidArgument", "Invalid version id specified");
+	if (kind == LIST_V2 && token) {
 		if (hex_decode(token, start, sizeof(start)))
 			return sv_fail(k, 400, "InvalidArgument", "The continuation token provided is incorrect");
 		a.start_after = start;
-	} else if (is_v2 && after && *after) {
+	} else if (kind == LIST_V2 && after && *after) {
 		a.start_after = after;
-	} else if (!is_v2 && marker && *marker) {
-		a.start_after = marker;
+	} else if (kind != LIST_V2 && marker && *marker) {
+		a.start_after = marker; /* a key's one version: after it is after the key */
 	}
 	/* max-keys=0 asks for nothing, and nothing more follows it. */
 	ret = a.max_keys ? sv_list(bfd, &a, &res) : 0;
@@ -135,16 +143,19 @@ static int list_objects(struct call *k, int bfd)
 	if (ret)
 		return sv_fail_errno(k, ret);
 	s3_buf_init(&b, 0);
-	s3_buf_adds(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
+	s3_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\">",
+		      kind == LIST_VERSIONS ? "ListVersionsResult" : "ListBucketResult");
 	s3_buf_printf(&b, "<Name>%s</Name>", k->bucket);
-	sv_list_text(&b, "Prefix", prefix, url);
+	/* v1's Prefix as given: botocore decodes it in v2 and versions only,
+	 * as S3 encodes it. */
+	sv_list_text(&b, "Prefix", prefix, url && kind != LIST_V1);
 	if (a.delimiter)
 		sv_list_text(&b, "Delimiter", a.delimiter, url);
 	s3_buf_printf(&b, "<MaxKeys>%u</MaxKeys>", a.max_keys);
 	if (url)
 		s3_buf_adds(&b, "<EncodingType>url</EncodingType>");
 	s3_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", res.truncated ? "true" : "false");
-	if (is_v2) {
+	if (kind == LIST_V2) {
 		s3_buf_printf(&b, "<KeyCount>%zu</KeyCount>", res.n);
 		if (token)
 			sv_list_text(&b, "ContinuationToken", token, false);
@@ -158,10 +169,17 @@ static int list_objects(struct call *k, int bfd)
 				s3_buf_printf(&b, "%02x", (unsigned char)*p);
 			s3_buf_adds(&b, "</NextContinuationToken>");
 		}
-	} else {
+	} else if (kind == LIST_V1) {
 		sv_list_text(&b, "Marker", marker ? marker : "", url);
 		if (res.truncated && res.n)
 			sv_list_text(&b, "NextMarker", res.v[res.n - 1].key, url);
+	} else {
+		sv_list_text(&b, "KeyMarker", marker ? marker : "", url);
+		sv_list_text(&b, "VersionIdMarker", vmarker ? vmarker : "", false);
+		if (res.truncated && res.n) {
+			sv_list_text(&b, "NextKeyMarker", res.v[res.n - 1].key, url);
+			s3_buf_adds(&b, "<NextVersionIdMarker>null</NextVersionIdMarker>");
+		}
 	}
 	for (i = 0; i < res.n; i++) {
 		const struct sv_list_item *it = &res.v[i];
@@ -174,16 +192,19 @@ static int list_objects(struct call *k, int bfd)
 			continue;
 		}
 		sv_iso_date(it->mtime, date);
-		s3_buf_adds(&b, "<Contents>");
+		s3_buf_adds(&b, kind == LIST_VERSIONS ? "<Version>" : "<Contents>");
 		sv_list_text(&b, "Key", it->key, url);
+		if (kind == LIST_VERSIONS)
+			s3_buf_adds(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
 		s3_buf_printf(&b, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;</ETag>"
 				  "<Size>%" PRIu64 "</Size>",
 			      date, it->etag, it->size);
 		if (owners)
 			sv_owner_xml(&b, owner);
-		s3_buf_adds(&b, "<StorageClass>STANDARD</StorageClass></Contents>");
+		s3_buf_adds(&b, "<StorageClass>STANDARD</StorageClass>");
+		s3_buf_adds(&b, kind == LIST_VERSIONS ? "</Version>" : "</Contents>");
 	}
-	s3_buf_adds(&b, "</ListBucketResult>");
+	s3_buf_printf(&b, "</%s>", kind == LIST_VERSIONS ? "ListVersionsResult" : "ListBucketResult");
 	sv_list_release(&res);
 	ret = sv_xml_answer(k, 200, &b);
 	s3_buf_release(&b);
@@ -208,6 +229,7 @@ static const struct bucket_op {
 	{ "GET", NULL, LIST_PARAMS },
 	{ "GET", "location", "" },
 	{ "GET", "versioning", "" }, /* never enabled: an empty configuration */
+	{ "GET", "versions", "prefix delimiter key-marker version-id-marker max-keys encoding-type" },
 	{ "GET", "uploads", "prefix delimiter key-marker upload-id-marker max-uploads encoding-type" },
 	{ "POST", "delete", "" },
 };
@@ -285,8 +307,14 @@ int sv_bucket_op(struct call *k)
 		s3_buf_release(&b);
 	} else if (op->sub && !strcmp(op->sub, "uploads"))
 		ret = sv_list_uploads(k);
-	else if (!op->sub && !strcmp(m, "GET"))
-		ret = list_objects(k, bfd);
+	else if (op->sub && !strcmp(op->sub, "versions"))
+		ret = list_objects(k, bfd, LIST_VERSIONS);
+	else if (!op->sub && !strcmp(m, "GET")) {
+		const char *v = NULL;
+
+		sv_query(k->r, "list-type", &v);
+		ret = list_objects(k, bfd, v && !strcmp(v, "2") ? LIST_V2 : LIST_V1);
+	}
 	else {
 		char *xml = NULL;
 		size_t n;

@@ -108,9 +108,6 @@ def bucket_sub_resources(s3, b):
            if k != "ResponseMetadata"}, {})
     refused("PUT ?versioning", s3.put_bucket_versioning, Bucket=b,
             VersioningConfiguration={"Status": "Enabled"})
-    refused("?versions", s3.list_object_versions, Bucket=b)
-    refused("?versions&encoding-type=url&max-keys=5", s3.list_object_versions,
-            Bucket=b, EncodingType="url", MaxKeys=5)
     refused("GET ?acl", s3.get_bucket_acl, Bucket=b)
     refused("PUT ?policy", s3.put_bucket_policy, Bucket=b, Policy="{}")
     refused("PUT ?lifecycle", s3.put_bucket_lifecycle_configuration, Bucket=b,
@@ -134,10 +131,38 @@ def bucket_sub_resources(s3, b):
     equal("?versionId=null is the object",
           s3.get_object(Bucket=b, Key="k", VersionId="null")["Body"].read(), b"x")
     # A raw query: a sub-resource with a listing's parameter is no listing.
-    for q in ("acl&max-keys=5", "versions&encoding-type=url", "policy&prefix=a"):
+    for q in ("acl&max-keys=5", "cors&encoding-type=url", "policy&prefix=a",
+              "versions&list-type=2"):
         st, body = raw(s3, "GET", f"/{b}?{q}")
         check(f"GET ?{q}", st == 501 and b"<Code>NotImplemented</Code>" in body,
               f"{st} {body[:200]!r}")
+
+
+@case
+def versions(s3, b):
+    """A bucket that never had versioning lists each object as its one
+    version, "null", the latest (S3's ListObjectVersions there)."""
+    for k in ("a", "b/1", "b/2", "c"):
+        s3.put_object(Bucket=b, Key=k, Body=k.encode())
+    r = s3.list_object_versions(Bucket=b)
+    equal("every object once, version null, latest",
+          [(v["Key"], v["VersionId"], v["IsLatest"], v["Size"]) for v in r["Versions"]],
+          [("a", "null", True, 1), ("b/1", "null", True, 3), ("b/2", "null", True, 3),
+           ("c", "null", True, 1)])
+    equal("no delete markers", r.get("DeleteMarkers", []), [])
+    r = s3.list_object_versions(Bucket=b, Delimiter="/", MaxKeys=2)
+    equal("a page of 2 with a prefix", ([v["Key"] for v in r["Versions"]],
+                                         [p["Prefix"] for p in r["CommonPrefixes"]],
+                                         r["IsTruncated"], r["NextKeyMarker"],
+                                         r["NextVersionIdMarker"]),
+          (["a"], ["b/"], True, "b/", "null"))
+    r = s3.list_object_versions(Bucket=b, Delimiter="/", KeyMarker="b/",
+                                VersionIdMarker="null")
+    equal("the next page", [v["Key"] for v in r["Versions"]], ["c"])
+    fails("another version id", 400, "InvalidArgument", s3.list_object_versions,
+          Bucket=b, KeyMarker="a", VersionIdMarker="3HL4kqtJlcpXroDTDmJ")
+    fails("a version id marker alone", 400, "InvalidArgument", s3.list_object_versions,
+          Bucket=b, VersionIdMarker="null")
 
 
 @case
