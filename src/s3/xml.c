@@ -67,6 +67,14 @@ static bool at(const struct walk *w, const char *a, const char *b,
 	       (!c || !strcmp(w->names[2], c));
 }
 
+static void entry_free(struct s3_entry *e)
+{
+	free(e->name);
+	free(e->mtime);
+	free(e->etag);
+	free(e->version);
+}
+
 static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
 	struct walk *w = ud;
@@ -98,9 +106,7 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
 	    at(w, "CompleteMultipartUpload", "Part", NULL) ||
 	    at(w, "Delete", "Object", NULL) ||
 	    at(w, "Tagging", "TagSet", "Tag")) {
-		free(w->cur.name);
-		free(w->cur.mtime);
-		free(w->cur.etag);
+		entry_free(&w->cur);
 		memset(&w->cur, 0, sizeof(w->cur));
 		w->cur.is_prefix = !strcmp(n, "CommonPrefixes");
 	}
@@ -228,7 +234,16 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 	} else if (w->doc == DOC_DELETE_REQ) {
 		if (at(w, "Delete", "Object", "Key"))
 			ret = set_str(w, &w->cur.name);
-		else if (at(w, "Delete", "Object", NULL))
+		else if (at(w, "Delete", "Object", "ETag"))
+			ret = set_str(w, &w->cur.etag);
+		else if (at(w, "Delete", "Object", "LastModifiedTime"))
+			ret = set_str(w, &w->cur.mtime);
+		else if (at(w, "Delete", "Object", "VersionId"))
+			ret = set_str(w, &w->cur.version);
+		else if (at(w, "Delete", "Object", "Size")) {
+			ret = parse_u64(w->text, w->tlen, &w->cur.size);
+			w->cur.has_size = true;
+		} else if (at(w, "Delete", "Object", NULL))
 			ret = push(w);
 		else if (at(w, "Delete", "Quiet", NULL))
 			w->list->truncated = w->tlen == 4 && !memcmp(w->text, "true", 4);
@@ -299,9 +314,7 @@ static int walk(enum doc doc, const char *xml, size_t n, struct walk *w)
 	else if (!w->root_ok)
 		ret = -RDX_EPROTO;
 	XML_ParserFree(w->p);
-	free(w->cur.name);
-	free(w->cur.mtime);
-	free(w->cur.etag);
+	entry_free(&w->cur);
 	return ret;
 }
 
@@ -440,11 +453,8 @@ void s3_list_release(struct s3_list *l)
 {
 	size_t i;
 
-	for (i = 0; i < l->n; i++) {
-		free(l->v[i].name);
-		free(l->v[i].mtime);
-		free(l->v[i].etag);
-	}
+	for (i = 0; i < l->n; i++)
+		entry_free(&l->v[i]);
 	free(l->v);
 	free(l->next_token);
 	memset(l, 0, sizeof(*l));

@@ -19,7 +19,9 @@ struct s3_entry {
 	char *name;	/* object key, common prefix or bucket name */
 	char *mtime;	/* LastModified / CreationDate, as S3 wrote it */
 	char *etag;
+	char *version;	/* VersionId (a Delete request's Object) */
 	uint64_t size;
+	bool has_size;	/* size was given (a Delete request's Object) */
 	bool is_prefix; /* a CommonPrefixes entry */
 };
 
@@ -61,7 +63,9 @@ int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
 /* What rds3 serve reads.  A CompleteMultipartUpload request: each Part
  * appended to out with name = its ETag (as sent, quotes and all) and size
  * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO).
- * A Delete request: each Object's Key as name; *quiet from Quiet.  Same
+ * A Delete request: each Object's Key as name, with its conditions as
+ * given (ETag as etag, LastModifiedTime as mtime, Size as size with
+ * has_size) and its VersionId as version; *quiet from Quiet.  Same
  * returns as s3_xml_list_objects(), no partial result. */
 int s3_xml_complete_request(const char *xml, size_t n, struct s3_list *out);
 int s3_xml_delete_request(const char *xml, size_t n, struct s3_list *out,

@@ -212,6 +212,28 @@ static int list_objects(struct call *k, int bfd, enum list_kind kind)
 }
 
 
+/* A DeleteObjects entry's error for what sv_object_delete() returned. */
+static void delete_error(int err, const char **code, const char **why)
+{
+	switch (err) {
+	case -ECANCELED:
+		*code = "PreconditionFailed", *why = "At least one of the pre-conditions you specified did not hold";
+		break;
+	case -ENOENT:
+		*code = "NoSuchKey", *why = "The specified key does not exist.";
+		break;
+	case -ENOTSUP:
+		*code = "NotImplemented", *why = "rds3 serve does not implement an ETag condition on a folder marker";
+		break;
+	case -EINVAL:
+	case -ENAMETOOLONG:
+		*code = "InvalidArgument", *why = strerror(-err);
+		break;
+	default:
+		*code = "InternalError", *why = strerror(-err);
+	}
+}
+
 /* The bucket requests this server carries out: a method, the
  * sub-resource that names the operation (NULL: none) and the parameters
  * it acts on.  A request that is none of them is refused whole, whatever
@@ -337,21 +359,31 @@ int sv_bucket_op(struct call *k)
 		s3_buf_init(&b, 0);
 		s3_buf_adds(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
 		for (size_t i = 0; i < keys.n; i++) {
-			const char *key = keys.v[i].name;
-			int err = sv_key_ok(key);
+			const struct s3_entry *e = &keys.v[i];
+			struct sv_wcond w = { .match = e->etag };
+			const char *code = NULL, *why = NULL;
+			int err = sv_key_ok(e->name);
 
-			if (!err)
-				err = sv_object_delete(bfd, key);
-			if (!err && quiet)
-				continue;
-			s3_buf_adds(&b, err ? "<Error><Key>" : "<Deleted><Key>");
-			sv_xml_esc(&b, key);
 			if (err)
-				s3_buf_printf(&b, "</Key><Code>%s</Code><Message>%s</Message></Error>",
-					      err == -EINVAL || err == -ENAMETOOLONG ? "InvalidArgument" : "InternalError",
-					      strerror(-err));
-			else
+				code = "InvalidArgument", why = strerror(-err);
+			else if (e->version && strcmp(e->version, "null"))
+				code = "InvalidArgument", why = "Invalid version id specified";
+			else if (e->mtime || e->has_size)
+				code = "NotImplemented",
+				why = "rds3 serve does not implement conditions on size or times";
+			else if ((err = sv_object_delete(bfd, e->name, w.match ? sv_match_check : NULL, &w)))
+				delete_error(err, &code, &why);
+			if (!code && quiet)
+				continue;
+			s3_buf_adds(&b, code ? "<Error><Key>" : "<Deleted><Key>");
+			sv_xml_esc(&b, e->name);
+			if (code) {
+				s3_buf_printf(&b, "</Key><Code>%s</Code><Message>", code);
+				sv_xml_esc(&b, why);
+				s3_buf_adds(&b, "</Message></Error>");
+			} else {
 				s3_buf_adds(&b, "</Key></Deleted>");
+			}
 		}
 		s3_buf_adds(&b, "</DeleteResult>");
 		s3_list_release(&keys);

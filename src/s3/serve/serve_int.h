@@ -297,8 +297,13 @@ void sv_put_abort(struct sv_put *p);
 
 /* Removes the object key (a file, or a folder marker's record), then
  * the directories that leaves empty up to the bucket, but for folder
- * markers.  Returns 0 (also when there was no such key) or -errno. */
-int sv_object_delete(int bfd, const char *key);
+ * markers.  check (NULL: none) runs first, under the lock commits take,
+ * on the file's directory and name: what it returns stops the delete.
+ * Returns 0 (without check, also when there was no such key), -ENOENT
+ * (with check, no such key), -ENOTSUP (check on a folder marker), what
+ * check returned, or -errno. */
+int sv_object_delete(int bfd, const char *key,
+		     int (*check)(int dir, const char *name, void *arg), void *arg);
 
 /* Records the folder marker key (ending in '/'): m's ETag and headers on
  * its directory, made with those above it as needed; m's size becomes 0

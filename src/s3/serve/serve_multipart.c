@@ -882,8 +882,18 @@ int sv_object_op(struct call *k)
 		if (up >= 0)
 			close(up);
 	} else if (!strcmp(m, "DELETE")) {
-		ret = sv_object_delete(bfd, k->key);
-		ret = ret ? sv_fail_errno(k, ret) : sv_answer(k, 204, NULL, NULL, 0);
+		/* If-Match: a delete only of the object as the client saw it. */
+		struct sv_wcond w = { .match = sv_hdr(k->r, "If-Match") };
+
+		if (sv_hdr(k->r, "If-None-Match") || sv_hdr(k->r, "If-Modified-Since") ||
+		    sv_hdr(k->r, "If-Unmodified-Since"))
+			ret = sv_fail(k, 501, "NotImplemented",
+				      "rds3 serve takes If-Match on DeleteObject, no other condition");
+		else if ((ret = sv_object_delete(bfd, k->key, w.match ? sv_match_check : NULL, &w)) == -ENOTSUP)
+			ret = sv_fail(k, 501, "NotImplemented",
+				      "rds3 serve does not implement If-Match on a folder marker (a key ending in '/')");
+		else
+			ret = ret ? sv_commit_fail(k, ret) : sv_answer(k, 204, NULL, NULL, 0);
 	} else if (!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL))
 		ret = create_upload(k);
 	else if (!strcmp(m, "POST") && sv_query(k->r, "uploadId", NULL))

@@ -138,9 +138,7 @@ static int conditions(const struct sv_req *r, const char *pre, const char *etag,
 
 #define PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
 
-/* If-Match's check at the commit: the object at name in dir has one of
- * the ETags (-ENOENT: none is there, -ECANCELED: another ETag). */
-static int match_check(int dir, const char *name, void *arg)
+int sv_match_check(int dir, const char *name, void *arg)
 {
 	const struct sv_wcond *w = arg;
 	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret;
@@ -202,7 +200,7 @@ int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w)
 void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p)
 {
 	p->if_absent = w->absent;
-	p->check = w->match ? match_check : NULL;
+	p->check = w->match ? sv_match_check : NULL;
 	p->check_arg = w;
 }
 

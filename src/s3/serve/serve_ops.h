@@ -198,6 +198,11 @@ struct sv_wcond {
  * If-None-Match other than "*" or both at once, as S3 answers them. */
 int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w);
 
+/* If-Match's check, under the store's lock (arg: the struct sv_wcond):
+ * the object at name in dir has one of w->match's ETags.  Returns 0,
+ * -ENOENT (none is there) or -ECANCELED (another ETag). */
+int sv_match_check(int dir, const char *name, void *arg);
+
 /* Has p's commit check them again where they hold: in sv_put_commit(),
  * one commit at a time.  w must outlive the commit. */
 void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p);

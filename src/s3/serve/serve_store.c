@@ -512,7 +512,8 @@ static int unmark(int bfd, const char *key)
 	return ret;
 }
 
-int sv_object_delete(int bfd, const char *key)
+int sv_object_delete(int bfd, const char *key,
+		     int (*check)(int dir, const char *name, void *arg), void *arg)
 {
 	char path[SV_KEY_MAX + 1];
 	int dir, ret;
@@ -523,6 +524,8 @@ int sv_object_delete(int bfd, const char *key)
 	snprintf(path, sizeof(path), "%s", key);
 	if (sv_key_is_dir(key)) {
 		/* The record goes; so does the directory, if it is empty. */
+		if (check)
+			return -ENOTSUP;
 		path[strlen(path) - 1] = '\0';
 		pthread_mutex_lock(&store_lock);
 		ret = unmark(bfd, key);
@@ -533,13 +536,15 @@ int sv_object_delete(int bfd, const char *key)
 	}
 	ret = rdx_dir_beneath(bfd, key, false, &dir);
 	if (ret == -ELOOP || ret == -ENOTDIR || (!ret && dir < 0))
-		return 0;
+		return check ? -ENOENT : 0;
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&store_lock);
-	ret = unlinkat(dir, last_part(key), 0) ? -errno : 0;
+	ret = check ? check(dir, last_part(key), arg) : 0;
+	if (!ret)
+		ret = unlinkat(dir, last_part(key), 0) ? -errno : 0;
 	close(dir);
-	if (ret == -ENOENT || ret == -EISDIR || ret == -ENOTDIR)
+	if (!check && (ret == -ENOENT || ret == -EISDIR || ret == -ENOTDIR))
 		ret = 0;
 	if (!ret && (slash = strrchr(path, '/'))) {
 		*slash = '\0';

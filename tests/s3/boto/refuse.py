@@ -229,6 +229,39 @@ def other_headers(s3, b):
 
 
 @case
+def conditional_deletes(s3, b):
+    """If-Match on DeleteObject and ETag in DeleteObjects delete only the
+    object as the client saw it; the conditions not served are refused."""
+    etag = s3.put_object(Bucket=b, Key="k", Body=b"x")["ETag"]
+    st, body = raw(s3, "DELETE", f"/{b}/k", {"If-Match": '"0123456789abcdef0123456789abcdef"'})
+    check("another ETag: 412", st == 412 and b"PreconditionFailed" in body, f"{st} {body[:200]!r}")
+    equal("k kept", s3.head_object(Bucket=b, Key="k")["ETag"], etag)
+    st, body = raw(s3, "DELETE", f"/{b}/k", {"If-None-Match": "*"})
+    check("If-None-Match refused", st == 501, f"{st} {body[:200]!r}")
+    st, body = raw(s3, "DELETE", f"/{b}/k", {"If-Match": etag})
+    check("its ETag: 204", st == 204, f"{st} {body[:200]!r}")
+    absent(s3, b, "k")
+    st, body = raw(s3, "DELETE", f"/{b}/k", {"If-Match": etag})
+    check("gone: 404", st == 404 and b"NoSuchKey" in body, f"{st} {body[:200]!r}")
+    for key in ("a", "b", "c", "d"):
+        s3.put_object(Bucket=b, Key=key, Body=key.encode())
+    ea = s3.head_object(Bucket=b, Key="a")["ETag"]
+    xml = ("<Delete><Object><Key>a</Key><ETag>%s</ETag></Object>"
+           "<Object><Key>b</Key><ETag>\"00000000000000000000000000000000\"</ETag></Object>"
+           "<Object><Key>c</Key><Size>1</Size></Object>"
+           "<Object><Key>d</Key><VersionId>v2</VersionId></Object></Delete>") % ea
+    st, body = raw(s3, "POST", f"/{b}?delete", {"Content-Type": "application/xml"}, xml.encode())
+    check("DeleteObjects answered", st == 200, f"{st} {body[:300]!r}")
+    check("a deleted on its ETag", b"<Deleted><Key>a</Key>" in body, body)
+    check("b kept: 412", b"<Error><Key>b</Key><Code>PreconditionFailed</Code>" in body, body)
+    check("c kept: a size condition refused", b"<Error><Key>c</Key><Code>NotImplemented</Code>" in body, body)
+    check("d kept: no version v2", b"<Error><Key>d</Key><Code>InvalidArgument</Code>" in body, body)
+    absent(s3, b, "a")
+    equal("b, c, d kept", sorted(o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]),
+          ["b", "c", "d"])
+
+
+@case
 def early_answers(s3, b):
     big = b"z" * (16 << 20)
     st, body = raw(s3, "PUT", f"/{b}/big", body=big, sign=False)
