@@ -630,15 +630,24 @@ static int refuse_unkept(struct call *k)
 static int handle(struct call *k)
 {
 	struct sv_req *r = k->r;
-	const char *code, *p, *slash;
+	const char *code, *p, *slash, *ct;
 	char msg[256];
 	int st;
 
+	/* A browser's form upload (POST Object) is signed by its policy,
+	 * which is not read here: refused as what it is, not as unsigned. */
+	if (!strcmp(r->method, "POST") && (ct = sv_hdr(r, "Content-Type")) &&
+	    !strncasecmp(ct, "multipart/form-data", 19))
+		return sv_fail(k, 501, "NotImplemented",
+			       "rds3 serve does not implement POST Object (browser form uploads)");
 	st = sv_auth_check(&k->s->auth, r, &k->user, &k->payload, &k->sa, &code, msg, sizeof(msg));
 	if (st)
 		return sv_fail(k, st, code, msg);
 	if ((st = refuse_unkept(k)))
 		return st < 0 ? st : 0;
+	/* S3's keys are UTF-8: other bytes name none. */
+	if (!sv_utf8_ok(r->path))
+		return sv_fail(k, 400, "InvalidURI", "Couldn't parse the specified URI.");
 	p = r->path + 1;
 	if (!*p)
 		return !strcmp(r->method, "GET")

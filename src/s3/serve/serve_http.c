@@ -733,6 +733,46 @@ int sv_send_head(struct sv_conn *c, const struct sv_req *r, int status,
 	return ret;
 }
 
+int sv_utf8_next(const unsigned char *p, uint32_t *cp)
+{
+	unsigned c = p[0];
+	int len, i;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, *cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, *cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, *cp = c & 0x07;
+	else
+		return -1;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return -1;
+		*cp = *cp << 6 | (p[i] & 0x3fu);
+	}
+	if ((len == 3 && *cp < 0x800) || (len == 4 && (*cp < 0x10000 || *cp > 0x10ffff)) ||
+	    (*cp >= 0xd800 && *cp <= 0xdfff))
+		return -1; /* overlong, or a surrogate */
+	return len;
+}
+
+bool sv_utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	int len;
+
+	for (; *p; p += len)
+		if ((len = sv_utf8_next(p, &cp)) < 0)
+			return false;
+	return true;
+}
+
 /* XML 1.0 allows tab, LF, CR and 0x20 up (S3 sends others percent-encoded
  * only with encoding-type=url); a key with another control character
  * cannot be written into a listing without it. */

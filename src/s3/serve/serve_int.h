@@ -122,6 +122,14 @@ int sv_sendfile(struct sv_conn *c, int fd, uint64_t off, uint64_t len);
 void sv_http_date(time_t t, char out[40]);
 void sv_iso_date(time_t t, char out[40]);
 
+/* The UTF-8 character at p (NUL-terminated) into *cp: its length in
+ * bytes, or -1 when p does not start one (overlong forms and surrogates
+ * are none). */
+int sv_utf8_next(const unsigned char *p, uint32_t *cp);
+
+/* Whether s is UTF-8 throughout. */
+bool sv_utf8_ok(const char *s);
+
 /* Appends s with &, <, >, ", ' and characters XML 1.0 cannot carry
  * escaped (the last as &#xN; where XML allows them, else refused:
  * -EINVAL). */
@@ -211,8 +219,9 @@ struct sv_meta {
 
 void sv_meta_release(struct sv_meta *m);
 
-/* Whether name is a valid bucket name (3..63 of a-z 0-9 . -, starting
- * and ending with a letter or digit). */
+/* Whether name is a valid bucket name, by S3's rules: 3..63 of a-z 0-9 .
+ * -, starting and ending with a letter or digit, no "..", ".-" or "-.",
+ * not an IPv4 address, not xn--* sthree-* *-s3alias *--ol-s3. */
 bool sv_bucket_ok(const char *name);
 
 /* A bucket's owner (serve_owner.c): a name no key component can have. */

@@ -50,6 +50,22 @@ void sv_meta_release(struct sv_meta *m)
 	m->headers = NULL;
 }
 
+/* Whether name has the form of an IPv4 address (four dotted numbers). */
+static bool is_ipv4(const char *name)
+{
+	unsigned a, b, c, d;
+	char end;
+
+	return sscanf(name, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &end) == 4;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && !strcmp(s + n - t, tail);
+}
+
 bool sv_bucket_ok(const char *name)
 {
 	size_t n = strlen(name), i;
@@ -64,10 +80,12 @@ bool sv_bucket_ok(const char *name)
 			return false;
 		if (!alnum && (i == 0 || i == n - 1))
 			return false;
-		if (c == '.' && name[i - 1] == '.')
+		/* No "..", ".-" or "-." (S3's rules for DNS names). */
+		if (c == '.' && (name[i - 1] == '.' || name[i - 1] == '-' || name[i + 1] == '-'))
 			return false;
 	}
-	return true;
+	return !is_ipv4(name) && strncmp(name, "xn--", 4) && strncmp(name, "sthree-", 7) &&
+	       !ends_with(name, "-s3alias") && !ends_with(name, "--ol-s3");
 }
 
 bool sv_is_temp(const char *name)

@@ -32,33 +32,15 @@ static long tag_chars(const char *s)
 	long n = 0;
 
 	while (*p) {
-		unsigned c = *p, len, i;
 		uint32_t cp;
+		int len = sv_utf8_next(p, &cp);
 
-		if (c < 0x80) {
-			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			      (c >= '0' && c <= '9') || strchr(" +-=._:/@", (int)c)))
-				return -1;
-			p++, n++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			len = 2, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			len = 3, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			len = 4, cp = c & 0x07;
-		else
+		if (len < 0)
 			return -2;
-		for (i = 1; i < len; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return -2;
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return -2; /* overlong, or a surrogate */
-		if (cp < 0xa0)
+		if (cp < 0x80 && !((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+				   (cp >= '0' && cp <= '9') || strchr(" +-=._:/@", (int)cp)))
+			return -1;
+		if (cp >= 0x80 && cp < 0xa0)
 			return -1; /* a C1 control */
 		p += len, n++;
 	}

@@ -229,6 +229,21 @@ def other_headers(s3, b):
 
 
 @case
+def names_and_forms(s3, b):
+    for name in ("192.168.5.123", "foo.-bar", "foo-.bar", "a..b", "xn--abc"):
+        st, body = raw(s3, "PUT", f"/{name}")
+        check(f"bucket name {name}", st == 400 and b"InvalidBucketName" in body,
+              f"{st} {body[:200]!r}")
+    st, body = raw(s3, "GET", f"/{b}/%AE%8A-")
+    check("a key that is no UTF-8", st == 400 and b"InvalidURI" in body, f"{st} {body[:200]!r}")
+    st, body = raw(s3, "POST", f"/{b}", {"Content-Type": "multipart/form-data; boundary=x"},
+                   b"--x\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk\r\n--x--\r\n",
+                   sign=False)
+    check("a form upload", st == 501 and b"POST Object" in body, f"{st} {body[:200]!r}")
+    absent(s3, b, "k")
+
+
+@case
 def conditional_deletes(s3, b):
     """If-Match on DeleteObject and ETag in DeleteObjects delete only the
     object as the client saw it; the conditions not served are refused."""
