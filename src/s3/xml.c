@@ -383,11 +383,7 @@ static int list_doc(enum doc doc, const char *xml, size_t n, struct s3_list *out
 		out->next_token = NULL;
 	}
 	while (ret && out->n > n0) {
-		struct s3_entry *e = &out->v[--out->n];
-
-		free(e->name);
-		free(e->mtime);
-		free(e->etag);
+		entry_free(&out->v[--out->n]);
 	}
 	return ret;
 }

@@ -17,7 +17,9 @@
  * request, and is left out of their ListBuckets; objects are their bucket
  * owner's (as S3's BucketOwnerEnforced). */
 #include "s3/serve/serve_ops.h"
+#include "s3/xml.h"
 
+#include "core/err.h"
 #include "core/hex.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -231,13 +233,41 @@ int sv_delete_bucket(struct call *k, int bfd)
 	return sv_fail_errno(k, -err);
 }
 
+/* The CreateBucketConfiguration's LocationConstraint, if any: every
+ * bucket here is in us-east-1 (GetBucketLocation, ListBuckets), so
+ * another region is refused as S3's endpoint of one region refuses it,
+ * rather than taken and forgotten.  0 to go on; else an answer was sent
+ * (1) or could not be (-errno). */
+static int location_ok(struct call *k)
+{
+	char where[64];
+	char *xml = NULL;
+	size_t n;
+	int ret;
+
+	if ((ret = sv_take_xml(k, true, &xml, &n)))
+		return ret;
+	ret = n ? s3_xml_field(xml, n, "CreateBucketConfiguration", "LocationConstraint", where,
+			       sizeof(where))
+		: 0;
+	free(xml);
+	if (ret == -RDX_EPROTO)
+		return sv_fail(k, 400, "MalformedXML",
+			       "rds3 serve reads a CreateBucketConfiguration with a LocationConstraint, nothing else") ? -EIO : 1;
+	if (ret || (n && *where && strcmp(where, "us-east-1")))
+		return sv_fail(k, 400, "IllegalLocationConstraintException",
+			       "rds3 serve keeps every bucket in us-east-1: create it with no LocationConstraint (region us-east-1)") ? -EIO : 1;
+	return 0;
+}
+
 int sv_create_bucket(struct call *k)
 {
 	struct server *s = k->s;
 	char loc[96];
 	int ret, bfd;
 
-	sv_body_skip(k->c, k->r, 1 << 16); /* CreateBucketConfiguration */
+	if ((ret = location_ok(k)))
+		return ret < 0 ? ret : 0;
 	if (!s->shared)
 		ret = mkdirat(s->root, k->bucket, 0777) ? -errno : 0;
 	else

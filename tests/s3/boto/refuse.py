@@ -229,6 +229,17 @@ def other_headers(s3, b):
 
 
 @case
+def locations(s3, b):
+    """Every bucket here is in us-east-1: another LocationConstraint is
+    refused as S3's regional endpoints refuse one of another region."""
+    fails("eu-west-1", 400, "IllegalLocationConstraintException", s3.create_bucket,
+          Bucket=b + "-eu", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    equal("no bucket made", error_of(s3.head_bucket, Bucket=b + "-eu")[0], 404)
+    equal("where the others are", s3.get_bucket_location(Bucket=b).get("LocationConstraint"),
+          None)
+
+
+@case
 def names_and_forms(s3, b):
     for name in ("192.168.5.123", "foo.-bar", "foo-.bar", "a..b", "xn--abc"):
         st, body = raw(s3, "PUT", f"/{name}")
