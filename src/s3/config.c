@@ -9,10 +9,7 @@
 
 #define INI_MAX_BYTES (1u << 20)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void s3_errf(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -23,7 +20,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ INI */
 
-static char *trim(char *s)
+char *s3_trim(char *s)
 {
 	char *e;
 
@@ -87,7 +84,7 @@ int s3_ini_get(const char *path, const char *section, const char *key,
 			*next++ = '\0';
 		if (*line == ' ' || *line == '\t') /* nested block: not ours */
 			continue;
-		s = trim(line);
+		s = s3_trim(line);
 		if (!*s || *s == '#' || *s == ';')
 			continue;
 		if (*s == '[') {
@@ -96,15 +93,15 @@ int s3_ini_get(const char *path, const char *section, const char *key,
 			if (!end)
 				continue;
 			*end = '\0';
-			in = !strcmp(trim(s + 1), section);
+			in = !strcmp(s3_trim(s + 1), section);
 			continue;
 		}
 		if (!in || !(eq = strchr(s, '=')))
 			continue;
 		*eq = '\0';
-		if (strcmp(trim(s), key))
+		if (strcmp(s3_trim(s), key))
 			continue;
-		*out = strdup(trim(eq + 1));
+		*out = strdup(s3_trim(eq + 1));
 		ret = *out ? 1 : -ENOMEM;
 	}
 	free(text);
@@ -125,11 +122,11 @@ static bool ini_has_section(const char *path, const char *section)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		s = trim(line);
+		s = s3_trim(line);
 		if (*s != '[' || !(end = strrchr(s, ']')))
 			continue;
 		*end = '\0';
-		found = !strcmp(trim(s + 1), section);
+		found = !strcmp(s3_trim(s + 1), section);
 	}
 	free(text);
 	return found;
@@ -263,7 +260,7 @@ struct loading {
 /* Says that the files could not be read (ret: -errno).  Returns -EINVAL. */
 static int file_error(const struct loading *l, int ret)
 {
-	set_err(l->err, l->errlen, "cannot read the AWS configuration (%s or %s): %s",
+	s3_errf(l->err, l->errlen, "cannot read the AWS configuration (%s or %s): %s",
 		l->cred_file ? l->cred_file : "~/.aws/credentials",
 		l->conf_file ? l->conf_file : "~/.aws/config",
 		ret == -EFBIG ? "larger than 1 MiB" : strerror(-ret));
@@ -316,7 +313,7 @@ static int load_endpoint(struct s3_config *cfg, const struct loading *l)
 	if (s) {
 		cfg->custom = true;
 		if (s3_parse_endpoint(cfg, s)) {
-			set_err(l->err, l->errlen,
+			s3_errf(l->err, l->errlen,
 				"invalid endpoint '%s' (from %s): expected http[s]://host[:port]",
 				s, cfg->endpoint_source);
 			ret = -EINVAL;
@@ -329,7 +326,7 @@ static int load_endpoint(struct s3_config *cfg, const struct loading *l)
 		if (!*cfg->region || strspn(cfg->region, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
 					     strlen(cfg->region) ||
 		    s3_parse_endpoint(cfg, url)) {
-			set_err(l->err, l->errlen, "invalid region '%s'", cfg->region);
+			s3_errf(l->err, l->errlen, "invalid region '%s'", cfg->region);
 			ret = -EINVAL;
 		}
 	}
@@ -365,7 +362,7 @@ static int load_credentials(struct s3_config *cfg, const struct loading *l)
 		return file_error(l, ret);
 	if (!cfg->access_key || !cfg->secret_key || !*cfg->access_key ||
 	    !*cfg->secret_key) {
-		set_err(l->err, l->errlen,
+		s3_errf(l->err, l->errlen,
 			"no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
 			"put them in profile '%s' of ~/.aws/credentials, or use --no-sign-request",
 			l->profile);
@@ -399,7 +396,7 @@ int s3_config_load(struct s3_config *cfg, const struct s3_config_opts *o,
 	if ((o->profile || env("AWS_PROFILE")) && strcmp(l.profile, "default") &&
 	    !(l.cred_file && ini_has_section(l.cred_file, l.profile)) &&
 	    !(l.conf_file && ini_has_section(l.conf_file, section))) {
-		set_err(err, errlen, "the profile '%s' is in neither %s nor %s",
+		s3_errf(err, errlen, "the profile '%s' is in neither %s nor %s",
 			l.profile, l.cred_file ? l.cred_file : "~/.aws/credentials",
 			l.conf_file ? l.conf_file : "~/.aws/config");
 		ret = -EINVAL;

@@ -73,4 +73,13 @@ int s3_parse_endpoint(struct s3_config *cfg, const char *url);
  * of a-z 0-9 '-', no dots (TLS wildcards do not cover them). */
 bool s3_bucket_dns_ok(const char *bucket);
 
+/* Formats a reason into err (errlen bytes), for the loaders that say why
+ * a file is refused (here and rds3 serve's --users). */
+void s3_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* s without its leading blanks and trailing blanks and CR (changed in
+ * place): an INI line's parts. */
+char *s3_trim(char *s);
+
 #endif

@@ -29,7 +29,7 @@ teardown_file() {
 setup() {
 	common_setup
 	[ -x "$RDS3" ] || fail "rds3 not built: $RDS3"
-	command -v s3fs >/dev/null || skip "s3fs is not installed (scripts/deps.sh --test)"
+	command -v s3fs >/dev/null || fail "s3fs is not installed (scripts/deps.sh test installs it)"
 	[ -c /dev/fuse ] || skip "no /dev/fuse here"
 	MNT=$D/mnt S3FS_PID=
 	B=fs$BATS_TEST_NUMBER-$RANDOM

@@ -11,6 +11,7 @@
 #include "s3/serve/serve.h"
 #include "s3/sigv4.h"
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -251,6 +252,11 @@ int sv_meta_get(int fd, struct sv_meta *m);
 /* Records m on fd.  Returns 0, -ENOTSUP (the file system keeps no user
  * extended attributes) or -errno. */
 int sv_meta_set(int fd, const struct sv_meta *m);
+
+/* The directory dir (any descriptor of it, O_PATH too) opened for
+ * readdir on a descriptor of its own.  NULL with errno set when it
+ * cannot be. */
+DIR *sv_opendir(int dir);
 
 /* Opens the bucket directory (O_PATH | O_DIRECTORY, never through a
  * symlink).  Returns the fd or -ENOENT / -errno. */

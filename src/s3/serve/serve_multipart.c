@@ -151,13 +151,10 @@ void sv_sweep_uploads(struct server *s, bool at_start)
 {
 	time_t now = time(NULL), max_age = (time_t)s->o->upload_expiry_days * 86400;
 	int u = sv_uploads_fd(s->root, false);
-	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = u < 0 ? NULL : sv_opendir(u);
 	unsigned expired = 0, temps = 0;
 	struct dirent *de;
 
-	if (!d && fd >= 0)
-		close(fd);
 	while (d && (de = readdir(d))) {
 		struct stat st;
 		int up;
@@ -212,13 +209,10 @@ void sv_sweep_uploads(struct server *s, bool at_start)
 void sv_drop_uploads(int root, const char *bucket)
 {
 	int u = sv_uploads_fd(root, false);
-	int fd = u < 0 ? -1 : openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = u < 0 ? NULL : sv_opendir(u);
 	size_t bl = strlen(bucket);
 	struct dirent *de;
 
-	if (!d && fd >= 0)
-		close(fd);
 	while (d && (de = readdir(d))) {
 		char info[80];
 		ssize_t n;
@@ -597,15 +591,11 @@ static int write_done(int up, const char *etag, const struct stat *st, const str
  * "done". */
 static void drop_parts(int up)
 {
-	int fd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = sv_opendir(up);
 	struct dirent *de;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		    strcmp(de->d_name, "key") && strcmp(de->d_name, "done"))

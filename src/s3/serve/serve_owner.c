@@ -147,17 +147,13 @@ static int make_owned(int root, const char *name, const struct sv_user *u)
 
 int sv_owners_start(struct server *s)
 {
-	int fd = openat(s->root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = sv_opendir(s->root);
 	struct dirent *de;
 	char probe[64];
 	int ret;
 
 	/* What a killed server was making is nobody's yet. */
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-	} else {
+	if (d) {
 		while ((de = readdir(d)))
 			if (!strncmp(de->d_name, MAKING, sizeof(MAKING) - 1))
 				remove_owned(dirfd(d), de->d_name);
@@ -178,17 +174,12 @@ int sv_owners_start(struct server *s)
 /* Whether bucket bfd holds anything but its owner: 1, 0, or -errno. */
 static int holds_keys(int bfd)
 {
-	int fd = openat(bfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = sv_opendir(bfd);
 	struct dirent *de;
 	int ret = 0;
 
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	if (!d)
+		return -errno;
 	while (!ret && (de = readdir(d)))
 		ret = strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
 		      strcmp(de->d_name, SV_OWNER_NAME);
@@ -309,20 +300,15 @@ static int by_name(const void *a, const void *b)
 static int own_buckets(struct call *k, const char *prefix, const char *after,
 		       struct bucket **out, size_t *n)
 {
-	int fd = openat(k->s->root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = sv_opendir(k->s->root);
 	struct bucket *v = NULL;
 	size_t cap = 0;
 	struct dirent *de;
 	int ret = 0;
 
 	*n = 0;
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
-		return ret;
-	}
+	if (!d)
+		return -errno;
 	while ((de = readdir(d))) {
 		struct stat st;
 		int bfd;

@@ -250,6 +250,19 @@ int sv_meta_set(int fd, const struct sv_meta *m)
 
 /* -------------------------------------------------------------- objects */
 
+DIR *sv_opendir(int dir)
+{
+	int fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+	}
+	return d;
+}
+
 int sv_bucket_open(int root, const char *bucket)
 {
 	int fd = openat(root, bucket, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

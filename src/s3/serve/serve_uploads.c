@@ -157,7 +157,7 @@ static int consider(struct up_page *p, const struct up_args *a, char *key,
 /* The page: every upload of the bucket considered. */
 static int collect(struct call *k, const struct up_args *a, struct up_page *p)
 {
-	int u = sv_uploads_fd(k->s->root, false), fd, ret = 0;
+	int u = sv_uploads_fd(k->s->root, false), ret = 0;
 	struct dirent *de;
 	DIR *d;
 
@@ -165,12 +165,9 @@ static int collect(struct call *k, const struct up_args *a, struct up_page *p)
 		return 0;
 	if (u < 0)
 		return u;
-	fd = openat(u, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
+	d = sv_opendir(u);
 	if (!d) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
 		close(u);
 		return ret;
 	}
@@ -303,16 +300,12 @@ static int part_cmp(const void *a, const void *b)
  * -errno. */
 static int part_numbers(int up, unsigned *v)
 {
-	int fd = openat(up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = sv_opendir(up);
 	struct dirent *de;
 	size_t n = 0;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return -errno;
-	}
 	while ((de = readdir(d)) && n < SV_PARTS_MAX) {
 		char *end;
 		unsigned long pn = strtoul(de->d_name, &end, 10);

@@ -16,6 +16,8 @@
  * or when someone else owns it. */
 #include "s3/serve/serve_int.h"
 
+#include "s3/config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -26,18 +28,6 @@
 #include <unistd.h>
 
 #define FILE_MAX (1u << 20)
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* An access key goes into Credential=KEY/DATE/... and the RDMA login:
  * letters, digits and a few marks, no '/', ',' or space. */
@@ -65,18 +55,6 @@ static bool text_ok(const char *s, size_t max, bool name)
 		if (*s < 0x21 || *s > 0x7e || (name && *s == ']'))
 			return false;
 	return true;
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-		*--e = '\0';
-	return s;
 }
 
 static void user_release(struct sv_user *u)
@@ -139,14 +117,14 @@ static int index_users(struct sv_users *u, char *err, size_t errlen)
 	size_t i;
 
 	if (!u->n) {
-		say(err, errlen, "no users in it");
+		s3_errf(err, errlen, "no users in it");
 		return -EINVAL;
 	}
 	u->by_key = malloc(u->n * sizeof(*u->by_key));
 	names = malloc(u->n * sizeof(*names));
 	if (!u->by_key || !names) {
 		free(names);
-		say(err, errlen, "out of memory");
+		s3_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < u->n; i++)
@@ -155,13 +133,13 @@ static int index_users(struct sv_users *u, char *err, size_t errlen)
 	qsort(names, u->n, sizeof(*names), by_name);
 	for (i = 1; i < u->n; i++) {
 		if (!strcmp(u->by_key[i - 1]->access_key, u->by_key[i]->access_key)) {
-			say(err, errlen, "the access key '%s' is given twice",
+			s3_errf(err, errlen, "the access key '%s' is given twice",
 			    u->by_key[i]->access_key);
 			free(names);
 			return -EINVAL;
 		}
 		if (!strcmp(names[i - 1]->name, names[i]->name)) {
-			say(err, errlen, "the user '%s' is given twice", names[i]->name);
+			s3_errf(err, errlen, "the user '%s' is given twice", names[i]->name);
 			free(names);
 			return -EINVAL;
 		}
@@ -181,11 +159,11 @@ static int pair_line(struct sv_users *u, char *s, unsigned line, char *err, size
 	secret += strspn(secret, " \t");
 	end = secret + strcspn(secret, " \t");
 	if (!*secret || *end) {
-		say(err, errlen, "line %u: expected ACCESS_KEY SECRET", line);
+		s3_errf(err, errlen, "line %u: expected ACCESS_KEY SECRET", line);
 		return -EINVAL;
 	}
 	if (!key_ok(key) || !text_ok(secret, SV_USER_SECRET_MAX, false)) {
-		say(err, errlen, "line %u: %s", line,
+		s3_errf(err, errlen, "line %u: %s", line,
 		    !key_ok(key) ? "an access key is 1 to 128 letters, digits or -_.+=@~"
 				 : "a secret key is 1 to 256 printable characters");
 		return -EINVAL;
@@ -208,13 +186,13 @@ static int profile_end(struct sv_users *u, struct profile *p, char *err, size_t 
 	if (!p->name[0] || (!p->key && !p->secret))
 		return 0;
 	if (!p->key || !p->secret) {
-		say(err, errlen, "line %u: the profile '%s' has %s but no %s", p->line, p->name,
+		s3_errf(err, errlen, "line %u: the profile '%s' has %s but no %s", p->line, p->name,
 		    p->key ? "aws_access_key_id" : "aws_secret_access_key",
 		    p->key ? "aws_secret_access_key" : "aws_access_key_id");
 		return -EINVAL;
 	}
 	if (!key_ok(p->key) || !text_ok(p->secret, SV_USER_SECRET_MAX, false)) {
-		say(err, errlen, "line %u: the profile '%s': %s", p->line, p->name,
+		s3_errf(err, errlen, "line %u: the profile '%s': %s", p->line, p->name,
 		    !key_ok(p->key) ? "an access key is 1 to 128 letters, digits or -_.+=@~"
 				    : "a secret key is 1 to 256 printable characters");
 		return -EINVAL;
@@ -234,17 +212,17 @@ static int ini_line(struct sv_users *u, struct profile *p, char *s, unsigned lin
 		char *end = s + strlen(s) - 1;
 
 		if (*end != ']') {
-			say(err, errlen, "line %u: a profile's name is in [brackets]", line);
+			s3_errf(err, errlen, "line %u: a profile's name is in [brackets]", line);
 			return -EINVAL;
 		}
 		if ((ret = profile_end(u, p, err, errlen)))
 			return ret;
 		*end = '\0';
-		name = trim(s + 1);
+		name = s3_trim(s + 1);
 		if (!strncmp(name, "profile ", 8) || !strncmp(name, "profile\t", 8))
-			name = trim(name + 8);
+			name = s3_trim(name + 8);
 		if (!text_ok(name, SV_USER_NAME_MAX, true)) {
-			say(err, errlen, "line %u: a profile's name is 1 to 64 printable characters, no space", line);
+			s3_errf(err, errlen, "line %u: a profile's name is 1 to 64 printable characters, no space", line);
 			return -EINVAL;
 		}
 		snprintf(p->name, sizeof(p->name), "%s", name);
@@ -253,18 +231,18 @@ static int ini_line(struct sv_users *u, struct profile *p, char *s, unsigned lin
 	}
 	eq = strchr(s, '=');
 	if (!p->name[0] || !eq) {
-		say(err, errlen, "line %u: %s", line,
+		s3_errf(err, errlen, "line %u: %s", line,
 		    !p->name[0] ? "a key outside any [profile]" : "expected NAME = VALUE");
 		return -EINVAL;
 	}
 	*eq = '\0';
-	name = trim(s);
-	value = trim(eq + 1);
+	name = s3_trim(s);
+	value = s3_trim(eq + 1);
 	if (strcmp(name, "aws_access_key_id") && strcmp(name, "aws_secret_access_key"))
 		return 0; /* region and the like: not the server's */
 	slot = !strcmp(name, "aws_access_key_id") ? &p->key : &p->secret;
 	if (*slot) {
-		say(err, errlen, "line %u: %s is given twice in the profile '%s'", line, name,
+		s3_errf(err, errlen, "line %u: %s is given twice in the profile '%s'", line, name,
 		    p->name);
 		return -EINVAL;
 	}
@@ -287,7 +265,7 @@ int sv_users_parse(char *text, struct sv_users *u, char *err, size_t errlen)
 		if (next)
 			*next++ = '\0';
 		n++;
-		s = trim(line);
+		s = s3_trim(line);
 		if (!*s || *s == '#' || (ini && *s == ';')) /* ';': INI's too */
 			continue;
 		if (ini < 0)
@@ -298,9 +276,9 @@ int sv_users_parse(char *text, struct sv_users *u, char *err, size_t errlen)
 	if (!ret && ini == 1)
 		ret = profile_end(u, &p, err, errlen);
 	if (ret == -ENOMEM)
-		say(err, errlen, "out of memory");
+		s3_errf(err, errlen, "out of memory");
 	else if (ret == -E2BIG)
-		say(err, errlen, "more than %u users", SV_USERS_MAX);
+		s3_errf(err, errlen, "more than %u users", SV_USERS_MAX);
 	if (!ret)
 		ret = index_users(u, err, errlen);
 	if (ret)
@@ -331,22 +309,22 @@ int sv_users_load(const char *path, struct sv_users *u, char *err, size_t errlen
 
 	memset(u, 0, sizeof(*u));
 	if (fd < 0) {
-		say(err, errlen, "%s", strerror(errno));
+		s3_errf(err, errlen, "%s", strerror(errno));
 		return -errno;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > FILE_MAX) {
-		say(err, errlen, "%s", !S_ISREG(st.st_mode) ? "not a regular file" : "over 1 MiB");
+		s3_errf(err, errlen, "%s", !S_ISREG(st.st_mode) ? "not a regular file" : "over 1 MiB");
 		close(fd);
 		return -EINVAL;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		say(err, errlen, "it holds secret keys and group or others may use it (mode %04o): "
+		s3_errf(err, errlen, "it holds secret keys and group or others may use it (mode %04o): "
 				 "chmod 600 it", (unsigned)(st.st_mode & 07777));
 		close(fd);
 		return -EPERM;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		say(err, errlen, "it holds secret keys and is owned by another user (uid %u)",
+		s3_errf(err, errlen, "it holds secret keys and is owned by another user (uid %u)",
 		    (unsigned)st.st_uid);
 		close(fd);
 		return -EPERM;
@@ -354,16 +332,16 @@ int sv_users_load(const char *path, struct sv_users *u, char *err, size_t errlen
 	text = malloc((size_t)st.st_size + 1);
 	if (!text) {
 		close(fd);
-		say(err, errlen, "out of memory");
+		s3_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	got = rdx_read_full(fd, text, (size_t)st.st_size, NULL);
 	ret = got < 0 ? (int)got : 0;
 	close(fd);
 	if (ret) {
-		say(err, errlen, "%s", strerror(-ret));
+		s3_errf(err, errlen, "%s", strerror(-ret));
 	} else if (memchr(text, '\0', (size_t)got)) {
-		say(err, errlen, "a NUL byte in it: not a text file");
+		s3_errf(err, errlen, "a NUL byte in it: not a text file");
 		ret = -EINVAL;
 	} else {
 		text[got] = '\0';
