@@ -166,49 +166,74 @@ static bool read_u64(const char *path, const char *key, uint64_t *out)
 	return ok;
 }
 
-/* What the cgroup at /sys/fs/cgroup + cg lets its page cache grow to:
- * its limit less what it holds that is not page cache. */
-static bool cgroup_room(const char *cg, uint64_t *room)
+/* A memory cgroup's files: v2's, or v1's (the memory controller's own
+ * hierarchy, as on hosts that have not moved to v2). */
+struct cgfiles {
+	const char *root, *max, *cur, *cache;
+};
+static const struct cgfiles cg_v2 = { "/sys/fs/cgroup", "memory.max", "memory.current", "file" };
+static const struct cgfiles cg_v1 = { "/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+				      "memory.usage_in_bytes", "total_cache" };
+
+/* What the cgroup cg lets its page cache grow to: its limit less what it
+ * holds that is not page cache.  False where it has no limit. */
+static bool cgroup_room(const struct cgfiles *f, const char *cg, uint64_t *room)
 {
 	char path[4200];
-	uint64_t max, cur, file = 0;
+	uint64_t max, cur, cache = 0;
 
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.max", cg);
-	if (!read_u64(path, NULL, &max)) /* "max", or no such file */
+	snprintf(path, sizeof(path), "%s%s/%s", f->root, cg, f->max);
+	if (!read_u64(path, NULL, &max) || max >= (uint64_t)1 << 62) /* "max", v1's none */
 		return false;
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current", cg);
+	snprintf(path, sizeof(path), "%s%s/%s", f->root, cg, f->cur);
 	if (!read_u64(path, NULL, &cur))
 		return false;
-	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.stat", cg);
-	read_u64(path, "file", &file);
-	cur = cur > file ? cur - file : 0;
+	snprintf(path, sizeof(path), "%s%s/memory.stat", f->root, cg);
+	read_u64(path, f->cache, &cache);
+	cur = cur > cache ? cur - cache : 0;
 	*room = max > cur ? max - cur : 0;
 	return true;
 }
 
-uint64_t rdx_mem_available(void)
+/* The least room of cg and the cgroups above it (any level's limit holds
+ * for what is below), into *avail. */
+static void cgroup_limit(const struct cgfiles *f, char *cg, uint64_t *avail)
 {
-	uint64_t avail = meminfo("MemAvailable"), room;
-	FILE *f = fopen("/proc/self/cgroup", "re");
-	char line[4096], *cg = NULL, *slash;
+	uint64_t room;
+	char *slash;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::/", 4)) {
-			line[strcspn(line, "\n")] = '\0';
-			cg = line + 3;
-			break;
-		}
-	if (f)
-		fclose(f);
-	/* Up the hierarchy: any level's limit holds for what is below. */
-	while (cg && *cg && !strstr(cg, "/..")) {
-		if (cgroup_room(cg, &room) && (!avail || room < avail))
-			avail = room ? room : 1;
+	while (*cg == '/' && !strstr(cg, "/..")) {
+		if (cgroup_room(f, cg, &room) && (!*avail || room < *avail))
+			*avail = room ? room : 1;
 		slash = strrchr(cg, '/');
-		if (!slash || slash == cg)
+		if (slash == cg)
 			break;
 		*slash = '\0';
 	}
+}
+
+uint64_t rdx_mem_available(void)
+{
+	uint64_t avail = meminfo("MemAvailable");
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+
+	/* "0::/path" (v2), "N:...memory...:/path" (v1). */
+	while (f && fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!cg)
+			continue;
+		*ctl++ = '\0';
+		*cg++ = '\0';
+		cg[strcspn(cg, "\n")] = '\0';
+		if (!strcmp(line, "0") && !*ctl)
+			cgroup_limit(&cg_v2, cg, &avail);
+		else if (strstr(ctl, "memory"))
+			cgroup_limit(&cg_v1, cg, &avail);
+	}
+	if (f)
+		fclose(f);
 	return avail;
 }
 
