@@ -128,8 +128,8 @@ static int file_rewind(void *ctx)
  * over the session's downloads), into out's writes from now on: its
  * first range is written, through the cache, before the size is known,
  * and leaves it after the fsync where the rest goes around it.  why gets
- * the plan in words. */
-static void plan_writes(const struct s3_xfer_opts *o, struct s3_out *out, uint64_t size,
+ * the plan in words.  Returns whether it goes around the cache. */
+static bool plan_writes(const struct s3_xfer_opts *o, struct s3_out *out, uint64_t size,
 			char *why, size_t len)
 {
 	struct rdx_wneed n = { .policy = o->direct, .size_known = true, .size = size,
@@ -141,6 +141,7 @@ static void plan_writes(const struct s3_xfer_opts *o, struct s3_out *out, uint64
 	if (p.direct_from && o->cached)
 		atomic_fetch_add(o->cached, size);
 	rdx_wplan_say(&p, &n, why, len);
+	return p.direct_from == 0;
 }
 
 /* A range's bytes into memory, for stdout, which takes them in order. */
@@ -727,6 +728,7 @@ static int fetch_ranges(struct fetch_job *f)
 	uint64_t ps = o->part_size;
 	unsigned nparts = 0, n, dl;
 	char why[256] = "";
+	bool around = false; /* the plan: O_DIRECT */
 	bool asked = false, hashed;
 	struct down *d;
 	int ret;
@@ -765,7 +767,7 @@ static int fetch_ranges(struct fetch_job *f)
 	info->encrypted = rg.encrypted;
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
 	if (!out->is_stdout)
-		plan_writes(o, out, rg.total, why, sizeof(why));
+		around = plan_writes(o, out, rg.total, why, sizeof(why));
 	if (rg.whole || rg.total <= start + o->part_size) {
 		/* All of it came in the first range, hashed: a plain MD5 needs
 		 * no reading back (a multipart one is read back in parts, by
@@ -858,9 +860,11 @@ static int fetch_ranges(struct fetch_job *f)
 		if (ret)
 			goto out;
 	}
-	rdx_info(1, "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time%s%s",
+	rdx_info(1, "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time%s%s%s",
 		 bucket, key, d->total - start, d->nranges, o->concurrency,
-		 out->is_stdout ? "" : ", written: ", out->is_stdout ? "" : why);
+		 out->is_stdout ? "" : ", written: ", out->is_stdout ? "" : why,
+		 around && !d->pool ? ", which the file system refuses: through the page cache"
+				    : "");
 	ret = download_rest(c, o, d);
 	if (!ret && d->part_md5)
 		ret = check_part_md5s(c, bucket, key, d->etag,
