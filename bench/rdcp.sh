@@ -11,12 +11,14 @@
 #
 # Environment (all optional):
 #   SIZE=4G        the one file; suffixes K M G T (powers of 1024)
+#   MODEL=1G       each of the 10 big files of the "ready" case's model-like
+#                  tree (MODEL_FILES=10 of them, and 200 files of 4..64 KiB)
 #   COUNT=20000    files in the tree, 4..64 KiB each (sizes and bytes are
 #                  the same on every run), 1000 to a directory
 #   RUNS=1         repeat every row RUNS times (interleaved); keep the fastest
 #   ONLY=regex     run only rows whose "TOOL CASE" matches; TOOL one of scp
-#                  rsync tar rdcp rdcp--encrypt, CASE one of file tree
-#                  (e.g. ONLY='file', ONLY='scp|rdcp ')
+#                  rsync tar rdcp rdcp--direct rdcp--encrypt, CASE one of
+#                  file tree ready (e.g. ONLY='file', ONLY='scp|rdcp ')
 #   TIMEOUT=...    seconds one copy may run (default 300 + 1 s per 10 MB
 #                  + 1 s per 50 files)
 #   RDCP           path of rdcp (default build/rdcp; rdsend and rdrecv are
@@ -39,8 +41,15 @@
 #   rdcp           rdcp SRC rdxhost:DST; the tree with rdcp -r when this
 #                  build has it (rdcp --help lists --recursive), else the
 #                  row says "rdcp -r: not available in this build"
+#   rdcp --direct  rdcp --direct always: every big file written with
+#                  O_DIRECT, as rdcp did before --direct (file and ready)
 #   rdcp --encrypt the file only
-# The SSH tools use OpenSSH's default cipher (chacha20-poly1305); plain
+#
+# Cases: file (the one file), tree (COUNT small files), and ready: a
+# model-like tree copied and then read back once (cat of every file to
+# /dev/null), the two timed together: what a worker that loads the
+# weights right after the copy waits for.  A copy left in the page cache
+# is read from memory, one written around it from the disk.# The SSH tools use OpenSSH's default cipher (chacha20-poly1305); plain
 # rdcp sends the data in the clear, rdcp --encrypt with AES-256-GCM.
 #
 # What is measured, per row: wall seconds of the client command (process
@@ -65,6 +74,8 @@
 bench_init rdcp
 
 BYTES=$(to_bytes "${SIZE:-4G}")
+MODEL_ONE=$(to_bytes "${MODEL:-1G}")
+MODEL_FILES=${MODEL_FILES:-10}
 COUNT=${COUNT:-20000}
 RDCP=${RDCP:-$BENCH_REPO/build/rdcp}
 read -r -a RDCP_EXTRA <<<"${RDCP_OPTS:-}"
@@ -106,10 +117,19 @@ wait_until 10 ssh_ok || { cat "$TMPD/ssh.err" >&2; die "cannot log in to the tes
 SSHD_PID=$(cat "$SSHD_DIR/sshd.pid")
 CIPHER=$(ssh -G "${SSH_OPTS[@]}" rdxhost 2>/dev/null | sed -n 's/^ciphers //p' | cut -d, -f1)
 
+# want_case CASE: some row of CASE matches ONLY
+want_case() {
+	local t
+	for t in scp rsync tar rdcp rdcp--direct; do
+		want "$t $1" && return 0
+	done
+	return 1
+}
+
 # ---------------------------------------------------------------- data
 avail=$(df -P -B1 "$TMPD" | awk 'NR==2 {print $4}')
 # the file and its copy; the tree and a copy per tree row (kept to the end)
-need=$((BYTES * 2 + COUNT * 65536 * (1 + 4 * ${RUNS:-1}) + 512 * 1024 * 1024))
+need=$((BYTES * 2 + COUNT * 65536 * (1 + 4 * ${RUNS:-1}) + 2 * MODEL_FILES * MODEL_ONE + 512 * 1024 * 1024))
 [ "$avail" -gt "$need" ] || die "need $need bytes free under $TMPD, have $avail"
 SRC=$TMPD/one.bin
 TREE=$TMPD/tree
@@ -117,8 +137,22 @@ log "generating $BYTES bytes and a tree of $COUNT files in $TMPD"
 mkdata "$SRC" "$BYTES"
 mktree_bench "$TREE" "$COUNT"
 TREE_BYTES=$(find "$TREE" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+# the model: MODEL_FILES shards (each its own bytes), a config, 200 small files
+MODEL_DIR=$TMPD/model
+if want_case ready; then
+	mkdir -p "$MODEL_DIR"
+	for i in $(seq 1 "$MODEL_FILES"); do
+		f=$(printf '%s/model-%05d-of-%05d.safetensors' "$MODEL_DIR" "$i" "$MODEL_FILES")
+		openssl enc -aes-128-ctr -nosalt -pbkdf2 -pass "pass:rdxfer-model-$i" </dev/zero 2>/dev/null |
+			head -c "$MODEL_ONE" >"$f" || true
+		[ "$(stat -c %s "$f")" -eq "$MODEL_ONE" ] || die "could not generate $f"
+	done
+	mktree_bench "$MODEL_DIR/small" 200
+fi
+MODEL_BYTES=$(find "$MODEL_DIR" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}')
 cat "$SRC" >/dev/null
 find "$TREE" -type f -exec cat {} + >/dev/null
+[ ! -d "$MODEL_DIR" ] || find "$MODEL_DIR" -type f -exec cat {} + >/dev/null
 
 # rdcp's tree mode: listed in --help, or a local trial copy works
 RDCP_R=0
@@ -134,9 +168,10 @@ else
 fi
 
 # ---------------------------------------------------------------- rows
-# cmd TOOL CASE SRC DST: fills CMD (run in namespace B)
+# cmd TOOL CASE SRC DST: fills CMD (run in namespace B); the ready case
+# copies a tree as the tree case does
 cmd() {
-	local tool=$1 c=$2 src=$3 dst=$4
+	local tool=$1 c=${2/ready/tree} src=$3 dst=$4
 	case "$tool $c" in
 	"scp file") CMD=(scp -q "${SSH_OPTS[@]}" "$src" "rdxhost:$dst") ;;
 	"scp tree") CMD=(scp -q -r "${SSH_OPTS[@]}" "$src" "rdxhost:$dst") ;;
@@ -153,6 +188,8 @@ cmd() {
 	"rdcp file") CMD=("$RDCP" -q "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
 	"rdcp tree") CMD=("$RDCP" -q -r "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
 	"rdcp--encrypt file") CMD=("$RDCP" -q --encrypt "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp--direct file") CMD=("$RDCP" -q --direct always "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
+	"rdcp--direct tree") CMD=("$RDCP" -q -r --direct always "${RDCP_EXTRA[@]}" -F "$SSH_CONFIG" --remote-path "$RDX_BUILD" "$src" "rdxhost:$dst") ;;
 	esac
 }
 export SSH_LINE
@@ -185,6 +222,11 @@ row() {
 	rm -rf "$d" "$TMPD/dst"
 	[ "$KEEP_TREES" = 1 ] || rm -rf "$TMPD/trees" # the last row's copy
 	mkdir -p "$d"
+	if [ "$c" = ready ] && [[ $tool = rdcp* ]] && [ "$RDCP_R" -eq 0 ]; then
+		add_row "$name"
+		R_NOTE[$name]="rdcp -r: not available in this build"
+		return 0
+	fi
 	if [ "$c" = tree ]; then
 		TREE_ROWS=$((TREE_ROWS + 1))
 		mkdir -p "$TMPD/trees/$TREE_ROWS"
@@ -198,6 +240,7 @@ row() {
 		return 0
 	fi
 	if [ "$c" = file ]; then src=$SRC dst=$TMPD/dst/one.bin; else src=$TREE dst=$TMPD/dst/tree; fi
+	[ "$c" != ready ] || src=$MODEL_DIR dst=$TMPD/dst/model
 	cmd "$tool" "$c" "$src" "$dst"
 	sync
 	wait_until 5 far_idle || true
@@ -208,6 +251,15 @@ row() {
 		t0=$(now)
 		sync -f "$TMPD"
 		T_WALL=$(awk -v w="$w" -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f", w + b - a}')
+	fi
+	if [ "$c" = ready ] && [ "$rc" -eq 0 ]; then
+		# the copy read back once, as a worker loading it would
+		local w=$T_WALL t0
+		[ -d "$dst/model" ] && [ "$(ls "$dst")" = model ] && dst=$dst/model
+		t0=$(now)
+		find "$dst" -type f -exec cat {} + >/dev/null
+		T_WALL=$(awk -v w="$w" -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f", w + b - a}')
+		R_READ[$name]=$(awk -v a="$t0" -v b="$(now)" 'BEGIN {printf "%.3f", b - a}')
 	fi
 	wait_until 5 far_idle || log "$name: a session is still running on the far side"
 	f1=$(proc_cpu "$SSHD_PID")
@@ -221,7 +273,8 @@ row() {
 	else
 		# a tree copied into DST rather than as DST is still a copy
 		[ -d "$dst/tree" ] && [ "$(ls "$dst")" = tree ] && dst=$dst/tree
-		diff -r "$TREE" "$dst" >"$d/diff" 2>&1 ||
+		[ -d "$dst/model" ] && [ "$(ls "$dst")" = model ] && dst=$dst/model
+		diff -r "$src" "$dst" >"$d/diff" 2>&1 ||
 			{ fail_row "$name" "$d" "the copy differs from the source: $(head -n3 "$d/diff" | tr '\n' ' ')"; return 0; }
 	fi
 	[ "$c" = tree ] || rm -rf "$TMPD/dst"
@@ -230,14 +283,21 @@ row() {
 
 log "sshd in $NS_A ($IP_A), clients in $NS_B ($IP_B), cipher $CIPHER"
 log "rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo "not available in this build")"
-log "file $BYTES bytes; tree $COUNT files, $TREE_BYTES bytes; runs $RUNS; timeout ${TIMEOUT}s"
-TOOLS=(scp rsync tar rdcp rdcp--encrypt)
+log "file $BYTES bytes; tree $COUNT files, $TREE_BYTES bytes; ready: $MODEL_BYTES bytes; runs $RUNS; timeout ${TIMEOUT}s"
+TOOLS=(scp rsync tar rdcp rdcp--direct rdcp--encrypt)
+declare -A R_READ
+# skip TOOL CASE: rows that are not run
+skip() {
+	case "$1 $2" in
+	"rdcp--encrypt tree" | "rdcp--encrypt ready" | "rdcp--direct tree") return 0 ;;
+	esac
+	return 1
+}
 for run in $(seq 1 "$RUNS"); do
 	[ "$RUNS" -gt 1 ] && log "--- run $run/$RUNS"
-	for c in file tree; do
+	for c in file tree ready; do
 		for tool in "${TOOLS[@]}"; do
-			[ "$tool $c" != "rdcp--encrypt tree" ] || continue
-			row "$tool" "$c"
+			skip "$tool" "$c" || row "$tool" "$c"
 		done
 	done
 done
@@ -249,21 +309,27 @@ echo "sshd $(ssh -V 2>&1 | cut -d, -f1) in a network namespace, clients in anoth
 echo "rdcp: $("$RDCP" --version 2>&1 | head -n1); rdcp -r: $([ "$RDCP_R" -eq 1 ] && echo available || echo not available in this build)"
 [ -z "${RDCP_OPTS:-}" ] || echo "every rdcp row with: $RDCP_OPTS"
 [ "${SYNC:-0}" != 1 ] || echo "SYNC=1: s counts until a sync -f of $(dirname "$TMPD") returned (the copy on disk)"
-echo "file: $BYTES bytes; tree: $COUNT files of 4-64 KiB, $TREE_BYTES bytes; best of $RUNS run(s)"
+echo "file: $BYTES bytes; tree: $COUNT files of 4-64 KiB, $TREE_BYTES bytes; ready: $MODEL_FILES files of $MODEL_ONE bytes and 200 of 4-64 KiB, $MODEL_BYTES bytes, copied then read back (cat), both timed; best of $RUNS run(s)"
 echo
 echo "| case | tool | s | rate | × scp | × rsync | × tar\\|ssh | CPU s | far CPU s | peak RSS MiB |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
-for c in file tree; do
+for c in file tree ready; do
 	for tool in "${TOOLS[@]}"; do
 		n="$tool $c"
 		label=${tool/--encrypt/ --encrypt}
+		label=${label/--direct/ --direct always}
 		[ "$tool" = tar ] && label="tar c \\| ssh tar x"
 		[ "$tool" = rsync ] && label="rsync -a -e ssh"
 		[ "$tool $c" = "rdcp tree" ] && label="rdcp -r"
+		[ "$tool $c" = "rdcp ready" ] && label="rdcp -r"
+		[ "$tool $c" = "rdcp--direct ready" ] && label="rdcp -r --direct always"
+		[ -z "${R_READ[$n]:-}" ] || label="$label (read back ${R_READ[$n]} s)"
 		if [ -n "${R_WALL[$n]:-}" ]; then
 			w=${R_WALL[$n]}
 			if [ "$c" = file ]; then
 				rate=$(awk -v b="$BYTES" -v w="$w" 'BEGIN {printf "%.3f GB/s", b / w / 1e9}')
+			elif [ "$c" = ready ]; then
+				rate=$(awk -v b="$MODEL_BYTES" -v w="$w" 'BEGIN {printf "%.3f GB/s", b / w / 1e9}')
 			else
 				rate=$(awk -v n="$COUNT" -v w="$w" 'BEGIN {printf "%.0f files/s", n / w}')
 			fi
@@ -281,5 +347,9 @@ goal "file: rdcp >= 5 x rsync" "rdcp file" "rsync file" 5
 goal "tree: rdcp -r >= 2 x tar|ssh" "rdcp tree" "tar tree" 2
 goal "tree: rdcp -r >= 3 x rsync" "rdcp tree" "rsync tree" 3
 goal "file: rdcp --encrypt >= 3 x scp" "rdcp--encrypt file" "scp file" 3
+goal "ready: rdcp -r >= 1 x rdcp -r --direct always (the O_DIRECT build)" "rdcp ready" "rdcp--direct ready" 1
+goal "ready: rdcp -r >= 1 x scp -r" "rdcp ready" "scp ready" 1
+goal "ready: rdcp -r >= 1 x rsync" "rdcp ready" "rsync ready" 1
+goal "ready: rdcp -r >= 1 x tar|ssh" "rdcp ready" "tar ready" 1
 [ ${#FAILED[@]} -eq 0 ] || { echo; echo "FAILED ROWS: ${FAILED[*]}"; }
 [ ${#FAILED[@]} -eq 0 ]

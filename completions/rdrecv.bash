@@ -32,6 +32,8 @@ _rdrecv()
 		return 0 ;;
 	--wait)
 		return 0 ;;
+	--direct)
+		COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
 	--connect)
 		COMPREPLY=($(compgen -A hostname -- "$cur")); return 0 ;;
 	--expect)
@@ -40,7 +42,7 @@ _rdrecv()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync --connect -r --recursive --sync --delete --expect --files-only --keep-setid --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync --direct --connect -r --recursive --sync --delete --expect --files-only --keep-setid --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -30,6 +30,8 @@ _rds3()
 		return 0 ;;
 	--expire-uploads)
 		return 0 ;;
+	--direct)
+		COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
 	--profile)
 		return 0 ;;
 	--endpoint)
@@ -48,7 +50,7 @@ _rds3()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose -q --quiet --progress --json -r --recursive --delete --dry-run --checksum --include --exclude --jobs --resume --expires --listen --port --max-connections --max-per-address --header-timeout --rdma-connections --users --expire-uploads --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= --retries --part-size --concurrency --connect-timeout --timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose -q --quiet --progress --json -r --recursive --delete --dry-run --checksum --include --exclude --jobs --resume --expires --listen --port --max-connections --max-per-address --header-timeout --rdma-connections --users --expire-uploads --direct --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= --retries --part-size --concurrency --connect-timeout --timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

@@ -166,6 +166,10 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 	case OPT_ENCRYPT:
 		o->encrypt = true;
 		return 0;
+	case OPT_DIRECT:
+		if (rdx_direct_parse(arg, &o->direct))
+			return bad_value("direct", arg, "auto, always or never");
+		return 0;
 	case OPT_TIMEOUT:
 		if (parse_secs("timeout", arg, &o->timeout_ms))
 			return -1;

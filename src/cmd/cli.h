@@ -48,6 +48,7 @@ enum cli_key {
 	OPT_LIMIT_RATE,
 	OPT_ATIME,
 	OPT_GLOB,
+	OPT_DIRECT,
 };
 
 #define CLI_RULES_MAX 256
@@ -122,6 +123,13 @@ enum cli_key {
 	  "log in through this SSH jump host (ProxyJump; the data still goes directly)", "host" }, \
 	{ "ipv4", '4', RDX_ARG_NONE, NULL, "IPv4 only, for SSH and the data", NULL }, \
 	{ "ipv6", '6', RDX_ARG_NONE, NULL, "IPv6 only, for SSH and the data", NULL }
+
+/* --direct, the page-cache policy of what a tool writes (core/direct.h);
+ * what writes is said first. */
+#define CLI_DIRECT_ROW(WHAT)                                                   \
+	{ "direct", OPT_DIRECT, RDX_ARG_REQUIRED, "MODE",                      \
+	  WHAT ": auto (default: through the page cache while what this run writes stays within a quarter of the memory available, with O_DIRECT past that), always (O_DIRECT) or never (the page cache, paced)", \
+	  "auto always never" }
 
 #define CLI_COMMON_TAIL                                                        \
 	{ "help", 'h', RDX_ARG_NONE, NULL, "show this help and exit", NULL },  \

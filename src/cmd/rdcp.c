@@ -81,6 +81,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
 	  "encrypt and authenticate the data (AES-256-GCM)", NULL },
+	CLI_DIRECT_ROW("how the receiving end writes the files (a same-host copy of a file: the kernel's, through the page cache)"),
 	{ "relay", '3', RDX_ARG_NONE, NULL,
 	  "between two remote hosts, move the data through this host (as scp -3), for hosts that cannot reach each other; files only",
 	  NULL },
@@ -405,6 +406,9 @@ static int s3_options(const struct rdcp *r, struct s3_copy_opts *o)
 		case OPT_TIMEOUT:
 		case OPT_CONNECT_TIMEOUT:
 		case OPT_CP_SYNC:
+			break;
+		case OPT_DIRECT:
+			o->direct = r->c.o.direct;
 			break;
 		case 'r':
 			o->recursive = !sync;

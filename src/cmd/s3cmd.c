@@ -109,6 +109,7 @@ static const struct rdx_opt s3_opts[] = {
 	{ "expire-uploads", OPT_EXPIRE_UPLOADS, RDX_ARG_REQUIRED, "DAYS",
 	  "serve: remove incomplete multipart uploads begun DAYS ago, at the start and hourly (default 7; 0: never)",
 	  NULL },
+	CLI_DIRECT_ROW("get, cp and sync: how downloads are written into files"),
 	S3OPT_ENTRIES,
 	{ "retries", OPT_RETRIES, RDX_ARG_REQUIRED, "N",
 	  "retries of a failed request, 0..20 (default 4)", NULL },
@@ -194,6 +195,13 @@ static int handle(int key, const char *arg, void *ctx)
 		return 0;
 	case OPT_RESUME:
 		s->o.resume = true;
+		return 0;
+	case OPT_DIRECT:
+		if (rdx_direct_parse(arg, &s->o.direct)) {
+			rdx_error("invalid value '%s' for --direct: expected auto, always or never", arg);
+			return -1;
+		}
+		s->o.direct_set = true;
 		return 0;
 	case OPT_DELETE:
 	case OPT_CHECKSUM:

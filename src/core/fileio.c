@@ -1,5 +1,6 @@
 #include "core/fileio.h"
 
+#include "core/direct.h"
 #include "core/io.h"
 
 #include <errno.h>
@@ -312,7 +313,8 @@ void rdx_source_close(struct rdx_source *s)
 struct rdx_sink {
 	int fd;		  /* buffered */
 	int dfd;	  /* O_DIRECT, or -1 */
-	atomic_bool direct_ok;
+	struct rdx_wplan plan;
+	struct rdx_wfile w; /* a file's writes (parallel): fd and dfd as plan has them */
 	bool parallel;	  /* temp file or existing regular file */
 	bool do_fsync;
 	bool committed;
@@ -335,6 +337,18 @@ struct rdx_sink {
 	void *cb_arg;
 	const atomic_int *stop;
 };
+
+/* The second descriptor, for O_DIRECT, where the plan has any of the
+ * file go around the page cache and the file system takes it. */
+static void open_direct(struct rdx_sink *k)
+{
+	k->dfd = -1;
+	if (k->plan.direct_from != RDX_NO_DIRECT) {
+		k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
+		if (k->dfd < 0)
+			k->dfd = -1;
+	}
+}
 
 /* The new file for path, in its directory (k->at, k->final its base
  * name): unnamed until published, or a temporary beside it
@@ -386,9 +400,7 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool par
 			return ret;
 		if (fchmod(k->fd, mode))
 			return -errno; /* rdx_sink_close() removes the temporary */
-		k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
-		if (k->dfd < 0)
-			k->dfd = -1;
+		open_direct(k);
 		return 0;
 	}
 	part = rdx_part_name(base);
@@ -413,7 +425,7 @@ static int open_temp(struct rdx_sink *k, const char *path, mode_t mode, bool par
 	}
 	if (fchmod(k->fd, mode))
 		return -errno; /* rdx_sink_close() removes the temporary */
-	k->dfd = open(k->tmp, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_DIRECT);
+	open_direct(k);
 	return 0;
 }
 
@@ -451,7 +463,8 @@ static bool is_fifo(int fd)
 }
 
 /* A sink with no file yet; NULL when out of memory. */
-static struct rdx_sink *sink_new(const char *name, const atomic_int *stop, bool do_fsync)
+static struct rdx_sink *sink_new(const char *name, const atomic_int *stop,
+				  const struct rdx_wplan *plan)
 {
 	struct rdx_sink *k = calloc(1, sizeof(*k));
 
@@ -461,7 +474,9 @@ static struct rdx_sink *sink_new(const char *name, const atomic_int *stop, bool 
 		k->at = AT_FDCWD;
 		k->name = name;
 		k->stop = stop;
-		k->do_fsync = do_fsync;
+		/* No plan: a stream's sink, never O_DIRECT. */
+		k->plan = plan ? *plan : (struct rdx_wplan){ .direct_from = RDX_NO_DIRECT };
+		k->do_fsync = k->plan.fsync;
 	}
 	return k;
 }
@@ -509,17 +524,17 @@ static int open_file(struct rdx_sink *k, const char *path, bool partial)
 	if (partial && !(k->final = strdup(path)))
 		return -ENOMEM;
 	k->parallel = true;
-	atomic_init(&k->direct_ok, k->dfd >= 0);
+	rdx_wfile_init(&k->w, k->fd, k->dfd, &k->plan);
 	return 0;
 }
 
 /* Reserves len bytes at off (an early, clean ENOSPC); filesystems
  * without fallocate are fine.  0 or -errno. */
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
-		  uint64_t size, bool do_fsync, const atomic_int *stop,
+		  uint64_t size, const struct rdx_wplan *plan, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted)
 {
-	struct rdx_sink *k = sink_new(path, stop, do_fsync);
+	struct rdx_sink *k = sink_new(path, stop, plan);
 	struct stat st;
 	int ret;
 
@@ -580,9 +595,9 @@ int rdx_sink_new_mode(struct rdx_sink *k, mode_t mode)
 }
 
 int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,
-		     uint64_t size, const atomic_int *stop)
+		     uint64_t size, const struct rdx_wplan *plan, const atomic_int *stop)
 {
-	struct rdx_sink *k = sink_new(name, stop, false);
+	struct rdx_sink *k = sink_new(name, stop, plan);
 	int ret;
 
 	if (!k)
@@ -604,11 +619,9 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
 		goto err;
 	k->staged = true;
 	k->fd = k->stage.fd;
-	k->dfd = rdx_reopen(k->fd, O_WRONLY | O_DIRECT);
-	if (k->dfd < 0)
-		k->dfd = -1;
+	open_direct(k);
 	k->parallel = true;
-	atomic_init(&k->direct_ok, k->dfd >= 0);
+	rdx_wfile_init(&k->w, k->fd, k->dfd, &k->plan);
 	ret = rdx_prealloc(k->fd, 0, size);
 	if (ret)
 		goto err;
@@ -621,8 +634,8 @@ err:
 	return ret;
 }
 
-int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync,
-			  const atomic_int *stop, uint64_t *have)
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path,
+			  const struct rdx_wplan *plan, const atomic_int *stop, uint64_t *have)
 {
 	struct rdx_sink *k;
 	char line[64] = "";
@@ -633,7 +646,7 @@ int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync
 	*have = 0;
 	if (!path || strcmp(path, "-") == 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
 		return -ENOTSUP;
-	k = sink_new(path, stop, do_fsync);
+	k = sink_new(path, stop, plan);
 	if (!k)
 		return -ENOMEM;
 	ret = open_file(k, path, true);
@@ -710,9 +723,9 @@ bool rdx_sink_parallel(const struct rdx_sink *k)
 	return k->parallel;
 }
 
-bool rdx_sink_direct(const struct rdx_sink *k)
+bool rdx_sink_direct(struct rdx_sink *k)
 {
-	return atomic_load(&k->direct_ok);
+	return k->parallel && rdx_wfile_direct_at(&k->w, 0);
 }
 
 const char *rdx_sink_name(const struct rdx_sink *k)
@@ -749,8 +762,7 @@ static int write_sparse(struct rdx_sink *k, const uint8_t *buf, size_t len, uint
 			i += n;
 		}
 		if (!zero) {
-			int ret = rdx_pwrite_direct(k->dfd, k->fd, &k->direct_ok, buf + start,
-						    i - start, off + start);
+			int ret = rdx_wfile_pwrite(&k->w, buf + start, i - start, off + start);
 
 			if (ret)
 				return ret;
@@ -779,7 +791,7 @@ int rdx_sink_write(struct rdx_sink *k, const void *buf, size_t len,
 	}
 	if (k->staged && off % SPARSE_BLOCK == 0)
 		return write_sparse(k, buf, len, off);
-	return rdx_pwrite_direct(k->dfd, k->fd, &k->direct_ok, buf, len, off);
+	return rdx_wfile_pwrite(&k->w, buf, len, off);
 }
 
 static int fsync_dir(const char *dir)
@@ -798,7 +810,7 @@ static int fsync_dir(const char *dir)
 int rdx_sink_open_fd(struct rdx_sink **out, int fd, const char *name,
 		     const atomic_int *stop)
 {
-	struct rdx_sink *k = sink_new(name, stop, false);
+	struct rdx_sink *k = sink_new(name, stop, NULL);
 
 	if (!k)
 		return -ENOMEM;
@@ -811,7 +823,7 @@ int rdx_sink_open_cb(struct rdx_sink **out, const char *name,
 		     int (*write)(void *arg, const void *buf, size_t len),
 		     void (*end)(void *arg), void *arg)
 {
-	struct rdx_sink *k = sink_new(name, NULL, false);
+	struct rdx_sink *k = sink_new(name, NULL, NULL);
 
 	if (!k)
 		return -ENOMEM;
@@ -878,6 +890,8 @@ void rdx_sink_close(struct rdx_sink *k)
 		return;
 	if (k->cb_end)
 		k->cb_end(k->cb_arg);
+	if (k->parallel)
+		rdx_wfile_release(&k->w);
 	if (k->dfd >= 0)
 		close(k->dfd);
 	if (k->fd >= 0 && k->fd != STDOUT_FILENO)

@@ -1,6 +1,7 @@
-/* Sources and sinks for the stream: files through O_DIRECT where the
+/* Sources and sinks for the stream: files read through O_DIRECT where the
  * filesystem allows it (buffered otherwise, for the unaligned tail, and for
- * a source already in the page cache), stdin/stdout and other pipes through
+ * a source already in the page cache) and written as the page-cache policy
+ * says (core/direct.h), stdin/stdout and other pipes through
  * full-length loops, with pipes grown to a slot's size.
  *
  * A sink for a regular file writes a temporary in the target's directory and
@@ -17,6 +18,7 @@
 #include <time.h>
 
 struct rdx_source;
+struct rdx_wplan;
 struct rdx_sink;
 
 /* Opens path for reading (NULL or "-": stdin).  Returns 0 or -errno. */
@@ -79,20 +81,23 @@ void rdx_source_skip(struct rdx_source *s, uint64_t len);
 void rdx_source_close(struct rdx_source *s);
 
 /* Prepares to write path (NULL or "-": stdout).  For a regular or new file
- * this creates the temporary and preallocates size bytes when size_known.
- * A fifo without a reader is waited for up to open_wait_ms, or until
- * *interrupted (-EINTR).  Writes end with -ECANCELED once *stop is set.
- * Returns 0 or -errno. */
+ * this creates the temporary and preallocates size bytes when size_known;
+ * its writes go around the page cache or through it as plan says
+ * (core/direct.h; NULL: through it, unpaced), and with plan->fsync it is
+ * synced before its rename, and its directory after.  A fifo without a reader is waited for up
+ * to open_wait_ms, or until *interrupted (-EINTR).  Writes end with
+ * -ECANCELED once *stop is set.  Returns 0 or -errno. */
 int rdx_sink_open(struct rdx_sink **out, const char *path, bool size_known,
-		  uint64_t size, bool do_fsync, const atomic_int *stop,
+		  uint64_t size, const struct rdx_wplan *plan, const atomic_int *stop,
 		  uint64_t open_wait_ms, const atomic_int *interrupted);
 
 /* A new file base in the directory dir (any descriptor of it, O_PATH
  * too): its temporary is created there and published there by renameat(2),
  * so no name above it is looked up again.  size bytes are preallocated;
- * name is for messages; nothing is fsynced.  Returns 0 or -errno. */
+ * name is for messages; written as plan says (its fsync: the file, before
+ * the rename).  Returns 0 or -errno. */
 int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const char *name,
-		     uint64_t size, const atomic_int *stop);
+		     uint64_t size, const struct rdx_wplan *plan, const atomic_int *stop);
 
 /* --resume: like rdx_sink_open() for a regular or new file, but the
  * temporary is ".NAME.rdx-part" beside it (the same name every time),
@@ -101,8 +106,8 @@ int rdx_sink_open_at(struct rdx_sink **out, int dir, const char *base, const cha
  * record, never more than the partial holds; 0 without a record.  Returns
  * 0 or -errno; -ENOTSUP when path is not a regular or new file (the caller
  * opens it with rdx_sink_open() instead). */
-int rdx_sink_open_partial(struct rdx_sink **out, const char *path, bool do_fsync,
-			  const atomic_int *stop, uint64_t *have);
+int rdx_sink_open_partial(struct rdx_sink **out, const char *path,
+			  const struct rdx_wplan *plan, const atomic_int *stop, uint64_t *have);
 
 /* Reads the partial's first len bytes (see rdx_source_read_prefix). */
 int rdx_sink_read_prefix(struct rdx_sink *k, uint64_t len, rdx_prefix_fn fn, void *arg);
@@ -163,6 +168,7 @@ void rdx_sink_close(struct rdx_sink *k);
 /* The name to use in messages about this sink. */
 const char *rdx_sink_name(const struct rdx_sink *k);
 
-bool rdx_sink_direct(const struct rdx_sink *k);
+/* Whether a file's writes from its start go around the page cache. */
+bool rdx_sink_direct(struct rdx_sink *k);
 
 #endif

@@ -149,30 +149,6 @@ ssize_t rdx_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 	return (ssize_t)done;
 }
 
-static bool dio_aligned(uint64_t v)
-{
-	return (v & (RDX_DIO_ALIGN - 1)) == 0;
-}
-
-int rdx_pwrite_direct(int dfd, int fd, atomic_bool *direct_ok, const void *buf,
-		      size_t len, uint64_t off)
-{
-	ssize_t n;
-
-	if (dfd >= 0 && atomic_load(direct_ok) && dio_aligned(off) &&
-	    dio_aligned(len) && dio_aligned((uintptr_t)buf)) {
-		n = rdx_pwrite_full(dfd, buf, len, (off_t)off);
-		if (n >= 0)
-			return 0;
-		if (n != -EINVAL)
-			return (int)n;
-		/* Accepted at open, refused at write: stay buffered. */
-		atomic_store(direct_ok, false);
-	}
-	n = rdx_pwrite_full(fd, buf, len, (off_t)off);
-	return n < 0 ? (int)n : 0;
-}
-
 int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 {
 	if (!len || fallocate(fd, 0, (off_t)off, (off_t)len) == 0)

@@ -33,13 +33,6 @@ ssize_t rdx_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 /* The block size O_DIRECT buffers, offsets and lengths are aligned to. */
 #define RDX_DIO_ALIGN 4096u
 
-/* Writes len bytes of buf at off through dfd (O_DIRECT) when *direct_ok
- * and buf, len and off are aligned, else through fd (the page cache).  A
- * file system that took O_DIRECT at open but refuses it at write clears
- * *direct_ok.  Returns 0 or -errno. */
-int rdx_pwrite_direct(int dfd, int fd, atomic_bool *direct_ok, const void *buf,
-		      size_t len, uint64_t off);
-
 /* Reserves len bytes of fd from off (fallocate(2), which also sets the
  * size), so that parallel writes fill it in place and a full disk shows
  * now; file systems without it are left alone.  Returns 0 or -errno. */

@@ -390,6 +390,9 @@ static int open_file(struct receiver *x)
 {
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
+	struct rdx_wneed need;
+	struct rdx_wplan plan;
+	char why[256];
 	int ret;
 
 	if (o->fd > 0) {
@@ -404,14 +407,20 @@ static int open_file(struct receiver *x)
 					 rdx_strerror(ret));
 		return 0;
 	}
+	need = (struct rdx_wneed){ .policy = o->direct,
+				   .size_known = s->opts.flags & RDX_OPT_SIZE_KNOWN,
+				   .size = s->opts.size,
+				   .avail = rdx_mem_available(),
+				   .fsync = o->fsync };
+	plan = rdx_wplan_choose(&need);
 	ret = -ENOTSUP;
 	if (s->opts.flags & RDX_OPT_RESUME) {
-		ret = rdx_sink_open_partial(&x->sink, o->path, o->fsync, &s->stop, &x->have);
+		ret = rdx_sink_open_partial(&x->sink, o->path, &plan, &s->stop, &x->have);
 		x->partial = !ret;
 	}
 	if (ret == -ENOTSUP) /* stdout, a device: nothing to resume */
 		ret = rdx_sink_open(&x->sink, o->path, s->opts.flags & RDX_OPT_SIZE_KNOWN,
-				    s->opts.size, o->fsync, &s->stop, o->timeout_ms / 2,
+				    s->opts.size, &plan, &s->stop, o->timeout_ms / 2,
 				    o->interrupted);
 	if (!ret && (o->new_mode & RDX_NEW_MODE_SET))
 		ret = rdx_sink_new_mode(x->sink, o->new_mode & 0777);
@@ -425,6 +434,9 @@ static int open_file(struct receiver *x)
 		return sess_fail(s, -RDX_ELOCAL, "cannot create '%s': %s",
 				 o->path ? o->path : "standard output",
 				 rdx_strerror(ret));
+	if (rdx_sink_parallel(x->sink))
+		rdx_info(1, "writing '%s': %s", o->path,
+			 rdx_wplan_say(&plan, &need, why, sizeof(why)));
 	return 0;
 }
 
@@ -557,6 +569,8 @@ static int open_tree(struct receiver *x)
 		.tops_glob = s->o->tree_tops_glob,
 		.allow_delete = s->o->tree_allow_delete,
 		.keep_setid = s->o->tree_keep_setid,
+		.direct = s->o->direct,
+		.fsync = s->o->fsync,
 	}, &s->stop, NULL);
 	if (ret == -ENOTDIR)
 		return sess_fail(s, -RDX_ELOCAL, "cannot receive a tree into '%s': not a directory",

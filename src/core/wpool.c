@@ -2,6 +2,7 @@
  * of free ones, and writer threads between them, all under one lock. */
 #include "core/wpool.h"
 
+#include "core/direct.h"
 #include "core/io.h"
 #include "core/log.h"
 
@@ -29,8 +30,7 @@ struct rdx_wpool {
 	pthread_t *threads;
 	bool ending;
 	size_t size;
-	int dfd, fd;
-	atomic_bool *direct_ok;
+	struct rdx_wfile *w;
 };
 
 static struct wbuf *buf_of(struct rdx_wpool *p, void *data)
@@ -61,7 +61,7 @@ static void *writer_main(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		pthread_mutex_unlock(&p->lock);
-		ret = rdx_pwrite_direct(p->dfd, p->fd, p->direct_ok, b->data, b->len, b->off);
+		ret = rdx_wfile_pwrite(p->w, b->data, b->len, b->off);
 		pthread_mutex_lock(&p->lock);
 		if (ret && !b->tag->err)
 			b->tag->err = ret;
@@ -76,7 +76,7 @@ static void *writer_main(void *arg)
 }
 
 int rdx_wpool_new(struct rdx_wpool **out, unsigned threads, unsigned bufs,
-		  size_t size, int dfd, int fd, atomic_bool *direct_ok)
+		  size_t size, struct rdx_wfile *w)
 {
 	struct rdx_wpool *p = calloc(1, sizeof(*p));
 	sigset_t all, old;
@@ -89,9 +89,7 @@ int rdx_wpool_new(struct rdx_wpool **out, unsigned threads, unsigned bufs,
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	p->size = size;
-	p->dfd = dfd;
-	p->fd = fd;
-	p->direct_ok = direct_ok;
+	p->w = w;
 	p->bufs = calloc(bufs, sizeof(*p->bufs));
 	p->threads = calloc(threads ? threads : 1, sizeof(*p->threads));
 	if (!p->bufs || !p->threads)

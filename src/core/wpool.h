@@ -1,6 +1,6 @@
 /* Write-behind for one file: writer threads that put aligned buffers at
- * their offsets (O_DIRECT where the file takes it, see
- * rdx_pwrite_direct), so that whoever fills the buffers (a network
+ * their offsets (O_DIRECT where the file's plan has it and the file takes
+ * it, see rdx_wfile_pwrite), so that whoever fills the buffers (a network
  * receiver) goes on while the disk writes.  The buffers are the pool's,
  * a fixed number of a fixed size: memory is bufs x size whatever the
  * file's size, and a producer that gets ahead of the disk waits for a
@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct rdx_wpool;
+struct rdx_wfile;
 
 /* One producer's writes in flight; zero-initialise.  Only the pool
  * touches it until rdx_wpool_wait() returns. */
@@ -27,12 +28,12 @@ struct rdx_wtag {
 };
 
 /* threads writers (at least 1) and bufs buffers of size bytes (4 KiB-
- * aligned, size a multiple of 4 KiB) writing into dfd (O_DIRECT, or -1)
- * and fd (buffered), as rdx_pwrite_direct with direct_ok (not owned).
+ * aligned, size a multiple of 4 KiB) writing into w (rdx_wfile_pwrite;
+ * not owned).
  * Producers that hold a buffer each while asking for the next need bufs
  * above their number.  Returns 0, -ENOMEM or -EAGAIN. */
 int rdx_wpool_new(struct rdx_wpool **out, unsigned threads, unsigned bufs,
-		  size_t size, int dfd, int fd, atomic_bool *direct_ok);
+		  size_t size, struct rdx_wfile *w);
 
 /* The buffers' size. */
 size_t rdx_wpool_size(const struct rdx_wpool *p);

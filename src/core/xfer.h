@@ -4,6 +4,7 @@
 #define RDX_XFER_H
 
 #include "core/auth.h"
+#include "core/direct.h"
 #include "core/tree/rules.h"
 
 #include <stdatomic.h>
@@ -73,6 +74,9 @@ struct rdx_xfer_opts {
 	int compress;	     /* zstd level, 0 = off (sender) */
 	bool encrypt;
 	bool fsync;
+	/* Receiver: the page-cache policy of what it writes (--direct), a
+	 * file's or a tree's (core/direct.h). */
+	enum rdx_direct direct;
 	bool progress;
 	bool progress_lines; /* "RDX-PROGRESS DONE TOTAL" lines on stderr, for rdcp */
 	uint64_t timeout_ms;	     /* silence limit during a transfer */

@@ -163,6 +163,12 @@ static void recv_tool(struct cp_cmd *c, const struct cp_opts *o,
 		cp_cmd_raw(c, " --sync");
 	if (o->recursive && o->xo.tree_keep_setid)
 		cp_cmd_raw(c, " --keep-setid");
+	/* Only when asked for: a far rdrecv older than --direct takes the
+	 * rest. */
+	if (o->xo.direct != RDX_DIRECT_AUTO) {
+		cp_cmd_raw(c, " --direct ");
+		cp_cmd_raw(c, rdx_direct_name(o->xo.direct));
+	}
 	/* From another far host: the tree named as asked for (a push
 	 * comes from here, from us). */
 	if (o->recursive && dial) {

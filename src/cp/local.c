@@ -204,13 +204,17 @@ static int copy_resumed(const struct cp_opts *o, int in, const struct stat *ss,
 {
 	uint64_t have = 0, size = (uint64_t)ss->st_size, marked_ns = rdx_now_ns();
 	struct rdx_sink *k = NULL;
+	struct rdx_wplan plan;
 	XXH128_hash_t a, b;
 	bool rd_err = false;
 	char *buf = NULL;
 	int ret;
 
 	*done = 0;
-	ret = rdx_sink_open_partial(&k, final, o->xo.fsync, o->xo.interrupted, &have);
+	plan = rdx_wplan_choose(&(struct rdx_wneed){ .policy = o->xo.direct, .size_known = true,
+						     .size = size, .avail = rdx_mem_available(),
+						     .fsync = o->xo.fsync });
+	ret = rdx_sink_open_partial(&k, final, &plan, o->xo.interrupted, &have);
 	if (ret) {
 		rdx_error("cannot create '%s': %s", final, strerror(-ret));
 		return ret;
@@ -491,6 +495,8 @@ int cp_local_tree(const struct cp_opts *o, const char *src, const char *dst,
 		.writers = o->xo.io_threads,
 		.allow_delete = o->xo.tree_delete,
 		.keep_setid = o->xo.tree_keep_setid,
+		.direct = o->xo.direct,
+		.fsync = o->xo.fsync,
 	}, o->xo.interrupted, &wfd);
 	if (ret) {
 		rdx_error("cannot copy a tree into '%s': %s", dst,

@@ -44,6 +44,10 @@ int s3_copy_opts_check(const struct s3_copy_opts *o, const char *cmd, const char
 		rdx_error("--delete, --dry-run, --checksum, --include and --exclude are for sync and cp -r");
 		return RDX_EXIT_USAGE;
 	}
+	if (o->direct_set && strcmp(cmd, "get") && strcmp(cmd, "cp") && strcmp(cmd, "sync")) {
+		rdx_error("--direct is for get, cp and sync (what they write into files)");
+		return RDX_EXIT_USAGE;
+	}
 	if (o->resume && strcmp(cmd, "get") && strcmp(cmd, "cat") &&
 	    !(cp && !o->recursive && src && dst && !strncmp(src, "s3://", 5) &&
 	      strncmp(dst, "s3://", 5))) {
@@ -96,6 +100,9 @@ int s3_session_open(struct s3_session *s, const struct s3_copy_opts *o,
 		.part_size = o->part_size,
 		.concurrency = o->concurrency,
 		.stop = stop,
+		.direct = o->direct,
+		.mem_avail = rdx_mem_available(),
+		.cached = &s->cached,
 	};
 	s->sync = (struct s3_sync_opts){
 		.client = &s->client,

@@ -45,6 +45,8 @@ struct s3_copy_opts {
 	bool rdma_set;		/* given on the command line */
 	bool rdma_dc;		/* --rdma-dc: a DC target, key rdma_dc_key */
 	uint64_t rdma_dc_key;
+	enum rdx_direct direct; /* downloads: the page-cache policy (--direct) */
+	bool direct_set;	/* given */
 };
 
 /* The defaults above. */
@@ -68,6 +70,7 @@ struct s3_session {
 	const char *cmd; /* names the command in messages ("put", "cp", "sync") */
 	const atomic_int *stop;
 	_Atomic uint64_t moved, total; /* --progress: bytes so far, and of what (0: unknown) */
+	_Atomic uint64_t cached;	/* downloads: bytes written through the page cache */
 	struct s3_rdma_stats rdma;	/* -v: bytes by RDMA and by HTTP */
 	struct {
 		pthread_t thread;

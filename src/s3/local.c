@@ -108,12 +108,21 @@ int s3_out_pwrite(struct s3_out *o, const void *buf, size_t len, uint64_t off)
 {
 	if (o->stop && atomic_load(o->stop))
 		return -RDX_EINTR;
-	return rdx_pwrite_direct(o->dfd, o->fd, &o->direct_ok, buf, len, off);
+	return rdx_wfile_pwrite(&o->w, buf, len, off);
+}
+
+void s3_out_plan(struct s3_out *o, const struct rdx_wplan *p)
+{
+	if (!o->w_set)
+		return;
+	rdx_wfile_replan(&o->w, p);
+	if (p->direct_from != RDX_NO_DIRECT)
+		o->uncached = true;
 }
 
 bool s3_out_direct(struct s3_out *o)
 {
-	return o->dfd >= 0 && atomic_load(&o->direct_ok);
+	return o->w_set && rdx_wfile_direct_at(&o->w, 0);
 }
 
 int s3_out_reserve(struct s3_out *o, uint64_t size)
@@ -121,14 +130,17 @@ int s3_out_reserve(struct s3_out *o, uint64_t size)
 	return o->is_stdout ? 0 : rdx_prealloc(o->fd, 0, size);
 }
 
-/* The second descriptor for O_DIRECT writes; none where the file system
- * refuses it (tmpfs, some FUSE). */
+/* The second descriptor for O_DIRECT writes (none where the file system
+ * refuses it: some FUSE), and the writes through the cache until
+ * s3_out_plan() says otherwise: a download's size is known only with its
+ * first range. */
 static void open_direct(struct s3_out *o)
 {
 	o->dfd = rdx_reopen(o->fd, O_RDWR | O_DIRECT);
 	if (o->dfd < 0)
 		o->dfd = -1;
-	atomic_store(&o->direct_ok, o->dfd >= 0);
+	rdx_wfile_init(&o->w, o->fd, o->dfd, &(struct rdx_wplan){ .direct_from = RDX_NO_DIRECT });
+	o->w_set = true;
 }
 
 /* A new file's mode: what the umask leaves of 0666 (temporaries are made
@@ -143,6 +155,9 @@ static int new_file_mode(int fd)
 
 static void close_fds(struct s3_out *o)
 {
+	if (o->w_set)
+		rdx_wfile_release(&o->w);
+	o->w_set = false;
 	if (o->dfd >= 0)
 		close(o->dfd);
 	o->dfd = -1;
@@ -317,6 +332,9 @@ int s3_out_publish(struct s3_out *o)
 {
 	if (o->is_stdout)
 		return 0;
+	if (o->w_set)
+		rdx_wfile_release(&o->w);
+	o->w_set = false;
 	if (o->dfd >= 0)
 		close(o->dfd);
 	o->dfd = -1;

@@ -4,6 +4,7 @@
 #ifndef RDS3_LOCAL_H
 #define RDS3_LOCAL_H
 
+#include "core/direct.h"
 #include "core/io.h"
 
 #include <stdatomic.h>
@@ -28,7 +29,8 @@ int s3_local_hash(int fd, uint64_t max, const atomic_int *stop, uint64_t *size,
 struct s3_out {
 	int fd;
 	int dfd;	  /* the same file through O_DIRECT, or -1 */
-	atomic_bool direct_ok;
+	struct rdx_wfile w; /* a file's writes, as its plan has them (s3_out_plan) */
+	bool w_set;	  /* w initialised */
 	bool uncached;	  /* written around the page cache: what little went
 			     through it leaves it once synced */
 	bool is_stdout;
@@ -78,12 +80,18 @@ int s3_out_write(void *o, const void *p, size_t n);
 int s3_out_rewind(void *o);
 
 /* Writes len bytes of buf at off of the file (not stdout) from any
- * thread: through O_DIRECT when buf, len and off are 4 KiB-aligned and
- * the file system takes it, else through the page cache.  Returns 0 or
- * -errno. */
+ * thread: through O_DIRECT where the plan has it and buf, len and off are
+ * 4 KiB-aligned and the file system takes it, else through the page
+ * cache (paced, where the plan says).  Returns 0 or -errno. */
 int s3_out_pwrite(struct s3_out *o, const void *buf, size_t len, uint64_t off);
 
-/* Whether s3_out_pwrite() can bypass the page cache. */
+/* The page-cache policy of the file's writes from now on (until then:
+ * through the cache, unpaced).  A plan with any O_DIRECT also has what
+ * went through the cache dropped from it once synced (s3_out_publish).
+ * Nothing for stdout. */
+void s3_out_plan(struct s3_out *o, const struct rdx_wplan *p);
+
+/* Whether s3_out_pwrite() bypasses the page cache (from the start). */
 bool s3_out_direct(struct s3_out *o);
 
 /* Reserves the object's size in the file (see rdx_prealloc).  Returns 0

@@ -34,6 +34,12 @@ struct s3_xfer_opts {
 	const atomic_int *stop;
 	const struct s3_kv *headers;	     /* a multipart upload's object's (x-amz-meta-*) */
 	size_t nheaders;
+	/* Downloads into files: the page-cache policy (core/direct.h), the
+	 * memory available at the start, and what the session's downloads
+	 * wrote through the cache so far (NULL: nothing counted). */
+	enum rdx_direct direct;
+	uint64_t mem_avail;
+	_Atomic uint64_t *cached;
 };
 
 /* The part size for an object of size bytes: want, grown (to a whole MiB)

@@ -124,6 +124,26 @@ static int file_rewind(void *ctx)
 	return f->pool ? rdx_wpool_wait(f->pool, &f->tag) : 0;
 }
 
+/* The page-cache policy for an object of size bytes (o->direct, counted
+ * over the session's downloads), into out's writes from now on: its
+ * first range is written, through the cache, before the size is known,
+ * and leaves it after the fsync where the rest goes around it.  why gets
+ * the plan in words.  Returns whether it goes around the cache. */
+static bool plan_writes(const struct s3_xfer_opts *o, struct s3_out *out, uint64_t size,
+			char *why, size_t len)
+{
+	struct rdx_wneed n = { .policy = o->direct, .size_known = true, .size = size,
+			       .before = o->cached ? atomic_load(o->cached) : 0,
+			       .avail = o->mem_avail };
+	struct rdx_wplan p = rdx_wplan_choose(&n);
+
+	s3_out_plan(out, &p);
+	if (p.direct_from && o->cached)
+		atomic_fetch_add(o->cached, size);
+	rdx_wplan_say(&p, &n, why, len);
+	return p.direct_from == 0;
+}
+
 /* A range's bytes into memory, for stdout, which takes them in order. */
 struct mem_sink {
 	char *buf;
@@ -707,6 +727,8 @@ static int fetch_ranges(struct fetch_job *f)
 	struct s3_sink first;
 	uint64_t ps = o->part_size;
 	unsigned nparts = 0, n, dl;
+	char why[256] = "";
+	bool around = false; /* the plan: O_DIRECT */
 	bool asked = false, hashed;
 	struct down *d;
 	int ret;
@@ -744,6 +766,8 @@ static int fetch_ranges(struct fetch_job *f)
 	info->size = rg.total;
 	info->encrypted = rg.encrypted;
 	snprintf(info->etag, sizeof(info->etag), "%s", rg.etag);
+	if (!out->is_stdout)
+		around = plan_writes(o, out, rg.total, why, sizeof(why));
 	if (rg.whole || rg.total <= start + o->part_size) {
 		/* All of it came in the first range, hashed: a plain MD5 needs
 		 * no reading back (a multipart one is read back in parts, by
@@ -832,18 +856,15 @@ static int fetch_ranges(struct fetch_job *f)
 		unsigned nt = o->concurrency < WRITERS_MAX ? o->concurrency : WRITERS_MAX;
 
 		/* Each range worker fills one buffer while the rest queue. */
-		ret = rdx_wpool_new(&d->pool, nt, o->concurrency + nt, STAGE_BYTES,
-				    out->dfd, out->fd, &out->direct_ok);
+		ret = rdx_wpool_new(&d->pool, nt, o->concurrency + nt, STAGE_BYTES, &out->w);
 		if (ret)
 			goto out;
-		out->uncached = true;
 	}
-	rdx_info(1,
-		 "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time%s",
+	rdx_info(1, "get s3://%s/%s: %" PRIu64 " bytes in %" PRIu64 " ranges, %u at a time%s%s%s",
 		 bucket, key, d->total - start, d->nranges, o->concurrency,
-		 out->is_stdout ? ""
-		 : d->pool	? ", written with O_DIRECT"
-				: ", written through the page cache");
+		 out->is_stdout ? "" : ", written: ", out->is_stdout ? "" : why,
+		 around && !d->pool ? ", which the file system refuses: through the page cache"
+				    : "");
 	ret = download_rest(c, o, d);
 	if (!ret && d->part_md5)
 		ret = check_part_md5s(c, bucket, key, d->etag,

@@ -10,7 +10,7 @@ load ../lib/common
 CLI_COMMON_OPTS=(verbose progress json transport rdma-dev rdma-port gid-index key-file slot-size slots
 	streams io-threads encrypt timeout handshake-timeout bind ipv4 ipv6 help version server port stop-on-eof)
 CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" qps limit-rate compress connect-timeout recursive dereference sync delete dry-run include exclude checksum resume)
-CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync connect recursive sync delete expect files-only keep-setid)
+CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync direct connect recursive sync delete expect files-only keep-setid)
 CLI_SHORT_OPTS=(-v -4 -6 -h -V)
 
 # Every tool the Makefile builds and installs (its TOOLS line): --help,

@@ -681,3 +681,38 @@ exec %q "$@"
 	rdcp_b --sync "rdxhost:$D/logs/*.log" "$D/got"
 	assert_status 2
 }
+
+@test "rdcp --direct: the far rdrecv writes as asked (push), the near one too (pull), and a tree's files" {
+	local incache=1
+	[ "$(stat -f -c %T "$D")" != tmpfs ] && command -v fincore >/dev/null || incache=
+	mkrand "$D/src" $((4 * 1024 * 1024 + 7))
+	rdcp_b -v --direct always "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_match "$stderr" "writing '.*dst': O_DIRECT \(--direct always\)"
+	[ -z "$incache" ] || [ "$(fincore -n -o PAGES "$D/dst" | tr -d ' ')" -le 1 ] ||
+		fail "always: $(fincore "$D/dst")"
+	assert_same "$D/src" "$D/dst"
+	assert_no_temp "$D/dst"
+	rm -f "$D/dst"
+	rdcp_b -v --direct never "rdxhost:$D/src" "$D/dst"
+	assert_status 0
+	assert_match "$stderr" "writing '.*dst': page cache \(--direct never\)"
+	[ -z "$incache" ] || [ "$(fincore -n -o PAGES "$D/dst" | tr -d ' ')" -eq 1025 ] ||
+		fail "never: $(fincore "$D/dst")"
+	assert_same "$D/src" "$D/dst"
+	# A tree: said once, and its big file as the policy has it.
+	mkdir -p "$D/t"
+	cp "$D/src" "$D/t/big"
+	echo small >"$D/t/small"
+	rdcp_b -vv -r --direct always "$D/t" "rdxhost:$D/t2"
+	assert_status 0
+	assert_match "$stderr" "tree: --direct always: files of 4\.00 MiB and more with O_DIRECT"
+	assert_match "$stderr" "tree: 't2/big': O_DIRECT \(--direct always\)"
+	diff -r "$D/t" "$D/t2"
+	assert_match "$stderr" "running on .*: .*rdrecv' .*--direct always"
+	# Not given, nothing goes to the far side (an older rdrecv takes the rest).
+	rdcp_b -vv "$D/src" "rdxhost:$D/dst3"
+	assert_status 0
+	! grep "running on" <<<"$stderr" | grep -q -- --direct || fail "sent: $stderr"
+	assert_match "$stderr" "writing '.*dst3': page cache \(--direct auto: "
+}

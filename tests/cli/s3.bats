@@ -337,7 +337,7 @@ resident() {
 	fincore -b -n -o RES "$1" | tr -d ' '
 }
 
-@test "get: ranges land through O_DIRECT on ext4 (aligned or not), not in the page cache; through it where refused" {
+@test "get --direct always: ranges land through O_DIRECT on ext4 (aligned or not), not in the page cache; through it where refused" {
 	mount_ext4 "$D/disk" 128M
 	size=$((24 * 1024 * 1024 + 12345))
 	mkrand "$D/src" "$size"
@@ -350,9 +350,9 @@ resident() {
 	for key in mp one; do
 		for ps in 5M 5300001; do
 			rm -f "$D/disk/dst"
-			rds3 -v --part-size "$ps" get "s3://$B/$key" "$D/disk/dst"
+			rds3 -v --direct always --part-size "$ps" get "s3://$B/$key" "$D/disk/dst"
 			assert_status 0
-			assert_match "$stderr" "bytes in [56] ranges, [0-9]+ at a time, written with O_DIRECT"
+			assert_match "$stderr" "bytes in [56] ranges, [0-9]+ at a time, written: O_DIRECT \(--direct always\)$"
 			# The plain MD5 is checked by reading the file back, which
 			# leaves the page cache again.  (Before cmp reads it.)
 			[ "$(resident "$D/disk/dst")" -lt $((1 << 20)) ] ||
@@ -365,16 +365,16 @@ resident() {
 	# cache; the same bytes.
 	# shellcheck disable=SC2046
 	run_t $(shimmed RDX_SHIM_NO_DIRECT=1 RDX_SHIM_LOG="$D/shim.log") \
-		"$RDS3" -v --part-size 5300001 get "s3://$B/mp" "$D/disk/dst2"
+		"$RDS3" -v --direct always --part-size 5300001 get "s3://$B/mp" "$D/disk/dst2"
 	assert_status 0
-	assert_match "$stderr" "bytes in 5 ranges, [0-9]+ at a time, written through the page cache"
+	assert_match "$stderr" "bytes in 5 ranges, [0-9]+ at a time, written: O_DIRECT \(--direct always\), which the file system refuses: through the page cache"
 	grep -q "O_DIRECT refused" "$D/shim.log" || fail "the shim was not in the way"
 	assert_same "$D/src" "$D/disk/dst2"
 	# Taken at open, refused at the first write: the rest goes through
 	# the page cache, the bytes the same.
 	# shellcheck disable=SC2046
 	run_t $(shimmed RDX_SHIM_DIRECT_EINVAL=1 RDX_SHIM_LOG="$D/shim2.log") \
-		"$RDS3" --part-size 5M get "s3://$B/one" "$D/disk/dst3"
+		"$RDS3" --direct always --part-size 5M get "s3://$B/one" "$D/disk/dst3"
 	assert_status 0
 	grep -q "O_DIRECT write refused" "$D/shim2.log" || fail "the shim was not in the way"
 	assert_same "$D/src" "$D/disk/dst3"

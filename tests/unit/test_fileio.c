@@ -2,6 +2,7 @@
  * the final name before publish, that a failed transfer leaves nothing,
  * modes, unaligned tails, and stdin's offset.  The write pool: producers
  * on several threads, each waiting for its own writes; a failed write. */
+#include "core/direct.h"
 #include "core/fileio.h"
 #include "core/io.h"
 #include "core/wpool.h"
@@ -65,11 +66,12 @@ static void test_sink(void)
 	struct rdx_sink *k;
 	struct stat st;
 	size_t n = 3 * 4096 + 100; /* aligned chunks and an unaligned tail */
+	struct rdx_wplan always = { .direct_from = 0 }; /* --direct always */
 	char *buf = aligned_buf(8192, 'x');
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/out.bin", dir);
-	CHECK(rdx_sink_open(&k, path, true, n, false, NULL, 0, NULL) == 0, "sink opens");
+	CHECK(rdx_sink_open(&k, path, true, n, &always, NULL, 0, NULL) == 0, "sink opens");
 	CHECK((temp_named_like("out.bin") || count_entries() == 0) && stat(path, &st) != 0,
 	      "writes go to an unnamed file (or .out.bin.rdx-*), nothing under the final name");
 	CHECK(rdx_sink_parallel(k), "a file sink takes parallel writes");
@@ -85,13 +87,13 @@ static void test_sink(void)
 
 	/* A failed transfer: close without publish. */
 	chmod(path, 0640);
-	CHECK(rdx_sink_open(&k, path, true, 1 << 20, false, NULL, 0, NULL) == 0 &&
+	CHECK(rdx_sink_open(&k, path, true, 1 << 20, NULL, NULL, 0, NULL) == 0 &&
 		      rdx_sink_write(k, buf, 4096, 0) == 0,
 	      "second transfer to an existing file");
 	rdx_sink_close(k);
 	CHECK(stat(path, &st) == 0 && (size_t)st.st_size == n && count_entries() == 1,
 	      "an unpublished transfer leaves the old file alone and no temporary");
-	CHECK(rdx_sink_open(&k, path, false, 0, false, NULL, 0, NULL) == 0 &&
+	CHECK(rdx_sink_open(&k, path, false, 0, NULL, NULL, 0, NULL) == 0 &&
 		      rdx_sink_flush(k, 0) == 0 && rdx_sink_publish(k) == 0,
 	      "replacing an existing file");
 	rdx_sink_close(k);
@@ -99,17 +101,17 @@ static void test_sink(void)
 	      "a replaced file keeps its mode");
 
 	snprintf(other, sizeof(other), "%s/no/such/dir/x", dir);
-	CHECK(rdx_sink_open(&k, other, false, 0, false, NULL, 0, NULL) == -ENOENT,
+	CHECK(rdx_sink_open(&k, other, false, 0, NULL, NULL, 0, NULL) == -ENOENT,
 	      "missing directory: ENOENT, nothing created");
-	CHECK(rdx_sink_open(&k, dir, false, 0, false, NULL, 0, NULL) == -EISDIR,
+	CHECK(rdx_sink_open(&k, dir, false, 0, NULL, NULL, 0, NULL) == -EISDIR,
 	      "a directory as FILE: EISDIR");
 	snprintf(other, sizeof(other), "%s/fifo", dir);
 	mkfifo(other, 0600);
-	CHECK(rdx_sink_open(&k, other, false, 0, false, NULL, 200, NULL) == -ENXIO,
+	CHECK(rdx_sink_open(&k, other, false, 0, NULL, NULL, 200, NULL) == -ENXIO,
 	      "a fifo without a reader is refused after the wait");
 	fd = open("/dev/null", O_RDONLY);
 	close(fd);
-	CHECK(rdx_sink_open(&k, "/dev/null", true, 1 << 20, false, NULL, 0, NULL) == 0 &&
+	CHECK(rdx_sink_open(&k, "/dev/null", true, 1 << 20, NULL, NULL, 0, NULL) == 0 &&
 		      !rdx_sink_parallel(k) && rdx_sink_write(k, buf, 4096, 0) == 0 &&
 		      rdx_sink_flush(k, 4096) == 0 && rdx_sink_publish(k) == 0,
 	      "/dev/null is written in place");
@@ -191,7 +193,8 @@ static void test_wpool(void)
 	struct producer w[2];
 	struct rdx_wpool *p;
 	struct rdx_wtag tag = { 0 };
-	atomic_bool direct = false;
+	struct rdx_wplan buffered = { .direct_from = RDX_NO_DIRECT };
+	struct rdx_wfile wf;
 	pthread_t t[2];
 	bool same = true;
 	int fd, ro;
@@ -199,7 +202,8 @@ static void test_wpool(void)
 	snprintf(path, sizeof(path), "%s/wpool", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	/* Three buffers for two producers: they wait on each other's writes. */
-	CHECK(fd >= 0 && rdx_wpool_new(&p, 2, 3, WP_BUF, -1, fd, &direct) == 0,
+	rdx_wfile_init(&wf, fd, -1, &buffered);
+	CHECK(fd >= 0 && rdx_wpool_new(&p, 2, 3, WP_BUF, &wf) == 0,
 	      "a pool of 2 threads and 3 buffers");
 	for (unsigned i = 0; i < 2; i++) {
 		w[i] = (struct producer){ .p = p, .id = i };
@@ -219,7 +223,9 @@ static void test_wpool(void)
 
 	/* A descriptor that cannot be written: the tag says why, once. */
 	ro = open(path, O_RDONLY | O_CLOEXEC);
-	CHECK(ro >= 0 && rdx_wpool_new(&p, 1, 2, WP_BUF, -1, ro, &direct) == 0,
+	rdx_wfile_release(&wf);
+	rdx_wfile_init(&wf, ro, -1, &buffered);
+	CHECK(ro >= 0 && rdx_wpool_new(&p, 1, 2, WP_BUF, &wf) == 0,
 	      "a pool on a read-only descriptor");
 	for (unsigned i = 0; i < 2; i++) {
 		char *b = rdx_wpool_get(p);
@@ -231,6 +237,7 @@ static void test_wpool(void)
 	CHECK(rdx_wpool_wait(p, &tag) == 0, "and the tag is clear for reuse");
 	rdx_wpool_drop(p, rdx_wpool_get(p));
 	rdx_wpool_free(p);
+	rdx_wfile_release(&wf);
 	close(ro);
 	close(fd);
 	unlink(path);

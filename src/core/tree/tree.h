@@ -21,6 +21,8 @@
 #ifndef RDX_TREE_H
 #define RDX_TREE_H
 
+#include "core/direct.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -133,6 +135,12 @@ struct rdx_tree_unpack_opts {
 	 * --same-permissions); without it they are dropped, so that a sender
 	 * cannot make a set-id program of its own here. */
 	bool keep_setid;
+	/* The page-cache policy (core/direct.h), counted over the whole
+	 * tree: its files go through the cache while what went through it
+	 * stays within the share, big ones around it past that.  Small
+	 * files (under BIG_FILE, written whole) go through it always. */
+	enum rdx_direct direct;
+	bool fsync; /* each file synced before it gets its name */
 };
 
 /* Prepares to extract under dst: an existing directory receives the

@@ -346,6 +346,7 @@ static int unpack_small(struct rdx_tree_unpack *u, struct archive *rd,
 	u->pend_job = j;
 	if (!j->final)
 		return tu_unpack_fail(u, -ENOMEM, "out of memory");
+	u->cached += size;
 	ret = copy_data(u, rd, false, NULL, put_job, j, &err);
 	if (ret)
 		return ret;
@@ -412,23 +413,31 @@ static int put_staged(void *arg, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* A big file's data, hashed, into an O_DIRECT temporary (fileio's sink:
- * buffered writes of big files are throttled by dirty page writeback to
- * a fraction of what the disk takes) with its metadata; take_hash()
- * publishes it.  Returns 0 (a local failure is named and counted) or a
+/* A big file's data, hashed, into a temporary (fileio's sink, written
+ * around the page cache or through it and paced, as the tree's policy has
+ * it) with its metadata; take_hash() publishes it.  Returns 0 (a local failure is named and counted) or a
  * fatal code; either way no stage of it is left with the writers. */
 static int unpack_big(struct rdx_tree_unpack *u, struct archive *rd,
 		      struct archive *wd, struct archive_entry *e)
 {
 	uint64_t size = (uint64_t)archive_entry_size(e);
 	struct staged st = { .u = u };
+	struct rdx_wneed need = { .policy = u->direct, .size_known = true, .size = size,
+				  .before = u->cached, .avail = u->avail, .fsync = u->fsync };
+	struct rdx_wplan plan = rdx_wplan_choose(&need);
 	struct tree_meta m;
+	char why[256];
 	int err, ret;
 
 	tu_file_meta(u, wd, e, &m);
 	atomic_store(&u->stage_err, 0);
+	if (plan.direct_from)
+		u->cached += size;
+	/* One line per big file: a tree of small ones says nothing more. */
+	rdx_info(size >= RDX_PACE_MIN ? 1 : 2, "tree: '%s': %s", tu_shown(u, u->pend_final),
+		 rdx_wplan_say(&plan, &need, why, sizeof(why)));
 	err = rdx_sink_open_at(&u->pend_sink, u->checked_dir->fd, tu_base_name(u->pend_final),
-			       u->pend_final, size, u->stop);
+			       u->pend_final, size, &plan, u->stop);
 	if (err) {
 		u->pend_sink = NULL;
 		archive_read_data_skip(rd);
@@ -506,6 +515,8 @@ static int unpack_sparse(struct rdx_tree_unpack *u, struct archive *rd,
 	}
 	ret = copy_data(u, rd, true, u->hash, put_sparse, &s, &err);
 	if (!ret && !err && ftruncate(s.fd, (off_t)s.size))
+		err = -errno;
+	if (!ret && !err && u->fsync && fsync(s.fd))
 		err = -errno;
 	if (!ret && !err)
 		err = tree_set_meta(s.fd, &m, u->as_root);
@@ -771,6 +782,28 @@ static void free_tops(struct rdx_tree_unpack *u)
 	free(u->tops_taken);
 }
 
+/* -v, once per tree: the policy its files get. */
+static void say_policy(const struct rdx_tree_unpack *u)
+{
+	struct rdx_wneed n = { .policy = u->direct, .size_known = true, .avail = u->avail };
+	struct rdx_wplan p = rdx_wplan_choose(&n);
+	char share[32], avail[32], big[32];
+
+	if (u->direct != RDX_DIRECT_AUTO) {
+		rdx_info(1, "tree: --direct %s: files of %s and more %s", rdx_direct_name(u->direct),
+			 rdx_fmt_bytes(share, sizeof(share), BIG_FILE),
+			 u->direct == RDX_DIRECT_ALWAYS ? "with O_DIRECT, smaller ones through the page cache"
+							: "through the page cache too");
+		return;
+	}
+	rdx_info(1,
+		 "tree: --direct auto: files through the page cache while the tree stays within "
+		 "%s (a quarter of %s available), files of %s and more with O_DIRECT past that",
+		 rdx_fmt_bytes(share, sizeof(share), p.share),
+		 u->avail ? rdx_fmt_bytes(avail, sizeof(avail), u->avail) : "the unknown memory",
+		 rdx_fmt_bytes(big, sizeof(big), BIG_FILE));
+}
+
 int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 			  const struct rdx_tree_unpack_opts *o, const atomic_int *stop,
 			  int *fd)
@@ -790,7 +823,11 @@ int rdx_tree_unpack_start(struct rdx_tree_unpack **out, const char *dst,
 	u->tops_glob = o->tops_glob;
 	u->allow_delete = o->allow_delete;
 	u->keep_setid = o->keep_setid;
+	u->direct = o->direct;
+	u->fsync = o->fsync;
+	u->avail = rdx_mem_available();
 	u->stop = stop;
+	say_policy(u);
 	ret = copy_tops(u, o);
 	if (ret)
 		goto err;

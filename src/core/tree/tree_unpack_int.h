@@ -8,6 +8,7 @@
 
 #include "core/tree/tree_int.h"
 
+#include "core/direct.h"
 #include "core/err.h"
 #include "core/fileio.h"
 #include "core/proto.h"
@@ -126,6 +127,11 @@ struct rdx_tree_unpack {
 	bool allow_delete;
 	bool keep_setid;
 	bool as_root;
+	enum rdx_direct direct;
+	bool fsync;
+	uint64_t avail;	 /* memory available at the start (rdx_mem_available) */
+	uint64_t cached; /* bytes written through the page cache (the unpacking
+			  * thread's) */
 	const atomic_int *stop;
 	void *buf;
 	XXH3_state_t *hash;

@@ -1,6 +1,7 @@
 /* The writer pool of a tree's receiver: threads that check a small
  * file's hash and make it (unnamed, then linked under its name), and write
- * big files' stages with O_DIRECT, while the unpacker goes on. */
+ * big files' stages (through their sinks, as the tree's page-cache policy
+ * has them), while the unpacker goes on. */
 #include "core/tree/tree_unpack_int.h"
 
 void tu_job_free(struct job *j)
@@ -29,12 +30,14 @@ void tu_file_meta(const struct rdx_tree_unpack *u, struct archive *wd,
 			      : m->times[1];
 }
 
-/* A file's owner, mode and times, then its data, through fd. */
+/* A file's owner, mode and times, then its data, through fd (synced
+ * with --fsync). */
 static int write_fd(struct rdx_tree_unpack *u, struct job *j, int fd)
 {
 	ssize_t n = j->len ? rdx_pwrite_full(fd, j->data, j->len, 0) : 0;
+	int err = n < 0 ? (int)n : tree_set_meta(fd, &j->m, u->as_root);
 
-	return n < 0 ? (int)n : tree_set_meta(fd, &j->m, u->as_root);
+	return !err && u->fsync && fsync(fd) ? -errno : err;
 }
 
 /* Written under a temporary name, then renamed over the final one.
