@@ -587,9 +587,10 @@ static const struct unkept {
 } unkept[] = {
 	{ "x-amz-server-side-encryption*", NULL, "server-side encryption (SSE-S3, SSE-KMS, SSE-C)" },
 	{ "x-amz-copy-source-server-side-encryption*", NULL, "server-side encryption (SSE-C)" },
+	/* x-amz-bypass-governance-retention passes: with no retention kept,
+	 * a delete that bypasses it is the delete done. */
 	{ "x-amz-object-lock-*", NULL, "object lock" },
 	{ "x-amz-bucket-object-lock-enabled", "false", "object lock" },
-	{ "x-amz-bypass-governance-retention", NULL, "object lock" },
 	{ "x-amz-acl", "private bucket-owner-full-control", "ACLs other than private" },
 	{ "x-amz-grant-*", NULL, "ACL grants" },
 	{ "x-amz-object-ownership", "BucketOwnerEnforced", "ACLs (object ownership other than BucketOwnerEnforced)" },
