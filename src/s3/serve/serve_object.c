@@ -138,44 +138,49 @@ static int conditions(const struct sv_req *r, const char *pre, const char *etag,
 
 #define PRECONDITION_MSG "At least one of the pre-conditions you specified did not hold"
 
+/* Whether the object fd's ETag passes w's If-Match and If-None-Match
+ * (its ETags): 0, -ECANCELED or -errno. */
+static int etags_hold(int fd, const struct sv_wcond *w)
+{
+	struct sv_meta m;
+	int ret = sv_meta_get(fd, &m);
+
+	if (ret)
+		return ret;
+	if ((w->match && !etag_match(w->match, m.etag)) ||
+	    (w->none_match && etag_match(w->none_match, m.etag)))
+		ret = -ECANCELED;
+	sv_meta_release(&m);
+	return ret;
+}
+
 int sv_match_check(int dir, const char *name, void *arg)
 {
 	const struct sv_wcond *w = arg;
 	int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret;
-	struct sv_meta m;
 	struct stat st;
 
 	if (fd < 0)
-		return errno == ELOOP || errno == ENXIO ? -ENOENT : -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = errno == ELOOP || errno == ENXIO || errno == ENOENT ? -ENOENT : -errno;
+	else if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		ret = -ENOENT;
+	else
+		ret = etags_hold(fd, w);
+	if (fd >= 0)
 		close(fd);
-		return -ENOENT;
-	}
-	ret = sv_meta_get(fd, &m);
-	close(fd);
-	if (ret)
-		return ret;
-	ret = etag_match(w->match, m.etag) ? 0 : -ECANCELED;
-	sv_meta_release(&m);
-	return ret;
+	/* No object: If-Match fails, If-None-Match holds. */
+	return ret == -ENOENT && !w->match ? 0 : ret;
 }
 
 int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w)
 {
 	const char *inm = sv_hdr(k->r, "If-None-Match");
-	char msg[128];
 	int fd, ret;
 
 	w->match = sv_hdr(k->r, "If-Match");
-	w->absent = false;
-	if (inm && (strcmp(inm, "*") || w->match)) {
-		snprintf(msg, sizeof(msg),
-			 "A header you provided implies functionality that is not implemented: %s",
-			 w->match ? "If-Match with If-None-Match" : "If-None-Match other than *");
-		return sv_fail(k, 501, "NotImplemented", msg) ? -EIO : 1;
-	}
-	w->absent = inm != NULL;
-	if (!w->absent && !w->match)
+	w->absent = inm && !strcmp(inm, "*");
+	w->none_match = w->absent ? NULL : inm;
+	if (!w->absent && !w->match && !w->none_match)
 		return 0;
 	fd = sv_object_open(bfd, k->key);
 	if (fd == -ENOENT)
@@ -185,12 +190,7 @@ int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w)
 	else if (w->absent)
 		ret = -ECANCELED;
 	else {
-		struct sv_meta m;
-
-		ret = sv_meta_get(fd, &m);
-		if (!ret && !etag_match(w->match, m.etag))
-			ret = -ECANCELED;
-		sv_meta_release(&m);
+		ret = etags_hold(fd, w);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -200,7 +200,7 @@ int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w)
 void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p)
 {
 	p->if_absent = w->absent;
-	p->check = w->match ? sv_match_check : NULL;
+	p->check = w->match || w->none_match ? sv_match_check : NULL;
 	p->check_arg = w;
 }
 

@@ -187,15 +187,17 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm,
  * CompleteMultipartUpload): If-None-Match: * (none is there) or If-Match
  * (one is, with one of those ETags). */
 struct sv_wcond {
-	const char *match; /* If-Match's value, or NULL */
-	bool absent;	   /* If-None-Match: * */
+	const char *match;	/* If-Match's value, or NULL */
+	const char *none_match; /* If-None-Match's ETags (not "*"), or NULL */
+	bool absent;		/* If-None-Match: * */
 };
 
 /* Reads them from the request and checks them against the object now,
  * to spare a body that could not be written: 0 to go on, else an answer
- * was sent (1) or could not be (-EIO): 412 PreconditionFailed, 404
- * NoSuchKey (If-Match and no object), or 501 NotImplemented for an
- * If-None-Match other than "*" or both at once, as S3 answers them. */
+ * was sent (1) or could not be (-EIO): 412 PreconditionFailed or 404
+ * NoSuchKey (If-Match and no object).  If-None-Match with ETags holds
+ * when no object is there or its ETag is none of them, as HTTP has it
+ * (S3 takes "*" only; RGW and the s3-tests take both). */
 int sv_wcond_take(struct call *k, int bfd, struct sv_wcond *w);
 
 /* If-Match's check, under the store's lock (arg: the struct sv_wcond):

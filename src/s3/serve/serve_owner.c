@@ -279,8 +279,10 @@ int sv_create_bucket(struct call *k)
 	}
 	if (bfd >= 0)
 		close(bfd);
-	return sv_fail(k, 409, "BucketAlreadyOwnedByYou",
-		       "Your previous request to create the named bucket succeeded and you already own it.");
+	/* One's own bucket again: 200 and nothing changed, as us-east-1
+	 * (every bucket's region here) answers it. */
+	snprintf(loc, sizeof(loc), "Location: /%s\r\n", k->bucket);
+	return sv_answer(k, 200, loc, NULL, 0);
 }
 
 /* ----------------------------------------------------------- ListBuckets */
