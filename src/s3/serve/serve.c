@@ -307,19 +307,6 @@ static int rdma_body_ok(struct call *k, uint64_t max)
 	return 0;
 }
 
-/* Content-Encoding's aws-chunked without a STREAMING-* body to decode:
- * its framing would be stored as the object. */
-static bool says_aws_chunked(const struct sv_req *r)
-{
-	const char *ce = sv_hdr(r, "Content-Encoding");
-
-	for (const char *p = ce; p && *p; p++)
-		if (!strncasecmp(p, "aws-chunked", 11) && (p == ce || p[-1] == ',' || p[-1] == ' ') &&
-		    (!p[11] || p[11] == ',' || p[11] == ' '))
-			return true;
-	return false;
-}
-
 /* What the body is checked against besides its length: Content-MD5, the
  * signed SHA-256, and the x-amz-checksum-* header or trailer (want its
  * value).  0, or an answer was sent (1) or could not be (-EIO). */
@@ -396,9 +383,6 @@ static int body_begin(struct call *k, uint64_t max, struct sv_stream **st,
 		return sv_fail(k, 400, "InvalidRequest", "an RDMA upload carries no aws-chunked body") ? -EIO : 1;
 	if (k->rdma && (ret = rdma_body_ok(k, max)))
 		return ret;
-	if (!k->sa.on && says_aws_chunked(r))
-		return sv_fail(k, 400, "InvalidArgument",
-			       "Content-Encoding aws-chunked needs x-amz-content-sha256 STREAMING-*: rds3 serve does not store the framing as the object") ? -EIO : 1;
 	if ((ret = body_checksum(k, ckh, alg)))
 		return ret;
 	if (k->sa.on && (ret = sv_stream_begin(k, max, st)))

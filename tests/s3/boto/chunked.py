@@ -280,8 +280,12 @@ def refusals(s3, b):
             headers={"x-amz-checksum-sha1": checksum("sha1", b"")})
     refused(s3, b, "SigV4a streaming", (501, "NotImplemented"),
             mode="STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD")
-    refused(s3, b, "aws-chunked with an unsigned plain body", (400, "InvalidArgument"),
-            mode="UNSIGNED-PAYLOAD")
+    # Content-Encoding aws-chunked on a plain body (no STREAMING-*): the
+    # body is the object, as S3 stores it, and aws-chunked is dropped.
+    s3.put_object(Bucket=b, Key="plain", Body=b"plain bytes", ContentEncoding="gzip, aws-chunked")
+    r = s3.get_object(Bucket=b, Key="plain")
+    equal("a plain body under aws-chunked", (r["Body"].read(), r.get("ContentEncoding")),
+          (b"plain bytes", "gzip"))
 
 
 @case
