@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench/rxe.sh -- rdsend over Soft-RoCE against perftest, in the two guests
+# of scripts/rxe-vm.sh (issue 27).  Guest a receives (rdrecv, or the
+# perftest server) and keeps time; guest b sends.  Every case is timed end
+# to end on a's clock: from "go" (a tells b to start its sender, the
+# receiver already listening) until a's receiver exited.  Rate = bytes /
+# that time.  Under TCG emulation only the ratios between rows mean much.
+#
+# Usage:   bash bench/rxe.sh                        # the issue's scale (long)
+#          RUNS=1 SIZES="4K 16M" LOSS=16M bash bench/rxe.sh   # a quick run
+#
+# Environment (all optional):
+#   SIZES="4K 64M 256M"   sizes without loss (K/M suffixes, powers of 2)
+#   LOSS=16M              size(s) run with netem loss 1% on b's eth0; "" = none
+#   RUNS=3                runs per case; min / median / max are kept
+#   TOOLS="rd1 rd2 sendbw writebw tcp"   which rows (see below)
+#   BUILD=build           the build whose rdsend / rdrecv run
+#   RDX_RXE_TIMEOUT=7200  the guests' limit, seconds (scripts/rxe-vm.sh)
+#   RDX_RXE_LOG           where the console log goes (default: a temp file)
+#
+# Rows: rd1 = rdsend --transport rdma, rd2 = the same with --streams 2,
+# sendbw = ib_send_bw -e, writebw = ib_write_bw (perftest; both with
+# 1 MiB messages, below 8 MiB 8 messages of size/8: perftest wants at
+# least 5 iterations), tcp = rdsend
+# --transport tcp on the same guests.  CPU is user+sys seconds from
+# /usr/bin/time, receiver (a) and sender (b).
+#
+# The guests print "RXEBENCH ..." lines to their consoles; this script,
+# on the host, joins a's times with b's CPU and prints the table.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+if [ -z "${RXE_ROLE:-}" ]; then
+	SIZES=${SIZES-4K 64M 256M} LOSS=${LOSS-16M} RUNS=${RUNS:-3}
+	TOOLS=${TOOLS:-rd1 rd2 sendbw writebw tcp} BUILD=${BUILD:-build}
+	for t in ib_send_bw ib_write_bw; do
+		command -v "$t" >/dev/null || { echo "bench/rxe.sh: $t not found (Debian package perftest; scripts/deps.sh bench)" >&2; exit 1; }
+	done
+	[ -x "$BUILD/rdsend" ] || { echo "bench/rxe.sh: $BUILD/rdsend not built" >&2; exit 1; }
+	log=${RDX_RXE_LOG:-$(mktemp /tmp/rxebench.XXXXXX.log)}
+	echo "# bench/rxe.sh $(date -u '+%F %H:%M UTC') commit $(git rev-parse --short HEAD 2>/dev/null)" \
+		"SIZES='$SIZES' LOSS='$LOSS' RUNS=$RUNS BUILD=$BUILD; console log: $log"
+	RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-7200} RDX_RXE_LOG=$log scripts/rxe-vm.sh run --two bench/rxe.sh \
+		SIZES="$SIZES" LOSS="$LOSS" RUNS="$RUNS" TOOLS="$TOOLS" BUILD="$BUILD"
+	rc=$?
+	# a: RXEBENCH a TOOL SIZE LOSS RUN BYTES SECS RC CPU ; b: RXEBENCH b TOOL SIZE LOSS RUN RC CPU
+	tr -d '\r' <"$log" | grep -ao 'RXEBENCH .*' | sort -s -r -k2,2 | awk '
+	function fmt(x) { return x == "" ? "-" : x }
+	function sortn(a, n,   i, j, t) { for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } }
+	function med(a, n) { return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2 }
+	function rate(b, s) { return s > 0 ? sprintf("%.3g", b / s / 1e6) : "-" }
+	$2 == "b" { k = $3 " " $4 " " $5 " " $6; bcpu[k] = $8; brc[k] = $7; next }
+	$2 == "a" {
+		c = $3 " " $4 " " $5; if (!(c in seen)) { seen[c] = 1; order[++nc] = c }
+		bytes[c] = $7; k = c " " $6
+		if ($9 == 0 && (brc[k] == "" || brc[k] == 0)) { n[c]++; T[c, n[c]] = $8; CA[c, n[c]] = $10 } else fails[c]++
+	}
+	END {
+		printf "\n%-8s %-6s %-5s %4s  %-26s %-26s %-14s %-14s %s\n", "tool", "size", "loss", "ok", "seconds min/med/max", "MB/s max/med/min", "cpu a (recv)", "cpu b (send)", "failed"
+		for (i = 1; i <= nc; i++) {
+			c = order[i]; m = n[c] + 0; split(c, f, " ")
+			if (m == 0) { printf "%-8s %-6s %-5s %4d  %s\n", f[1], f[2], f[3], 0, "all runs failed (" fails[c] ")"; continue }
+			delete t; delete ca; delete cb; nb = 0
+			for (j = 1; j <= m; j++) { t[j] = T[c, j] + 0; ca[j] = CA[c, j] + 0 }
+			for (k in bcpu) { split(k, g, " "); if (g[1] " " g[2] " " g[3] == c && bcpu[k] != "-") cb[++nb] = bcpu[k] + 0 }
+			sortn(t, m); sortn(ca, m); sortn(cb, nb)
+			printf "%-8s %-6s %-5s %4d  %-26s %-26s %-14s %-14s %s\n", f[1], f[2], f[3], m,
+				sprintf("%.2f / %.2f / %.2f", t[1], med(t, m), t[m]),
+				sprintf("%s / %s / %s", rate(bytes[c], t[1]), rate(bytes[c], med(t, m)), rate(bytes[c], t[m])),
+				sprintf("%.2f s", med(ca, m)), nb ? sprintf("%.2f s", med(cb, nb)) : "-", fails[c] + 0
+		}
+		print "(cpu: median user+sys seconds of the runs; MB/s = 10^6 bytes/s)"
+	}'
+	exit "$rc"
+fi
+
+# ---------------------------------------------------------------- in the guests
+for a in "$@"; do export "${a?}"; done
+RDSEND=$PWD/$BUILD/rdsend RDRECV=$PWD/$BUILD/rdrecv
+W=/tmp/rxebench CTL=6999 KEY=rxe-bench-key T=600
+mkdir -p "$W"
+bytes() { # 4K -> 4096
+	local s=$1
+	case $s in
+	*K) echo $((${s%K} * 1024)) ;; *M) echo $((${s%M} * 1048576)) ;; *G) echo $((${s%G} * 1073741824)) ;; *) echo "$s" ;;
+	esac
+}
+TIMED=()
+[ -x /usr/bin/time ] && TIMED=(/usr/bin/time -f '%U %S' -o)
+cpu_of() { # cpu_of FILE: user+sys from /usr/bin/time's output, or -
+	local u s
+	[ ${#TIMED[@]} -gt 0 ] && read -r u s < <(grep -E '^[0-9.]+ [0-9.]+$' "$1" 2>/dev/null | tail -n 1) &&
+		[ -n "$s" ] && { echo "$u + $s" | bc; return; }
+	echo -
+}
+# perftest: messages of 1 MiB; below 8 MiB, 8 messages of BYTES/8
+# (perftest wants at least 5 iterations)
+pt_args() { # pt_args BYTES PORT
+	local m=$(($1 >= 8388608 ? 1048576 : $1 / 8))
+	echo -d "$RXE_DEV" -x "$RXE_GID_INDEX" -F -s "$m" -n $(($1 / m)) -p "$2"
+}
+cases() { # TOOL SIZE LOSS lines, in the order both guests run them
+	local s t
+	for s in $SIZES; do for t in $TOOLS; do echo "$t $s 0"; done; done
+	for s in $LOSS; do for t in $TOOLS; do echo "$t $s 1"; done; done
+}
+
+if [ "$RXE_ROLE" = b ]; then
+	# b: serve control lines "netem on|off" and "go TOOL SIZE LOSS RUN PORT" until "end".
+	for s in $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
+	while :; do
+		line=$(nc -l "$CTL" </dev/null)
+		set -- $line
+		case ${1:-} in
+		end) break ;;
+		netem)
+			if [ "$2" = on ]; then tc qdisc replace dev "$RXE_NETDEV" root netem loss 1%
+			else tc qdisc del dev "$RXE_NETDEV" root 2>/dev/null; fi ;;
+		go)
+			tool=$2 size=$3 loss=$4 run=$5 port=$6 n=$(bytes "$3")
+			case $tool in
+			rd1) cmd=("$RDSEND" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			rd2) cmd=("$RDSEND" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			tcp) cmd=("$RDSEND" --transport tcp --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port") "$RXE_PEER") ;;
+			writebw) cmd=(ib_write_bw $(pt_args "$n" "$port") "$RXE_PEER") ;;
+			esac
+			rm -f "$W/time.b"
+			"${TIMED[@]}" ${TIMED:+"$W/time.b"} "${cmd[@]}" >"$W/out.b" 2>&1
+			rc=$?
+			[ $rc = 0 ] || { echo "RXEBENCH-ERR b $tool $size: rc $rc"; tail -n 3 "$W/out.b"; }
+			echo "RXEBENCH b $tool $size $loss $run $rc $(cpu_of "$W/time.b")" ;;
+		esac
+	done
+	exit 0
+fi
+
+# a: the receiver and the clock
+ctl() { # ctl LINE: hand LINE to b (retrying until b listens)
+	local i
+	for i in $(seq 1 600); do
+		if exec 3<>"/dev/tcp/$RXE_PEER/$CTL" 2>/dev/null; then
+			printf '%s\n' "$1" >&3
+			exec 3>&-
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "RXEBENCH-ERR a: b never took '$1'"
+	return 1
+}
+is_listening() { # TCP listener or rdma_cm listener on port $1
+	[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+	rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
+}
+port=7100 netem=off
+while read -r tool size loss; do
+	want=off
+	[ "$loss" = 1 ] && want=on
+	[ "$want" = "$netem" ] || { ctl "netem $want" || exit 1; netem=$want; }
+	n=$(bytes "$size")
+	for run in $(seq 1 "$RUNS"); do
+		port=$((port + 1))
+		case $tool in
+		rd1 | rd2 | tcp)
+			x=rdma
+			[ "$tool" = tcp ] && x=tcp
+			cmd=("$RDRECV" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+		sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
+		writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
+		esac
+		rm -f "$W/dst" "$W/time.a"
+		"${TIMED[@]}" ${TIMED:+"$W/time.a"} "${cmd[@]}" >"$W/out.a" 2>&1 &
+		pid=$!
+		for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+		t0=$EPOCHREALTIME
+		ctl "go $tool $size $loss $run $port" || { kill $pid; exit 1; }
+		wait $pid
+		rc=$?
+		t1=$EPOCHREALTIME
+		case $tool in rd*|tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
+		[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
+		echo "RXEBENCH a $tool $size $loss $run $n $(echo "$t1 - $t0" | bc) $rc $(cpu_of "$W/time.a")"
+	done
+done < <(cases)
+ctl netem\ off
+ctl end
+rm -f "$W/dst"
+exit 0
