@@ -7,8 +7,9 @@ set -euo pipefail
 build_pkgs=(gcc make pkg-config libzstd-dev libssl-dev libcurl4-openssl-dev libexpat1-dev libxxhash-dev libibverbs-dev librdmacm-dev libssh-dev libarchive-dev ibverbs-providers iproute2 coreutils)
 test_pkgs=(bats parallel valgrind openssh-server openssh-client openssl iproute2 nftables xxhash coreutils util-linux procps psmisc jq zsh man-db groff-base socat clang libclang-rt-14-dev nodejs awscli curl python3-boto3 s3fs)
 # bench/stream.sh: iperf3 socat nc mbuffer; bench/s3.sh: rclone s3cmd
-# (awscli is in test); bench/rdcp.sh: rsync (scp, ssh: openssh-client)
-bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time rclone s3cmd rsync)
+# (awscli is in test); bench/rdcp.sh: rsync (scp, ssh: openssh-client);
+# bench/rxe.sh: perftest (ib_send_bw, ib_write_bw; the guests run the host's)
+bench_pkgs=(iperf3 socat netcat-openbsd mbuffer time rclone s3cmd rsync perftest)
 
 want=("${build_pkgs[@]}")
 case "${1:-build}" in
