@@ -15,6 +15,7 @@
 #   RUNS=3                runs per case; min / median / max are kept
 #   TOOLS="rd1 rd2 sendbw writebw tcp"   which rows (see below)
 #   BUILD=build           the build whose rdsend / rdrecv run
+#   PT_OPTS=              more perftest options, both ends (e.g. "-u 17")
 #   RDX_RXE_TIMEOUT=7200  the guests' limit, seconds (scripts/rxe-vm.sh)
 #   RDX_RXE_LOG           where the console log goes (default: a temp file)
 #
@@ -39,9 +40,9 @@ if [ -z "${RXE_ROLE:-}" ]; then
 	[ -x "$BUILD/rdsend" ] || { echo "bench/rxe.sh: $BUILD/rdsend not built" >&2; exit 1; }
 	log=${RDX_RXE_LOG:-$(mktemp /tmp/rxebench.XXXXXX.log)}
 	echo "# bench/rxe.sh $(date -u '+%F %H:%M UTC') commit $(git rev-parse --short HEAD 2>/dev/null)" \
-		"SIZES='$SIZES' LOSS='$LOSS' RUNS=$RUNS BUILD=$BUILD; console log: $log"
+		"SIZES='$SIZES' LOSS='$LOSS' RUNS=$RUNS TOOLS='$TOOLS' BUILD=$BUILD PT_OPTS='${PT_OPTS:-}'; console log: $log"
 	RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-7200} RDX_RXE_LOG=$log scripts/rxe-vm.sh run --two bench/rxe.sh \
-		SIZES="$SIZES" LOSS="$LOSS" RUNS="$RUNS" TOOLS="$TOOLS" BUILD="$BUILD"
+		SIZES="$SIZES" LOSS="$LOSS" RUNS="$RUNS" TOOLS="$TOOLS" BUILD="$BUILD" PT_OPTS="${PT_OPTS:-}"
 	rc=$?
 	# a: RXEBENCH a TOOL SIZE LOSS RUN BYTES SECS RC CPU ; b: RXEBENCH b TOOL SIZE LOSS RUN RC CPU
 	tr -d '\r' <"$log" | grep -ao 'RXEBENCH .*' | sort -s -r -k2,2 | awk '
@@ -97,7 +98,7 @@ cpu_of() { # cpu_of FILE: user+sys from /usr/bin/time's output, or -
 # (perftest wants at least 5 iterations)
 pt_args() { # pt_args BYTES PORT
 	local m=$(($1 >= 8388608 ? 1048576 : $1 / 8))
-	echo -d "$RXE_DEV" -x "$RXE_GID_INDEX" -F -s "$m" -n $(($1 / m)) -p "$2"
+	echo -d "$RXE_DEV" -x "$RXE_GID_INDEX" -F -s "$m" -n $(($1 / m)) -p "$2" ${PT_OPTS:-}
 }
 cases() { # TOOL SIZE LOSS lines, in the order both guests run them
 	local s t
