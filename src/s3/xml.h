@@ -60,7 +60,9 @@ int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
 
 /* What rds3 serve reads.  A CompleteMultipartUpload request: each Part
  * appended to out with name = its ETag (as sent, quotes and all) and size
- * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO).
+ * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO),
+ * and its checksum, if it names one (ChecksumSHA256, ...): etag = the
+ * value, mtime = the algorithm ("SHA256"); two in one Part: -RDX_EPROTO.
  * A Delete request: each Object's Key as name; *quiet from Quiet.  Same
  * returns as s3_xml_list_objects(), no partial result. */
 int s3_xml_complete_request(const char *xml, size_t n, struct s3_list *out);
