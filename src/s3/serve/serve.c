@@ -273,6 +273,21 @@ int sv_checksum_asked(struct call *k, enum s3_ck *alg)
 	return sv_fail(k, 400, "InvalidRequest", msg) ? -EIO : 1;
 }
 
+int sv_checksum_default(struct call *k)
+{
+	const struct sv_hdr *hdr;
+	enum s3_ck alg;
+	int ret;
+
+	if ((ret = sv_checksum_asked(k, &k->want_ck)) || (ret = sv_checksum_header(k, &hdr, &alg)))
+		return ret;
+	/* A value sent, or to come as a trailer: S3 takes it and ignores
+	 * the algorithm named. */
+	if (hdr || sv_hdr(k->r, "x-amz-trailer"))
+		k->want_ck = S3_CK_NONE;
+	return 0;
+}
+
 /* Whether a header's base64 value is the digest d (n bytes). */
 static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
 {

@@ -997,18 +997,18 @@ static int complete_upload(struct call *k, int bfd, const char *id)
 		goto out;
 	}
 	ret = sv_meta_set(p.fd, &m);
-	/* The parts' sizes and checksums, for GetObjectAttributes and a GET
-	 * of one part, where the file system holds that many bytes (ext4:
-	 * some 4 KB with the record); without them the object is whole, and
-	 * those answers say less (docs/S3.md). */
-	if (!ret)
-		sv_parts_set(p.fd, &m, a.info);
 	if (ret == -ENOTSUP && !m.headers)
 		ret = 0;
 	if (!ret && tags.n && (ret = sv_tags_set(p.fd, &tags))) {
 		ret = sv_tags_fail(k, ret);
 		goto out;
 	}
+	/* The parts' sizes and checksums, for GetObjectAttributes and a GET
+	 * of one part, where the file system holds that many bytes after the
+	 * record and the tags (ext4: some 4 KB in all); without them the
+	 * object is whole, and those answers say less (docs/S3.md). */
+	if (!ret)
+		sv_parts_set(p.fd, &m, a.info);
 	if (!ret && fstat(p.fd, &st))
 		ret = -errno;
 	sv_wcond_arm(&w, &p);

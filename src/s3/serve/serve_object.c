@@ -306,6 +306,15 @@ static int override_headers(struct call *k, const char *h, char **out)
 	return 0;
 }
 
+/* The sizes of the parts of the multipart object fd (record m), kept
+ * with it when they are unequal; NULL when they were not. */
+static struct sv_part_info *part_sizes(int fd, const struct sv_meta *m)
+{
+	struct sv_part_info *v;
+
+	return sv_parts_get(fd, m, &v) ? NULL : v;
+}
+
 /* Part n's checksum (x-amz-checksum-mode: ENABLED on a GET of one
  * part of a multipart object), when its parts' are kept; its type is
  * the whole object's, as S3 gives it. */
@@ -331,6 +340,7 @@ int sv_get_object(struct call *k, int bfd)
 	time_t mtime;
 	uint64_t from = 0, to = 0;
 	int fd, ret, status = 200, rr = 0;
+	struct sv_part_info *v = NULL;
 	char date[40];
 
 	fd = sv_key_open(bfd, k->key, &m, &mtime);
@@ -370,8 +380,8 @@ int sv_get_object(struct call *k, int bfd)
 			ret = sv_fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
 			goto out;
 		}
-		if (m.parts && !m.part_size) {
-			ret = sv_fail(k, 501, "NotImplemented", "this object's parts are of unequal sizes; rds3 serve cannot give one");
+		if (m.parts && !m.part_size && !(v = part_sizes(fd, &m))) {
+			ret = sv_fail(k, 501, "NotImplemented", "this object's parts are of unequal sizes, not kept with it; rds3 serve cannot give one");
 			goto out;
 		}
 		if (n > (m.parts ? m.parts : 1)) {
@@ -382,6 +392,12 @@ int sv_get_object(struct call *k, int bfd)
 			s3_buf_printf(&h, "x-amz-mp-parts-count: %u\r\n", m.parts);
 			from = (n - 1) * m.part_size;
 			to = n == m.parts ? m.size - 1 : from + m.part_size - 1;
+			if (v) { /* unequal: from the sizes kept */
+				from = 0;
+				for (unsigned long i = 0; i + 1 < n; i++)
+					from += v[i].size;
+				to = from + v[n - 1].size - 1;
+			}
 			rr = m.size ? 1 : 0;
 			if (sv_checksum_mode(k))
 				add_part_checksum(&h, fd, &m, (unsigned)n);
@@ -428,6 +444,7 @@ int sv_get_object(struct call *k, int bfd)
 		k->sent = head ? 0 : len;
 	}
 out:
+	free(v);
 	s3_buf_release(&h);
 	sv_meta_release(&m);
 	close(fd);
@@ -471,7 +488,7 @@ static int put_marker(struct call *k, int bfd, struct sv_meta *m, const struct s
 		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
 	/* No byte is written (the most taken is 0): a chunked body with
 	 * any is EntityTooLarge. */
-	if ((ret = sv_checksum_asked(k, &k->want_ck)) || (ret = sv_take_body(k, -1, 0, md5, &size)))
+	if ((ret = sv_checksum_default(k)) || (ret = sv_take_body(k, -1, 0, md5, &size)))
 		return ret < 0 ? ret : 0;
 	rdx_hex_encode(md5, 16, m->etag);
 	m->ck = k->sum_ck;
@@ -515,7 +532,7 @@ int sv_put_object(struct call *k, int bfd)
 		sv_meta_release(&m);
 		return sv_fail_errno(k, ret);
 	}
-	ret = sv_checksum_asked(k, &k->want_ck);
+	ret = sv_checksum_default(k);
 	if (!ret)
 		ret = sv_take_body(k, p.fd, SV_PUT_MAX, md5, &size);
 	if (ret) {

@@ -129,6 +129,11 @@ int sv_checksum_header(struct call *k, const struct sv_hdr **hdr, enum s3_ck *al
  * could not be (-EIO). */
 int sv_checksum_asked(struct call *k, enum s3_ck *alg);
 
+/* For a PutObject: k->want_ck, the algorithm named (sv_checksum_asked)
+ * when the body brings no checksum of its own, to be computed.  Returns
+ * 0, or an answer was sent (1) or could not be (-EIO). */
+int sv_checksum_default(struct call *k);
+
 /* An object's kept checksum as S3 shows it: base64, "-N" after a
  * COMPOSITE one of N parts. */
 void sv_checksum_text(const struct sv_meta *m, char out[64]);

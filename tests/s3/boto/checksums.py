@@ -65,6 +65,10 @@ def put_checksum_kept(s3, b):
     s3.put_object(Bucket=b, Key="c", Body=body, ChecksumCRC32=b64(crc32(body)))
     r = s3.head_object(Bucket=b, Key="c", ChecksumMode="ENABLED")
     equal("a CRC32 header kept", r.get("ChecksumCRC32"), b64(crc32(body)))
+    # A value sent wins over the algorithm named, as S3 takes it.
+    r = with_headers({"x-amz-sdk-checksum-algorithm": "SHA256"}).put_object(
+        Bucket=b, Key="w", Body=body, ChecksumCRC32=b64(crc32(body)))
+    equal("the CRC32 sent, the SHA256 named", r.get("ChecksumCRC32"), b64(crc32(body)))
     s3.put_object(Bucket=b, Key="c", Body=b"plain")
     r = s3.head_object(Bucket=b, Key="c", ChecksumMode="ENABLED")
     check("a put without a checksum keeps none", "x-amz-checksum-crc32" not in headers(r), headers(r))
@@ -112,6 +116,9 @@ def multipart_composite(s3, b):
     equal("part 2's checksum, computed", r2.get("ChecksumSHA256"), b64(sha256(p2)))
     fails("a part of another algorithm", 400, "InvalidRequest", s3.upload_part, Bucket=b, Key="m",
           UploadId=uid, PartNumber=3, Body=p2, ChecksumAlgorithm="CRC32")
+    r = s3.list_parts(Bucket=b, Key="m", UploadId=uid)
+    equal("ListParts: each part's checksum", [p.get("ChecksumSHA256") for p in r.get("Parts", [])],
+          [b64(sha256(p1)), b64(sha256(p2))])
     parts = [{"PartNumber": 1, "ETag": r1["ETag"], "ChecksumSHA256": r1["ChecksumSHA256"]},
              {"PartNumber": 2, "ETag": r2["ETag"], "ChecksumSHA256": r2["ChecksumSHA256"]}]
     whole = b64(sha256(sha256(p1) + sha256(p2))) + "-2"
@@ -207,6 +214,9 @@ def attributes_parts_paged(s3, b):
     op = r.get("ObjectParts", {})
     equal("the last page", (op.get("IsTruncated"), [(p["PartNumber"], p["Size"]) for p in op.get("Parts", [])]),
           (False, [(3, 1)]))
+    r = s3.get_object(Bucket=b, Key="u", PartNumber=2)
+    equal("GET of part 2 of unequal ones", (r["ContentLength"], r["ContentRange"]),
+          (5 * MIB, f"bytes {6 * MIB}-{11 * MIB - 1}/{11 * MIB + 1}"))
     s3.put_object(Bucket=b, Key="one", Body=b"foo")
     r = s3.get_object_attributes(Bucket=b, Key="one", ObjectAttributes=want)
     check("a PutObject's: no ObjectParts", "ObjectParts" not in r, r)
