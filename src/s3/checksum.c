@@ -72,6 +72,24 @@ const char *s3_cksum_header(enum s3_ck alg)
 	return alg > S3_CK_NONE && alg <= S3_CK_SHA256 ? algs[alg].name : "?";
 }
 
+enum s3_ck s3_cksum_alg(const char *name)
+{
+	for (int a = S3_CK_CRC32; a <= S3_CK_SHA256; a++)
+		if (!strcasecmp(name, algs[a].shown))
+			return (enum s3_ck)a;
+	return S3_CK_NONE;
+}
+
+size_t s3_cksum_len(enum s3_ck alg)
+{
+	return alg > S3_CK_NONE && alg <= S3_CK_SHA256 ? algs[alg].bytes : 0;
+}
+
+bool s3_cksum_is_crc(enum s3_ck alg)
+{
+	return alg >= S3_CK_CRC32 && alg <= S3_CK_CRC64NVME;
+}
+
 int s3_cksum_init(struct s3_cksum *c, enum s3_ck alg)
 {
 	*c = (struct s3_cksum){ .alg = alg, .crc = crc_mask(alg) };
@@ -137,4 +155,87 @@ void s3_cksum_release(struct s3_cksum *c)
 {
 	EVP_MD_CTX_free(c->md);
 	c->md = NULL;
+}
+
+size_t s3_cksum_buf(enum s3_ck alg, const void *p, size_t n, unsigned char out[S3_CK_MAX])
+{
+	struct s3_cksum c;
+
+	if (s3_cksum_init(&c, alg))
+		return 0;
+	s3_cksum_update(&c, p, n);
+	return s3_cksum_final(&c, out);
+}
+
+/* CRC arithmetic on reflected polynomials, as zlib's crc32_combine does
+ * it: a * b modulo the polynomial (the top bit is x^0). */
+static uint64_t multmodp(enum s3_ck alg, uint64_t a, uint64_t b)
+{
+	uint64_t top = alg == S3_CK_CRC64NVME ? (uint64_t)1 << 63 : (uint64_t)1 << 31;
+	uint64_t m = top, p = 0;
+
+	for (;;) {
+		if (a & m) {
+			p ^= b;
+			if (!(a & (m - 1)))
+				break;
+		}
+		m >>= 1;
+		b = b & 1 ? (b >> 1) ^ algs[alg].poly : b >> 1;
+		if (!m)
+			break;
+	}
+	return p;
+}
+
+/* x^(8 * len) modulo the polynomial: the effect of len zero bytes, by
+ * squaring (x^(2^k) for each bit k of 8 * len). */
+static uint64_t zeros_op(enum s3_ck alg, uint64_t len)
+{
+	uint64_t top = alg == S3_CK_CRC64NVME ? (uint64_t)1 << 63 : (uint64_t)1 << 31;
+	uint64_t sq = top >> 1; /* x^1 */
+	uint64_t p = top;	/* x^0 */
+	int k;
+
+	/* 8 * len = len << 3: x^8 first, from x^1 squared three times. */
+	for (k = 0; k < 3; k++)
+		sq = multmodp(alg, sq, sq);
+	for (; len; len >>= 1) {
+		if (len & 1)
+			p = multmodp(alg, sq, p);
+		sq = multmodp(alg, sq, sq);
+	}
+	return p;
+}
+
+uint64_t s3_crc_combine(enum s3_ck alg, uint64_t crc1, uint64_t crc2, uint64_t len2)
+{
+	if (!s3_cksum_is_crc(alg))
+		return 0;
+	return multmodp(alg, zeros_op(alg, len2), crc1) ^ crc2;
+}
+
+void s3_cksum_b64(const unsigned char *d, size_t n, char out[48])
+{
+	if (n > S3_CK_MAX)
+		n = S3_CK_MAX;
+	EVP_EncodeBlock((unsigned char *)out, d, (int)n);
+}
+
+int s3_cksum_unb64(const char *b64, enum s3_ck alg, unsigned char out[S3_CK_MAX])
+{
+	unsigned char buf[S3_CK_MAX + 3];
+	size_t n = s3_cksum_len(alg), len = strlen(b64);
+	char back[48];
+
+	if (!n || len != (n + 2) / 3 * 4 ||
+	    EVP_DecodeBlock(buf, (const unsigned char *)b64, (int)len) != (int)((n + 2) / 3 * 3))
+		return -EINVAL;
+	/* The padding stands for no bytes: a value with other bits there
+	 * is not this digest's base64. */
+	s3_cksum_b64(buf, n, back);
+	if (strcmp(back, b64))
+		return -EINVAL;
+	memcpy(out, buf, n);
+	return 0;
 }

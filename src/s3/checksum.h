@@ -35,6 +35,16 @@ const char *s3_cksum_name(enum s3_ck alg);
 /* Its header's name, in lower case ("x-amz-checksum-crc32"). */
 const char *s3_cksum_header(enum s3_ck alg);
 
+/* The algorithm of a name as S3 writes it ("SHA256", any case: the value
+ * of x-amz-checksum-algorithm); S3_CK_NONE for another. */
+enum s3_ck s3_cksum_alg(const char *name);
+
+/* The digest's length in bytes (4, 8, 20, 32; 0 for S3_CK_NONE). */
+size_t s3_cksum_len(enum s3_ck alg);
+
+/* Whether alg is one of the CRCs (whose digests combine). */
+bool s3_cksum_is_crc(enum s3_ck alg);
+
 /* Starts a digest.  Returns 0 or -ENOMEM. */
 int s3_cksum_init(struct s3_cksum *c, enum s3_ck alg);
 void s3_cksum_update(struct s3_cksum *c, const void *p, size_t n);
@@ -45,5 +55,20 @@ size_t s3_cksum_final(struct s3_cksum *c, unsigned char out[S3_CK_MAX]);
 
 /* Releases a digest not ended (safe after s3_cksum_final too). */
 void s3_cksum_release(struct s3_cksum *c);
+
+/* The digest of n bytes at p into out: its length, 0 when out of memory. */
+size_t s3_cksum_buf(enum s3_ck alg, const void *p, size_t n, unsigned char out[S3_CK_MAX]);
+
+/* The CRC (alg one of the three, as s3_cksum_final gives it, read as a
+ * big-endian number) of A followed by B, from crc1 of A, crc2 of B and
+ * len2, B's length: how a FULL_OBJECT checksum is made of its parts'. */
+uint64_t s3_crc_combine(enum s3_ck alg, uint64_t crc1, uint64_t crc2, uint64_t len2);
+
+/* n digest bytes as base64 into out (NUL-terminated). */
+void s3_cksum_b64(const unsigned char *d, size_t n, char out[48]);
+
+/* The base64 value b64 as alg's digest into out: 0, or -EINVAL when it is
+ * not the base64 of that many bytes. */
+int s3_cksum_unb64(const char *b64, enum s3_ck alg, unsigned char out[S3_CK_MAX]);
 
 #endif

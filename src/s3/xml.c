@@ -2,6 +2,7 @@
 
 #include "core/err.h"
 #include "core/log.h"
+#include "s3/checksum.h"
 
 #include <errno.h>
 #include <expat.h>
@@ -229,6 +230,13 @@ static void XMLCALL on_end(void *ud, const XML_Char *name)
 			ret = set_str(w, &w->cur.name);
 		else if (at(w, "CompleteMultipartUpload", "Part", "PartNumber"))
 			ret = parse_u64(w->text, w->tlen, &w->cur.size);
+		else if (w->depth == 3 && !strcmp(w->names[1], "Part") &&
+			 !strncmp(n, "Checksum", 8) && s3_cksum_alg(n + 8) != S3_CK_NONE) {
+			/* One checksum a part: its value, and its algorithm. */
+			ret = w->cur.etag ? -RDX_EPROTO : set_str(w, &w->cur.etag);
+			if (!ret && !(w->cur.mtime = strdup(n + 8)))
+				ret = -ENOMEM;
+		}
 		else if (at(w, "CompleteMultipartUpload", "Part", NULL))
 			ret = w->cur.size ? push(w) : -RDX_EPROTO;
 	} else if (w->doc == DOC_DELETE_REQ) {

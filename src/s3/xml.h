@@ -62,7 +62,9 @@ int s3_xml_delete_result(const char *xml, size_t n, struct s3_list *errors,
 
 /* What rds3 serve reads.  A CompleteMultipartUpload request: each Part
  * appended to out with name = its ETag (as sent, quotes and all) and size
- * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO).
+ * = its PartNumber (a Part without a PartNumber, or 0, is -RDX_EPROTO),
+ * and its checksum, if it names one (ChecksumSHA256, ...): etag = the
+ * value, mtime = the algorithm ("SHA256"); two in one Part: -RDX_EPROTO.
  * A Delete request: each Object's Key as name, with its conditions as
  * given (ETag as etag, LastModifiedTime as mtime, Size as size with
  * has_size) and its VersionId as version; *quiet from Quiet.  Same

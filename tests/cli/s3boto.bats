@@ -150,3 +150,7 @@ ${stderr:-$output}"
 		fail "a secret is in the server's log"
 	! tr '\0' ' ' <"/proc/$SERVE_PID/cmdline" | grep -qF "$S3_SECRET2" || fail "a secret is on the command line"
 }
+
+@test "boto3: checksums kept (x-amz-checksum-mode), multipart COMPOSITE and FULL_OBJECT checked at Complete, copies, GetObjectAttributes paged" {
+	boto checksums
+}

@@ -1519,7 +1519,9 @@ keys_of_listing() {
 	hcurl -X PUT -H 'x-amz-checksum-crc32: y/Q5Jg==' --data-binary @"$D/o" "$OPEN_URL/$B/mp?partNumber=1&uploadId=$id"
 	want_code 200
 	[ "$(hdr x-amz-checksum-crc32)" = y/Q5Jg== ] || fail "part: $(cat "$D/hdr")"
-	# Complete with a whole-object checksum, which is not computed: refused.
+	# Complete with a whole-object checksum, of an upload begun without
+	# x-amz-checksum-algorithm: no part checksums to check it against,
+	# refused.
 	etag=$(hdr ETag)
 	printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part></CompleteMultipartUpload>' "$etag" >"$D/c.xml"
 	hcurl -X POST -H 'x-amz-checksum-crc32: y/Q5Jg==' --data-binary @"$D/c.xml" "$OPEN_URL/$B/mp?uploadId=$id"

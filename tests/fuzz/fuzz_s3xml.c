@@ -1,5 +1,6 @@
 /* libFuzzer target: every S3 XML document rds3 reads (Error, ListBuckets,
- * ListObjectsV2, the multipart results, DeleteResult) comes from the network.  Beyond
+ * ListObjectsV2, the multipart results, DeleteResult) and rds3 serve
+ * (CompleteMultipartUpload) comes from the network.  Beyond
  * "no crash, no out-of-bounds, no leak" (ASan), checks the parsers'
  * promises: a failure leaves no partial list or field, entries always have
  * a name, and the Code fits its buffer with a NUL. */
@@ -44,6 +45,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			CHECK(l.v[i].name != NULL);
 		s3_list_release(&l);
 	}
+
+	/* rds3 serve's: a CompleteMultipartUpload request, a part's checksum
+	 * always with its algorithm. */
+	ret = s3_xml_complete_request(xml, size, &l);
+	CHECK(!ret || l.n == 0);
+	for (i = 0; i < l.n; i++)
+		CHECK(l.v[i].name != NULL && l.v[i].size && !l.v[i].etag == !l.v[i].mtime);
+	s3_list_release(&l);
 
 	ret = s3_xml_field(xml, size, "InitiateMultipartUploadResult", "UploadId", msg,
 			   sizeof(msg));

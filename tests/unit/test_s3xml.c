@@ -222,6 +222,17 @@ static void test_requests(void)
 		      !strcmp(l.v[1].name, "bb") && l.v[1].size == 2,
 	      "Complete: each Part's ETag and PartNumber, in either order");
 	s3_list_release(&l);
+	doc = "<CompleteMultipartUpload><Part><ETag>aa</ETag><ChecksumSHA256>c2hh</ChecksumSHA256>"
+	      "<PartNumber>1</PartNumber></Part><Part><ETag>bb</ETag><PartNumber>2</PartNumber></Part>"
+	      "</CompleteMultipartUpload>";
+	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == 0 && l.n == 2 && l.v[0].etag &&
+		      !strcmp(l.v[0].etag, "c2hh") && !strcmp(l.v[0].mtime, "SHA256") && !l.v[1].etag,
+	      "Complete: a Part's checksum and its algorithm");
+	s3_list_release(&l);
+	doc = "<CompleteMultipartUpload><Part><ETag>aa</ETag><ChecksumCRC32>x</ChecksumCRC32>"
+	      "<ChecksumSHA1>y</ChecksumSHA1><PartNumber>1</PartNumber></Part></CompleteMultipartUpload>";
+	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == -RDX_EPROTO && l.n == 0,
+	      "Complete: two checksums in one Part are refused");
 	doc = "<CompleteMultipartUpload><Part><ETag>aa</ETag></Part></CompleteMultipartUpload>";
 	CHECK(s3_xml_complete_request(doc, strlen(doc), &l) == -RDX_EPROTO && l.n == 0,
 	      "Complete: a Part without a PartNumber is refused");

@@ -228,7 +228,7 @@ void sv_emit_headers(struct s3_buf *b, const char *h)
  * and its algorithm.  S3 takes one; a name it does not know is refused
  * rather than left unchecked.  Returns 0, or an answer was sent (1) or
  * the connection is gone (-errno). */
-static int body_checksum(struct call *k, const struct sv_hdr **hdr, enum s3_ck *alg)
+int sv_checksum_header(struct call *k, const struct sv_hdr **hdr, enum s3_ck *alg)
 {
 	static const char pre[] = "x-amz-checksum-";
 	const struct sv_req *r = k->r;
@@ -241,7 +241,8 @@ static int body_checksum(struct call *k, const struct sv_hdr **hdr, enum s3_ck *
 
 		if (strncasecmp(n, pre, sizeof(pre) - 1) ||
 		    !strcasecmp(n + sizeof(pre) - 1, "algorithm") ||
-		    !strcasecmp(n + sizeof(pre) - 1, "type"))
+		    !strcasecmp(n + sizeof(pre) - 1, "type") ||
+		    !strcasecmp(n + sizeof(pre) - 1, "mode"))
 			continue;
 		if (a == S3_CK_NONE) {
 			char msg[160];
@@ -258,6 +259,35 @@ static int body_checksum(struct call *k, const struct sv_hdr **hdr, enum s3_ck *
 	return 0;
 }
 
+int sv_checksum_asked(struct call *k, enum s3_ck *alg)
+{
+	const char *v = sv_hdr(k->r, "x-amz-checksum-algorithm");
+	char msg[160];
+
+	if (!v)
+		v = sv_hdr(k->r, "x-amz-sdk-checksum-algorithm");
+	*alg = v ? s3_cksum_alg(v) : S3_CK_NONE;
+	if (!v || *alg != S3_CK_NONE)
+		return 0;
+	snprintf(msg, sizeof(msg), "Checksum algorithm provided is unsupported: %.40s", v);
+	return sv_fail(k, 400, "InvalidRequest", msg) ? -EIO : 1;
+}
+
+int sv_checksum_default(struct call *k)
+{
+	const struct sv_hdr *hdr;
+	enum s3_ck alg;
+	int ret;
+
+	if ((ret = sv_checksum_asked(k, &k->want_ck)) || (ret = sv_checksum_header(k, &hdr, &alg)))
+		return ret;
+	/* A value sent, or to come as a trailer: S3 takes it and ignores
+	 * the algorithm named. */
+	if (hdr || sv_hdr(k->r, "x-amz-trailer"))
+		k->want_ck = S3_CK_NONE;
+	return 0;
+}
+
 /* Whether a header's base64 value is the digest d (n bytes). */
 static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
 {
@@ -270,22 +300,43 @@ static bool checksum_matches(const char *b64, const unsigned char *d, size_t n)
 	return !CRYPTO_memcmp(want, d, n);
 }
 
-/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
- * does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k)
 {
-	if (k->trailer_ck != S3_CK_NONE) {
-		s3_buf_printf(b, "%s: %s\r\n", s3_cksum_header(k->trailer_ck), k->trailer_sum);
-		return;
-	}
-	for (size_t i = 0; i < k->r->nhdr; i++) {
-		enum s3_ck alg = s3_cksum_named(k->r->hdr[i].name);
+	char b64[48];
 
-		if (alg != S3_CK_NONE) {
-			s3_buf_printf(b, "%s: %s\r\n", s3_cksum_header(alg), k->r->hdr[i].value);
-			return;
-		}
-	}
+	if (k->sum_ck == S3_CK_NONE)
+		return;
+	s3_cksum_b64(k->sum, s3_cksum_len(k->sum_ck), b64);
+	s3_buf_printf(b, "%s: %s\r\n", s3_cksum_header(k->sum_ck), b64);
+}
+
+void sv_checksum_text(const struct sv_meta *m, char out[64])
+{
+	char b64[48];
+
+	s3_cksum_b64(m->ck_sum, s3_cksum_len(m->ck), b64);
+	if (m->ck_composite)
+		snprintf(out, 64, "%s-%u", b64, m->parts);
+	else
+		snprintf(out, 64, "%s", b64);
+}
+
+void sv_add_kept_checksum(struct s3_buf *b, const struct sv_meta *m)
+{
+	char v[64];
+
+	if (m->ck == S3_CK_NONE)
+		return;
+	sv_checksum_text(m, v);
+	s3_buf_printf(b, "%s: %s\r\nx-amz-checksum-type: %s\r\n", s3_cksum_header(m->ck), v,
+		      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
+}
+
+bool sv_checksum_mode(const struct call *k)
+{
+	const char *v = sv_hdr(k->r, "x-amz-checksum-mode");
+
+	return v && !strcasecmp(v, "ENABLED");
 }
 
 /* An upload by RDMA has no HTTP body and says its size twice: in the
@@ -309,9 +360,10 @@ static int rdma_body_ok(struct call *k, uint64_t max)
 
 /* What the body is checked against besides its length: Content-MD5, the
  * signed SHA-256, and the x-amz-checksum-* header or trailer (want its
- * value).  0, or an answer was sent (1) or could not be (-EIO). */
+ * value; NULL: computed, nothing to check) against d.  0, or an answer
+ * was sent (1) or could not be (-EIO). */
 static int body_checks(struct call *k, const unsigned char md5[16], EVP_MD_CTX *sh,
-		       struct s3_cksum *ck, enum s3_ck alg, const char *want)
+		       enum s3_ck alg, const unsigned char *d, size_t dn, const char *want)
 {
 	const char *cmd5 = sv_hdr(k->r, "Content-MD5");
 
@@ -334,16 +386,12 @@ static int body_checks(struct call *k, const unsigned char md5[16], EVP_MD_CTX *
 			return sv_fail(k, 400, "XAmzContentSHA256Mismatch",
 				       "The provided 'x-amz-content-sha256' header does not match what was computed.") ? -EIO : 1;
 	}
-	if (alg != S3_CK_NONE) {
-		unsigned char d[S3_CK_MAX];
-		size_t dn = s3_cksum_final(ck, d);
+	if (alg != S3_CK_NONE && want && !checksum_matches(want, d, dn)) {
 		char msg[96];
 
-		if (!checksum_matches(want, d, dn)) {
-			snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
-				 s3_cksum_name(alg));
-			return sv_fail(k, 400, "BadDigest", msg) ? -EIO : 1;
-		}
+		snprintf(msg, sizeof(msg), "The %s you specified did not match the calculated checksum.",
+			 s3_cksum_name(alg));
+		return sv_fail(k, 400, "BadDigest", msg) ? -EIO : 1;
 	}
 	return 0;
 }
@@ -383,7 +431,7 @@ static int body_begin(struct call *k, uint64_t max, struct sv_stream **st,
 		return sv_fail(k, 400, "InvalidRequest", "an RDMA upload carries no aws-chunked body") ? -EIO : 1;
 	if (k->rdma && (ret = rdma_body_ok(k, max)))
 		return ret;
-	if ((ret = body_checksum(k, ckh, alg)))
+	if ((ret = sv_checksum_header(k, ckh, alg)))
 		return ret;
 	if (k->sa.on && (ret = sv_stream_begin(k, max, st)))
 		return ret;
@@ -393,6 +441,16 @@ static int body_begin(struct call *k, uint64_t max, struct sv_stream **st,
 				       "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.") ? -EIO : 1;
 		*alg = sv_stream_sum(*st, &unused);
 	}
+	/* An upload begun with an algorithm takes parts of that one only. */
+	if (k->want_ck != S3_CK_NONE && *alg != S3_CK_NONE && *alg != k->want_ck) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum Type: %s",
+			 s3_cksum_name(k->want_ck), s3_cksum_name(*alg));
+		return sv_fail(k, 400, "InvalidRequest", msg) ? -EIO : 1;
+	}
+	if (*alg == S3_CK_NONE)
+		*alg = k->want_ck; /* computed */
 	if (!r->has_length && !r->chunked)
 		return sv_fail(k, 411, "MissingContentLength", "You must provide the Content-Length HTTP header.") ? -EIO : 1;
 	/* aws-chunked: its framing is more than max; the decoded length counts. */
@@ -415,6 +473,8 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 	struct s3_cksum ck = { 0 };
 	enum s3_ck alg = S3_CK_NONE;
 	const char *want = NULL;
+	unsigned char d[S3_CK_MAX];
+	size_t dn;
 	/* By RDMA the bytes come in the registered buffer's halves. */
 	char *buf = k->rdma ? NULL : malloc(IO_BUF);
 	uint64_t total = 0;
@@ -464,11 +524,12 @@ int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		want = ckh->value;
 	else if (st)
 		sv_stream_sum(st, &want);
-	if ((ret = body_checks(k, md5, sh, &ck, alg, want)))
+	dn = alg != S3_CK_NONE ? s3_cksum_final(&ck, d) : 0;
+	if ((ret = body_checks(k, md5, sh, alg, d, dn, want)))
 		goto out;
-	if (!ckh && alg != S3_CK_NONE) { /* the trailer's, echoed as S3 does */
-		k->trailer_ck = alg;
-		snprintf(k->trailer_sum, sizeof(k->trailer_sum), "%s", want);
+	if (alg != S3_CK_NONE) { /* kept with the object, and echoed */
+		k->sum_ck = alg;
+		memcpy(k->sum, d, dn);
 	}
 out:
 	sv_stream_free(st);
@@ -504,8 +565,8 @@ static int xml_md5_ok(struct call *k, const struct s3_buf *b)
  * not computed here: refused rather than left unchecked. */
 int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 {
-	const struct sv_hdr *ckh;
-	enum s3_ck alg;
+	const struct sv_hdr *ckh = NULL;
+	enum s3_ck alg = S3_CK_NONE;
 	int ret;
 	struct s3_buf b;
 	char tmp[16384];
@@ -524,7 +585,7 @@ int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 			return (int)n;
 		return sv_fail(k, 400, "MalformedXML", "the XML body is too large") ? -EIO : 1;
 	}
-	if ((ret = body_checksum(k, &ckh, &alg))) {
+	if (body_sum && (ret = sv_checksum_header(k, &ckh, &alg))) {
 		s3_buf_release(&b);
 		return ret;
 	}
@@ -532,12 +593,7 @@ int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len)
 		s3_buf_release(&b);
 		return ret;
 	}
-	if (ckh && !body_sum) {
-		s3_buf_release(&b);
-		return sv_fail(k, 501, "NotImplemented",
-			    "rds3 serve does not compute a multipart upload's whole-object checksum") ? -EIO : 1;
-	}
-	if (ckh) {
+	if (body_sum && ckh) {
 		unsigned char d[S3_CK_MAX];
 		struct s3_cksum ck;
 		size_t dn;

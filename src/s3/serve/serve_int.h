@@ -8,6 +8,7 @@
 
 #include "core/io.h"
 #include "s3/buf.h"
+#include "s3/checksum.h"
 #include "s3/serve/serve.h"
 #include "s3/sigv4.h"
 
@@ -215,6 +216,11 @@ struct sv_meta {
 	int64_t mtime_ns;
 	unsigned parts;	    /* 0: not multipart */
 	uint64_t part_size; /* parts of this size but the last; 0: unequal */
+	/* The additional checksum it was stored with (x-amz-checksum-*):
+	 * of the whole (FULL_OBJECT), or of its parts' (COMPOSITE). */
+	enum s3_ck ck;	    /* S3_CK_NONE: none */
+	bool ck_composite;
+	unsigned char ck_sum[S3_CK_MAX];
 	char *headers;	    /* "name: value\n" lines (Content-Type, x-amz-meta-*), malloc'ed */
 };
 
@@ -257,6 +263,27 @@ int sv_meta_set(int fd, const struct sv_meta *m);
  * readdir on a descriptor of its own.  NULL with errno set when it
  * cannot be. */
 DIR *sv_opendir(int dir);
+
+/* What a multipart object keeps of each part (the extended attribute
+ * "user.rds3.parts", beside the record): its size and its checksum (of
+ * the record's algorithm), for GetObjectAttributes and a GET of a part. */
+struct sv_part_info {
+	uint64_t size;
+	unsigned char sum[S3_CK_MAX];
+};
+
+/* Records the m->parts parts v of the object fd described by m (its
+ * ETag ties them to it): the sizes when they are unequal (m->part_size
+ * 0), the checksums when m->ck.  Returns 0 (also when there is nothing
+ * to keep), -E2BIG / -ENOSPC / -ENOTSUP when the file system cannot keep
+ * that many bytes with the file, or -errno. */
+int sv_parts_set(int fd, const struct sv_meta *m, const struct sv_part_info *v);
+
+/* Reads them back for the object fd of record m: 0 with *out (m->parts
+ * entries, malloc'ed; sizes from m->part_size when they are equal),
+ * -ENODATA when the object has no such record (not multipart, or none
+ * that fits it: sizes unequal or checksums not kept), or -ENOMEM. */
+int sv_parts_get(int fd, const struct sv_meta *m, struct sv_part_info **out);
 
 /* Opens the bucket directory (O_PATH | O_DIRECTORY, never through a
  * symlink).  Returns the fd or -ENOENT / -errno. */

@@ -304,6 +304,31 @@ static int override_headers(struct call *k, const char *h, char **out)
 	return 0;
 }
 
+/* The sizes of the parts of the multipart object fd (record m), kept
+ * with it when they are unequal; NULL when they were not. */
+static struct sv_part_info *part_sizes(int fd, const struct sv_meta *m)
+{
+	struct sv_part_info *v;
+
+	return sv_parts_get(fd, m, &v) ? NULL : v;
+}
+
+/* Part n's checksum (x-amz-checksum-mode: ENABLED on a GET of one
+ * part of a multipart object), when its parts' are kept; its type is
+ * the whole object's, as S3 gives it. */
+static void add_part_checksum(struct s3_buf *h, int fd, const struct sv_meta *m, unsigned n)
+{
+	struct sv_part_info *v;
+	char b64[48];
+
+	if (m->ck == S3_CK_NONE || sv_parts_get(fd, m, &v))
+		return;
+	s3_cksum_b64(v[n - 1].sum, s3_cksum_len(m->ck), b64);
+	s3_buf_printf(h, "%s: %s\r\nx-amz-checksum-type: %s\r\n", s3_cksum_header(m->ck), b64,
+		      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
+	free(v);
+}
+
 int sv_get_object(struct call *k, int bfd)
 {
 	bool head = !strcmp(k->r->method, "HEAD");
@@ -313,6 +338,7 @@ int sv_get_object(struct call *k, int bfd)
 	time_t mtime;
 	uint64_t from = 0, to = 0;
 	int fd, ret, status = 200, rr = 0;
+	struct sv_part_info *v = NULL;
 	char date[40];
 
 	fd = sv_key_open(bfd, k->key, &m, &mtime);
@@ -352,8 +378,8 @@ int sv_get_object(struct call *k, int bfd)
 			ret = sv_fail(k, 400, "InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
 			goto out;
 		}
-		if (m.parts && !m.part_size) {
-			ret = sv_fail(k, 501, "NotImplemented", "this object's parts are of unequal sizes; rds3 serve cannot give one");
+		if (m.parts && !m.part_size && !(v = part_sizes(fd, &m))) {
+			ret = sv_fail(k, 501, "NotImplemented", "this object's parts are of unequal sizes, not kept with it; rds3 serve cannot give one");
 			goto out;
 		}
 		if (n > (m.parts ? m.parts : 1)) {
@@ -364,10 +390,23 @@ int sv_get_object(struct call *k, int bfd)
 			s3_buf_printf(&h, "x-amz-mp-parts-count: %u\r\n", m.parts);
 			from = (n - 1) * m.part_size;
 			to = n == m.parts ? m.size - 1 : from + m.part_size - 1;
+			if (v) { /* unequal: from the sizes kept */
+				from = 0;
+				for (unsigned long i = 0; i + 1 < n; i++)
+					from += v[i].size;
+				to = from + v[n - 1].size - 1;
+			}
 			rr = m.size ? 1 : 0;
+			if (sv_checksum_mode(k))
+				add_part_checksum(&h, fd, &m, (unsigned)n);
+		} else if (sv_checksum_mode(k)) {
+			sv_add_kept_checksum(&h, &m); /* part 1 is all of it */
 		}
 	} else {
 		rr = parse_range(sv_hdr(k->r, "Range"), m.size, &from, &to);
+		/* A range's bytes are not what the checksum is of. */
+		if (!rr && sv_checksum_mode(k))
+			sv_add_kept_checksum(&h, &m);
 	}
 	if (rr < 0) {
 		char cr[64];
@@ -403,6 +442,7 @@ int sv_get_object(struct call *k, int bfd)
 		k->sent = head ? 0 : len;
 	}
 out:
+	free(v);
 	s3_buf_release(&h);
 	sv_meta_release(&m);
 	close(fd);
@@ -446,9 +486,11 @@ static int put_marker(struct call *k, int bfd, struct sv_meta *m, const struct s
 		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
 	/* No byte is written (the most taken is 0): a chunked body with
 	 * any is EntityTooLarge. */
-	if ((ret = sv_take_body(k, -1, 0, md5, &size)))
+	if ((ret = sv_checksum_default(k)) || (ret = sv_take_body(k, -1, 0, md5, &size)))
 		return ret < 0 ? ret : 0;
 	rdx_hex_encode(md5, 16, m->etag);
+	m->ck = k->sum_ck;
+	memcpy(m->ck_sum, k->sum, sizeof(m->ck_sum));
 	if ((ret = marker_record(k, bfd, m, tags)))
 		return ret < 0 ? ret : 0;
 	s3_buf_init(&h, 0);
@@ -488,16 +530,20 @@ int sv_put_object(struct call *k, int bfd)
 		sv_meta_release(&m);
 		return sv_fail_errno(k, ret);
 	}
-	ret = sv_take_body(k, p.fd, SV_PUT_MAX, md5, &size);
+	ret = sv_checksum_default(k);
+	if (!ret)
+		ret = sv_take_body(k, p.fd, SV_PUT_MAX, md5, &size);
 	if (ret) {
 		sv_put_abort(&p);
 		sv_meta_release(&m);
 		return ret < 0 ? ret : 0;
 	}
 	rdx_hex_encode(md5, 16, m.etag);
+	m.ck = k->sum_ck; /* returned with x-amz-checksum-mode: ENABLED */
+	memcpy(m.ck_sum, k->sum, sizeof(m.ck_sum));
 	ret = sv_meta_set(p.fd, &m);
 	if (ret == -ENOTSUP && !m.headers)
-		ret = 0; /* the ETag is computed again when asked */
+		ret = 0; /* the ETag is computed again when asked; no checksum is kept */
 	if (ret) {
 		sv_put_abort(&p);
 		ret = ret == -ENOTSUP
@@ -552,8 +598,8 @@ static int copy_source(const char *src, char *bucket, size_t blen, char **key)
 	return sv_bucket_ok(bucket) && !sv_key_ok(*key) ? 0 : -EINVAL;
 }
 
-/* Copies len bytes of in from off to out from 0, hashing them. */
-int sv_copy_range(int in, uint64_t off, uint64_t len, int out, unsigned char md5[16])
+int sv_copy_range(int in, uint64_t off, uint64_t len, int out, unsigned char md5[16],
+		  struct s3_cksum *ck)
 {
 	EVP_MD_CTX *m = EVP_MD_CTX_new();
 	char *buf = malloc(IO_BUF);
@@ -573,6 +619,8 @@ int sv_copy_range(int in, uint64_t off, uint64_t len, int out, unsigned char md5
 			goto out;
 		}
 		EVP_DigestUpdate(m, buf, n);
+		if (ck)
+			s3_cksum_update(ck, buf, n);
 		if (rdx_pwrite_full(out, buf, n, (off_t)done) < 0) {
 			ret = -errno;
 			goto out;
@@ -628,8 +676,9 @@ int sv_copy_source_open(struct call *k, int *sfd, struct sv_meta *sm, bool *self
 	return 0;
 }
 
-/* CopyObjectResult: when the copy was made and its ETag. */
-static int copy_result(struct call *k, time_t mtime, const char *etag)
+/* CopyObjectResult: when the copy was made, its ETag and its checksum
+ * (m: NULL, or the copy's record). */
+static int copy_result(struct call *k, time_t mtime, const char *etag, const struct sv_meta *m)
 {
 	struct s3_buf b;
 	char date[40];
@@ -638,7 +687,16 @@ static int copy_result(struct call *k, time_t mtime, const char *etag)
 	sv_iso_date(mtime, date);
 	s3_buf_init(&b, 0);
 	s3_buf_printf(&b, XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
-			  "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", date, etag);
+			  "<ETag>&quot;%s&quot;</ETag>", date, etag);
+	if (m && m->ck != S3_CK_NONE) {
+		char v[64];
+
+		sv_checksum_text(m, v);
+		s3_buf_printf(&b, "<Checksum%s>%s</Checksum%s><ChecksumType>%s</ChecksumType>",
+			      s3_cksum_name(m->ck), v, s3_cksum_name(m->ck),
+			      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
+	}
+	s3_buf_printf(&b, "</CopyObjectResult>");
 	ret = sv_xml_answer(k, 200, &b);
 	s3_buf_release(&b);
 	return ret;
@@ -656,7 +714,7 @@ static int copy_to_marker(struct call *k, int bfd, uint64_t size, struct sv_meta
 	snprintf(m->etag, sizeof(m->etag), "%s", EMPTY_MD5);
 	if ((ret = marker_record(k, bfd, m, tags)))
 		return ret < 0 ? ret : 0;
-	return copy_result(k, (time_t)(m->mtime_ns / 1000000000), m->etag);
+	return copy_result(k, (time_t)(m->mtime_ns / 1000000000), m->etag, NULL);
 }
 
 int sv_copy_object(struct call *k, int bfd)
@@ -670,10 +728,14 @@ int sv_copy_object(struct call *k, int bfd)
 	struct sv_wcond w;
 	struct sv_put p;
 	struct stat st;
+	struct s3_cksum ck = { 0 };
+	enum s3_ck asked;
 	int sfd, ret;
 
 	if (tdir && strcmp(tdir, "COPY") && strcmp(tdir, "REPLACE"))
 		return sv_fail(k, 400, "InvalidArgument", "Unknown tag directive.");
+	if ((ret = sv_checksum_asked(k, &asked)))
+		return ret < 0 ? ret : 0;
 	/* The new tags (REPLACE) are checked before anything is read. */
 	if (tdir && !strcmp(tdir, "REPLACE") && (ret = sv_tags_take(k, &tags)))
 		return ret < 0 ? ret : 0;
@@ -713,7 +775,21 @@ int sv_copy_object(struct call *k, int bfd)
 		return sv_fail_errno(k, ret);
 	}
 	sv_body_skip(k->c, k->r, 1 << 20);
-	ret = sv_copy_range(sfd, 0, sm.size, p.fd, md5);
+	/* The copy's checksum, as S3 makes it: of the algorithm asked,
+	 * else the source's: taken over when it is of the whole, computed
+	 * again over the bytes when it was of parts the copy does not have. */
+	if (asked == S3_CK_NONE && sm.ck != S3_CK_NONE && !sm.ck_composite) {
+		m.ck = sm.ck;
+		memcpy(m.ck_sum, sm.ck_sum, sizeof(m.ck_sum));
+	} else if (asked != S3_CK_NONE || sm.ck != S3_CK_NONE) {
+		m.ck = asked != S3_CK_NONE ? asked : sm.ck;
+		ret = s3_cksum_init(&ck, m.ck);
+	}
+	if (!ret)
+		ret = sv_copy_range(sfd, 0, sm.size, p.fd, md5, ck.alg != S3_CK_NONE ? &ck : NULL);
+	if (!ret && ck.alg != S3_CK_NONE)
+		s3_cksum_final(&ck, m.ck_sum);
+	s3_cksum_release(&ck);
 	close(sfd);
 	sv_meta_release(&sm);
 	if (!ret) {
@@ -742,7 +818,7 @@ int sv_copy_object(struct call *k, int bfd)
 		fstat(sfd, &st);
 		close(sfd);
 	}
-	ret = copy_result(k, st.st_mtim.tv_sec, m.etag);
+	ret = copy_result(k, st.st_mtim.tv_sec, m.etag, &m);
 	sv_meta_release(&m);
 	return ret;
 }

@@ -50,8 +50,10 @@ struct call {
 	const struct sv_user *user; /* the signer; NULL: an unsigned server */
 	const char *payload; /* the signed body hash, NULL: none */
 	struct sv_stream_auth sa; /* an aws-chunked body's framing and chain */
-	enum s3_ck trailer_ck;	  /* the body's checksum came as a trailer: */
-	char trailer_sum[48];	  /* its value (base64), checked */
+	enum s3_ck want_ck;	  /* set before sv_take_body(): the checksum the
+				   * body must have, computed when it brings none */
+	enum s3_ck sum_ck;	  /* after: the body's checksum (S3_CK_NONE: none), */
+	unsigned char sum[S3_CK_MAX]; /* checked against the header or trailer, or computed */
 	char bucket[64];
 	const char *key; /* NULL: a bucket or service request */
 	int status;
@@ -93,8 +95,8 @@ int sv_bucket_op(struct call *k);
 
 /* A small XML body (a Delete or Complete request), NUL-terminated.
  * body_sum: an x-amz-checksum-* header is the body's (DeleteObjects) and
- * is checked; else it would be the whole object's (Complete), which is
- * not computed here: refused rather than left unchecked. */
+ * is checked; else it is the whole object's (Complete), for the caller
+ * to check (sv_checksum_header). */
 int sv_take_xml(struct call *k, bool body_sum, char **out, size_t *len);
 
 /* The stored header lines as HTTP headers, Content-Type defaulted. */
@@ -113,9 +115,35 @@ int sv_object_headers(const struct sv_req *r, char **out);
 int sv_take_body(struct call *k, int fd, uint64_t max, unsigned char md5[16],
 		 uint64_t *size);
 
-/* Echoes the body's x-amz-checksum-* header or trailer, checked, as S3
- * does. */
+/* Echoes the body's checksum (k->sum_ck), as S3 does. */
 void sv_add_checksum(struct s3_buf *b, const struct call *k);
+
+/* The request's x-amz-checksum-* header, if any: *hdr (NULL: none) and
+ * its algorithm; S3 takes one.  Returns 0, or an answer was sent (1) or
+ * the connection is gone (-errno). */
+int sv_checksum_header(struct call *k, const struct sv_hdr **hdr, enum s3_ck *alg);
+
+/* The algorithm x-amz-checksum-algorithm (or the SDK's
+ * x-amz-sdk-checksum-algorithm) names into *alg, S3_CK_NONE when
+ * neither is there.  Returns 0, or 400 InvalidRequest was sent (1) or
+ * could not be (-EIO). */
+int sv_checksum_asked(struct call *k, enum s3_ck *alg);
+
+/* For a PutObject: k->want_ck, the algorithm named (sv_checksum_asked)
+ * when the body brings no checksum of its own, to be computed.  Returns
+ * 0, or an answer was sent (1) or could not be (-EIO). */
+int sv_checksum_default(struct call *k);
+
+/* An object's kept checksum as S3 shows it: base64, "-N" after a
+ * COMPOSITE one of N parts. */
+void sv_checksum_text(const struct sv_meta *m, char out[64]);
+
+/* Its x-amz-checksum-ALG and x-amz-checksum-type headers into b (none
+ * when m keeps none). */
+void sv_add_kept_checksum(struct s3_buf *b, const struct sv_meta *m);
+
+/* Whether the request asks for checksums (x-amz-checksum-mode: ENABLED). */
+bool sv_checksum_mode(const struct call *k);
 
 /* ------------------------------------- aws-chunked bodies (serve_stream.c) */
 
@@ -212,9 +240,13 @@ void sv_wcond_arm(struct sv_wcond *w, struct sv_put *p);
 /* The answer for sv_put_commit()'s error (-ECANCELED: 412). */
 int sv_commit_fail(struct call *k, int err);
 
-/* Copies len bytes of in from off to out from 0, hashing them. */
+/* Copies len bytes of in from off to out from 0, hashing them: MD5, and
+ * ck when not NULL (begun by the caller). */
 int sv_copy_range(int in, uint64_t off, uint64_t len, int out,
-		  unsigned char md5[16]);
+		  unsigned char md5[16], struct s3_cksum *ck);
+
+/* GetObjectAttributes (GET ?attributes): serve_attributes.c. */
+int sv_object_attributes(struct call *k);
 
 /* ------------------------------------------- tags (serve_tagging.c) */
 

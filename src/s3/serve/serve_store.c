@@ -150,8 +150,29 @@ static bool etag_ok(const char *e)
 	return true;
 }
 
-/* Parses the attribute: "rds3 1\netag E\nsize N\nmtime N\nparts N S\n\n"
- * then the header lines.  Anything else is no record. */
+/* The optional line after "parts": "cksum ALG TYPE BASE64\n" (a record
+ * from before it has none).  Returns its length, 0 when it is not one. */
+static int cksum_parse(const char *v, struct sv_meta *m)
+{
+	char alg[16], type[16], b64[64];
+	int used = 0;
+
+	if (sscanf(v, "cksum %15s %15s %63s%n", alg, type, b64, &used) != 3 || !used ||
+	    v[used] != '\n')
+		return 0;
+	m->ck = s3_cksum_alg(alg);
+	m->ck_composite = !strcmp(type, "COMPOSITE");
+	if (m->ck == S3_CK_NONE || (!m->ck_composite && strcmp(type, "FULL_OBJECT")) ||
+	    (m->ck_composite && !m->parts) || s3_cksum_unb64(b64, m->ck, m->ck_sum)) {
+		m->ck = S3_CK_NONE;
+		return 0;
+	}
+	return used + 1;
+}
+
+/* Parses the attribute: "rds3 1\netag E\nsize N\nmtime N\nparts N S\n",
+ * maybe a "cksum" line (cksum_parse), "\n", then the header lines.
+ * Anything else is no record. */
 static bool meta_parse(char *v, struct sv_meta *m)
 {
 	unsigned long long size, part_size;
@@ -162,8 +183,17 @@ static bool meta_parse(char *v, struct sv_meta *m)
 
 	if (sscanf(v, "rds3 1\netag %39s\nsize %llu\nmtime %lld\nparts %u %llu%n",
 		   etag, &size, &mt, &parts, &part_size, &used) != 5 ||
-	    !used || v[used] != '\n' || v[used + 1] != '\n' || !etag_ok(etag) ||
-	    parts > SV_PARTS_MAX)
+	    !used || v[used] != '\n' || !etag_ok(etag) || parts > SV_PARTS_MAX)
+		return false;
+	m->parts = parts;
+	if (v[used + 1] == 'c') {
+		int n = cksum_parse(v + used + 1, m);
+
+		if (!n)
+			return false;
+		used += n;
+	}
+	if (v[used + 1] != '\n')
 		return false;
 	used++;
 	snprintf(m->etag, sizeof(m->etag), "%s", etag);
@@ -226,12 +256,19 @@ int sv_meta_get(int fd, struct sv_meta *m)
 /* Records m on fd with that size and mtime. */
 static int meta_write(int fd, const struct sv_meta *m, uint64_t size, int64_t mtime)
 {
-	char v[XATTR_MAX + 1];
+	char v[XATTR_MAX + 1], ck[128] = "";
 	int n;
 
-	n = snprintf(v, sizeof(v), "rds3 1\netag %s\nsize %llu\nmtime %lld\nparts %u %llu\n\n%s",
+	if (m->ck != S3_CK_NONE) {
+		char b64[48];
+
+		s3_cksum_b64(m->ck_sum, s3_cksum_len(m->ck), b64);
+		snprintf(ck, sizeof(ck), "cksum %s %s %s\n", s3_cksum_name(m->ck),
+			 m->ck_composite ? "COMPOSITE" : "FULL_OBJECT", b64);
+	}
+	n = snprintf(v, sizeof(v), "rds3 1\netag %s\nsize %llu\nmtime %lld\nparts %u %llu\n%s\n%s",
 		     m->etag, (unsigned long long)size, (long long)mtime, m->parts,
-		     (unsigned long long)m->part_size, m->headers ? m->headers : "");
+		     (unsigned long long)m->part_size, ck, m->headers ? m->headers : "");
 	if (n < 0 || n >= (int)sizeof(v))
 		return -E2BIG;
 	if (fsetxattr(fd, XATTR, v, (size_t)n, 0))
@@ -246,6 +283,110 @@ int sv_meta_set(int fd, const struct sv_meta *m)
 	if (fstat(fd, &st))
 		return -errno;
 	return meta_write(fd, m, (uint64_t)st.st_size, mtime_ns(&st));
+}
+
+/* ---------------------------------------------------------------- parts */
+
+#define PARTS_XATTR "user.rds3.parts"
+#define PARTS_MAX_BYTES ((size_t)64 << 10) /* Linux's largest attribute */
+
+/* "rds3 parts 1 ETAG ALG SIZES\n" then, per part, its size (8 bytes,
+ * big-endian; when SIZES is 1) and its checksum (ALG's length; none
+ * for "-"). */
+static int parts_head(const struct sv_meta *m, char *out, size_t len)
+{
+	return snprintf(out, len, "rds3 parts 1 %s %s %d\n", m->etag,
+			m->ck != S3_CK_NONE ? s3_cksum_name(m->ck) : "-", m->part_size ? 0 : 1);
+}
+
+static size_t parts_rec(const struct sv_meta *m)
+{
+	return (m->part_size ? 0 : 8) + s3_cksum_len(m->ck);
+}
+
+int sv_parts_set(int fd, const struct sv_meta *m, const struct sv_part_info *v)
+{
+	size_t rec = parts_rec(m), ck = s3_cksum_len(m->ck), len;
+	char head[128];
+	unsigned char *buf, *p;
+	int hn, ret = 0;
+
+	if (!m->parts || !rec)
+		return 0; /* the sizes follow from part_size, no checksums */
+	hn = parts_head(m, head, sizeof(head));
+	len = (size_t)hn + rec * m->parts;
+	if (len > PARTS_MAX_BYTES)
+		return -E2BIG;
+	if (!(buf = malloc(len)))
+		return -ENOMEM;
+	memcpy(buf, head, (size_t)hn);
+	p = buf + hn;
+	for (unsigned i = 0; i < m->parts; i++) {
+		if (!m->part_size)
+			for (int b = 0; b < 8; b++)
+				*p++ = (unsigned char)(v[i].size >> (56 - 8 * b));
+		memcpy(p, v[i].sum, ck);
+		p += ck;
+	}
+	if (fsetxattr(fd, PARTS_XATTR, buf, len, 0))
+		ret = errno == EOPNOTSUPP ? -ENOTSUP : -errno;
+	free(buf);
+	return ret;
+}
+
+int sv_parts_get(int fd, const struct sv_meta *m, struct sv_part_info **out)
+{
+	size_t rec = parts_rec(m), ck = s3_cksum_len(m->ck);
+	struct sv_part_info *v;
+	unsigned char *buf = NULL;
+	const unsigned char *p;
+	char head[128];
+	ssize_t n = 0;
+	int hn;
+
+	uint64_t total = 0;
+
+	*out = NULL;
+	if (!m->parts || (m->part_size && (uint64_t)(m->parts - 1) * m->part_size > m->size))
+		return -ENODATA;
+	hn = parts_head(m, head, sizeof(head));
+	if (rec) {
+		size_t want = (size_t)hn + rec * m->parts;
+
+		if (want > PARTS_MAX_BYTES || !(buf = malloc(want)))
+			return want > PARTS_MAX_BYTES ? -ENODATA : -ENOMEM;
+		n = fgetxattr(fd, PARTS_XATTR, buf, want);
+		if (n != (ssize_t)want || memcmp(buf, head, (size_t)hn)) {
+			free(buf);
+			return -ENODATA;
+		}
+	}
+	if (!(v = calloc(m->parts, sizeof(*v)))) {
+		free(buf);
+		return -ENOMEM;
+	}
+	p = buf ? buf + hn : NULL;
+	for (unsigned i = 0; i < m->parts; i++) {
+		if (m->part_size) {
+			v[i].size = i + 1 < m->parts ? m->part_size
+						     : m->size - (uint64_t)(m->parts - 1) * m->part_size;
+		} else {
+			for (int b = 0; b < 8; b++)
+				v[i].size = v[i].size << 8 | *p++;
+		}
+		if (ck) {
+			memcpy(v[i].sum, p, ck);
+			p += ck;
+		}
+		total += v[i].size;
+	}
+	free(buf);
+	if (total != m->size) { /* not this object's */
+		free(v);
+		return -ENODATA;
+	}
+	*out = v;
+	return 0;
 }
 
 /* -------------------------------------------------------------- objects */

@@ -384,8 +384,16 @@ int sv_list_parts(struct call *k, const char *id)
 			continue;
 		sv_iso_date((time_t)(m.mtime_ns / 1000000000), date);
 		s3_buf_printf(&b, "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
-				  "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+				  "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size>",
 			      nums[i], date, m.etag, (unsigned long long)m.size);
+		if (m.ck != S3_CK_NONE) { /* the part's, kept with it */
+			char b64[48];
+
+			s3_cksum_b64(m.ck_sum, s3_cksum_len(m.ck), b64);
+			s3_buf_printf(&b, "<Checksum%s>%s</Checksum%s>", s3_cksum_name(m.ck), b64,
+				      s3_cksum_name(m.ck));
+		}
+		s3_buf_printf(&b, "</Part>");
 		sv_meta_release(&m);
 		last = nums[i];
 		shown++;

@@ -125,8 +125,6 @@ def bucket_sub_resources(s3, b):
     refused("GET ?encryption", s3.get_bucket_encryption, Bucket=b)
     refused("PUT ?notification", s3.put_bucket_notification_configuration, Bucket=b,
             NotificationConfiguration={})
-    refused("GetObjectAttributes", s3.get_object_attributes, Bucket=b, Key="k",
-            ObjectAttributes=["ETag"])
     refused("RestoreObject", s3.restore_object, Bucket=b, Key="k",
             RestoreRequest={"Days": 1})
     refused("GET ?acl of an object", s3.get_object_acl, Bucket=b, Key="k")
