@@ -383,7 +383,8 @@ int sv_get_object(struct call *k, int bfd)
 			goto out;
 		}
 		if (n > (m.parts ? m.parts : 1)) {
-			ret = sv_fail(k, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable");
+			/* As S3 answers it (and the s3-tests expect): not 416. */
+			ret = sv_fail(k, 400, "InvalidPart", "The requested partnumber is not satisfiable");
 			goto out;
 		}
 		if (m.parts) {
