@@ -73,7 +73,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_CORE := src/core/proto.c src/core/err.c src/core/zpack.c src/core/seal.c src/s3/xml.c \
 	$(wildcard src/core/tree/*.c) src/core/io.c src/core/log.c src/core/fileio.c src/core/units.c \
 	src/core/hex.c src/s3/serve/serve_http.c src/s3/buf.c src/s3/sigv4.c src/s3/rdma_token.c \
-	src/s3/serve/aws_chunked.c src/s3/checksum.c
+	src/s3/serve/aws_chunked.c src/s3/checksum.c src/core/direct.c
 
 .PHONY: all check test check-stress demo asan fuzz install uninstall format clean bench deps completions
 all: $(TOOL_BIN) $(UNIT_BIN) $(PEER_BIN)
