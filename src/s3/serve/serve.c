@@ -321,6 +321,18 @@ void sv_checksum_text(const struct sv_meta *m, char out[64])
 		snprintf(out, 64, "%s", b64);
 }
 
+void sv_checksum_xml(struct s3_buf *b, const struct sv_meta *m)
+{
+	char v[64];
+
+	if (!m || m->ck == S3_CK_NONE)
+		return;
+	sv_checksum_text(m, v);
+	s3_buf_printf(b, "<Checksum%s>%s</Checksum%s><ChecksumType>%s</ChecksumType>",
+		      s3_cksum_name(m->ck), v, s3_cksum_name(m->ck),
+		      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
+}
+
 void sv_add_kept_checksum(struct s3_buf *b, const struct sv_meta *m)
 {
 	char v[64];

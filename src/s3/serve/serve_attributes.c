@@ -149,12 +149,9 @@ int sv_object_attributes(struct call *k)
 	if (want & ATTR_ETAG)
 		s3_buf_printf(&b, "<ETag>%s</ETag>", m.etag);
 	if ((want & ATTR_CHECKSUM) && m.ck != S3_CK_NONE) {
-		char v[64];
-
-		sv_checksum_text(&m, v);
-		s3_buf_printf(&b, "<Checksum><Checksum%s>%s</Checksum%s><ChecksumType>%s</ChecksumType></Checksum>",
-			      s3_cksum_name(m.ck), v, s3_cksum_name(m.ck),
-			      m.ck_composite ? "COMPOSITE" : "FULL_OBJECT");
+		s3_buf_adds(&b, "<Checksum>");
+		sv_checksum_xml(&b, &m);
+		s3_buf_adds(&b, "</Checksum>");
 	}
 	if ((want & ATTR_PARTS) && m.parts)
 		parts_xml(&b, fd, &m, after, max);

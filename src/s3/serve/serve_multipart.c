@@ -693,14 +693,7 @@ static int answer_complete(struct call *k, const struct sv_meta *m)
 	s3_buf_printf(&b, "</Location><Bucket>%s</Bucket><Key>", k->bucket);
 	sv_xml_esc(&b, k->key);
 	s3_buf_printf(&b, "</Key><ETag>&quot;%s&quot;</ETag>", m->etag);
-	if (m->ck != S3_CK_NONE) {
-		char v[64];
-
-		sv_checksum_text(m, v);
-		s3_buf_printf(&b, "<Checksum%s>%s</Checksum%s><ChecksumType>%s</ChecksumType>",
-			      s3_cksum_name(m->ck), v, s3_cksum_name(m->ck),
-			      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
-	}
+	sv_checksum_xml(&b, m);
 	s3_buf_printf(&b, "</CompleteMultipartUploadResult>");
 	ret = sv_xml_answer(k, 200, &b);
 	s3_buf_release(&b);

@@ -689,14 +689,7 @@ static int copy_result(struct call *k, time_t mtime, const char *etag, const str
 	s3_buf_init(&b, 0);
 	s3_buf_printf(&b, XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>"
 			  "<ETag>&quot;%s&quot;</ETag>", date, etag);
-	if (m && m->ck != S3_CK_NONE) {
-		char v[64];
-
-		sv_checksum_text(m, v);
-		s3_buf_printf(&b, "<Checksum%s>%s</Checksum%s><ChecksumType>%s</ChecksumType>",
-			      s3_cksum_name(m->ck), v, s3_cksum_name(m->ck),
-			      m->ck_composite ? "COMPOSITE" : "FULL_OBJECT");
-	}
+	sv_checksum_xml(&b, m);
 	s3_buf_printf(&b, "</CopyObjectResult>");
 	ret = sv_xml_answer(k, 200, &b);
 	s3_buf_release(&b);

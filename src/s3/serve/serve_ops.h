@@ -138,6 +138,11 @@ int sv_checksum_default(struct call *k);
  * COMPOSITE one of N parts. */
 void sv_checksum_text(const struct sv_meta *m, char out[64]);
 
+/* The same as XML elements, <ChecksumALG> and <ChecksumType> (none when
+ * m is NULL or keeps none): Complete's, CopyObject's and
+ * GetObjectAttributes' answers. */
+void sv_checksum_xml(struct s3_buf *b, const struct sv_meta *m);
+
 /* Its x-amz-checksum-ALG and x-amz-checksum-type headers into b (none
  * when m keeps none). */
 void sv_add_kept_checksum(struct s3_buf *b, const struct sv_meta *m);
