@@ -18,14 +18,11 @@ PY=${RDX_PYTHON:-/usr/bin/python3}
 
 setup_file() {
 	local t=$BATS_FILE_TMPDIR
-	mkdir -p "$t/store"
 	export S3_KEY2=RDS3BOTOTWO S3_SECRET2='two/Secret+2' S3_KEY3=RDS3BOTOTHREE S3_SECRET3='three/Secret+3'
 	# An AWS credentials file; the first profile is the scripts' user.
 	(umask 077 && printf '[boto]\naws_access_key_id = %s\naws_secret_access_key = %s\n[two]\naws_access_key_id = %s\naws_secret_access_key = %s\nregion = us-east-1\n[profile three]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
 		"$SERVE_KEY" "$SERVE_SECRET" "$S3_KEY2" "$S3_SECRET2" "$S3_KEY3" "$S3_SECRET3" >"$t/users")
-	serve_start signed "$t/store" --users "$t/users" || return 1
-	export SERVE_URL=$SERVED_URL SERVE_DIR=$t/store SERVE_PID
-	SERVE_PID=$(cat "$t/signed.pid")
+	serve_signed_file --users "$t/users"
 }
 
 teardown_file() {
@@ -35,7 +32,7 @@ teardown_file() {
 setup() {
 	common_setup
 	[ -x "$RDS3" ] || fail "rds3 not built: $RDS3"
-	LOG0=$(grep -c '' "$BATS_FILE_TMPDIR/signed.err")
+	serve_log_mark
 }
 
 teardown() {
@@ -44,8 +41,7 @@ teardown() {
 	left=$(find "$SERVE_DIR" -name '.*.rdx-*' 2>/dev/null)
 	[ -z "$left" ] || { echo "temporaries left in the store: $left" >&2 && bad=1; }
 	if [ -n "$bad" ] || [ -z "${BATS_TEST_COMPLETED:-}" ]; then
-		echo "--- rds3 serve stderr during this test (last 40 lines):" >&2
-		tail -n +$((LOG0 + 1)) "$BATS_FILE_TMPDIR/signed.err" | tail -n 40 >&2
+		serve_log_since
 	fi
 	common_teardown
 	[ -z "$bad" ]

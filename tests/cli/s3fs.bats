@@ -15,11 +15,7 @@ SERVE_KEY=RDS3S3FSKEY
 SERVE_SECRET='s3fs/Secret+1'
 
 setup_file() {
-	local t=$BATS_FILE_TMPDIR
-	mkdir -p "$t/store"
-	serve_start signed "$t/store" || return 1
-	export SERVE_URL=$SERVED_URL SERVE_DIR=$t/store SERVE_PID
-	SERVE_PID=$(cat "$t/signed.pid")
+	serve_signed_file
 }
 
 teardown_file() {
@@ -34,7 +30,7 @@ setup() {
 	MNT=$D/mnt S3FS_PID=
 	B=fs$BATS_TEST_NUMBER-$RANDOM
 	mkdir "$SERVE_DIR/$B" "$MNT"
-	LOG0=$(grep -c '' "$BATS_FILE_TMPDIR/signed.err")
+	serve_log_mark
 }
 
 teardown() {
@@ -43,8 +39,7 @@ teardown() {
 		wait_exit "$S3FS_PID" 10
 	fi
 	if [ -z "${BATS_TEST_COMPLETED:-}" ]; then
-		echo "--- rds3 serve stderr during this test (last 40 lines):" >&2
-		tail -n +$((LOG0 + 1)) "$BATS_FILE_TMPDIR/signed.err" | tail -n 40 >&2
+		serve_log_since
 		echo "--- s3fs log (last 40 lines):" >&2
 		tail -n 40 "$D/s3fs.log" >&2 2>/dev/null
 	fi

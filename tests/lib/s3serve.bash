@@ -46,6 +46,26 @@ serve_start() {
 	SERVED_URL=$(cat "$t/$name.out")
 }
 
+# serve_signed_file [RDS3 OPTIONS...]: setup_file's one signed server on
+# $BATS_FILE_TMPDIR/store: exports SERVE_URL, SERVE_DIR and SERVE_PID.
+serve_signed_file() {
+	mkdir -p "$BATS_FILE_TMPDIR/store"
+	serve_start signed "$BATS_FILE_TMPDIR/store" "$@" || return 1
+	export SERVE_URL=$SERVED_URL SERVE_DIR=$BATS_FILE_TMPDIR/store SERVE_PID
+	SERVE_PID=$(cat "$BATS_FILE_TMPDIR/signed.pid")
+}
+
+# serve_log_mark / serve_log_since: the signed server's stderr from the
+# mark on (the last 40 lines), for a failing test's teardown.
+serve_log_mark() {
+	LOG0=$(grep -c '' "$BATS_FILE_TMPDIR/signed.err")
+}
+
+serve_log_since() {
+	echo "--- rds3 serve stderr during this test (last 40 lines):" >&2
+	tail -n +$((LOG0 + 1)) "$BATS_FILE_TMPDIR/signed.err" | tail -n 40 >&2
+}
+
 serve_stop() {
 	[ -f "$BATS_FILE_TMPDIR/$1.pid" ] && kill "$(cat "$BATS_FILE_TMPDIR/$1.pid")" 2>/dev/null
 	return 0

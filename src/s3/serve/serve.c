@@ -116,6 +116,24 @@ int sv_fail_errno(struct call *k, int err)
 	}
 }
 
+int sv_count(const char *v, unsigned long def, unsigned long cap, unsigned long *out)
+{
+	char *end;
+
+	*out = def;
+	if (!v)
+		return 0;
+	if (*v < '0' || *v > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoul(v, &end, 10);
+	if (*end || errno)
+		return -EINVAL;
+	if (*out > cap)
+		*out = cap;
+	return 0;
+}
+
 bool sv_word_in(const char *list, const char *w)
 {
 	size_t n = strlen(w);

@@ -57,28 +57,6 @@ static int attrs_parse(const char *v, unsigned *want)
 	return *want ? 0 : -EINVAL;
 }
 
-/* A header's non-negative decimal number (absent: def), at most max.
- * Returns 0 or -EINVAL. */
-static int header_num(const struct call *k, const char *name, unsigned long def,
-		      unsigned long max, unsigned long *out)
-{
-	const char *v = sv_hdr(k->r, name);
-	char *end;
-
-	*out = def;
-	if (!v)
-		return 0;
-	if (*v < '0' || *v > '9')
-		return -EINVAL;
-	errno = 0;
-	*out = strtoul(v, &end, 10);
-	if (*end || errno)
-		return -EINVAL;
-	if (*out > max)
-		*out = max;
-	return 0;
-}
-
 /* <ObjectParts> of the multipart object fd (record m), from part
  * after + 1, at most max.  Where the parts' sizes were not kept (a file
  * system without room for them) only their count is known, and given. */
@@ -133,9 +111,9 @@ int sv_object_attributes(struct call *k)
 		return sv_fail(k, 400, "InvalidArgument",
 			       names ? "Invalid attribute name specified."
 				     : "The x-amz-object-attributes header specifying the attributes to be retrieved is either missing or empty");
-	if (header_num(k, "x-amz-max-parts", MAX_PARTS_SHOWN, MAX_PARTS_SHOWN, &max))
+	if (sv_count(sv_hdr(k->r, "x-amz-max-parts"), MAX_PARTS_SHOWN, MAX_PARTS_SHOWN, &max))
 		return sv_fail(k, 400, "InvalidArgument", "x-amz-max-parts must be a number of 0 or more");
-	if (header_num(k, "x-amz-part-number-marker", 0, SV_PARTS_MAX, &after))
+	if (sv_count(sv_hdr(k->r, "x-amz-part-number-marker"), 0, SV_PARTS_MAX, &after))
 		return sv_fail(k, 400, "InvalidArgument", "x-amz-part-number-marker must be a part number");
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;

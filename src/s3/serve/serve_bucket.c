@@ -91,6 +91,7 @@ static int list_objects(struct call *k, int bfd, enum list_kind kind)
 	struct sv_list_result res;
 	char start[SV_KEY_MAX + 1];
 	bool url, owners;
+	unsigned long n;
 	struct s3_buf b;
 	size_t i;
 	int ret;
@@ -113,16 +114,9 @@ static int list_objects(struct call *k, int bfd, enum list_kind kind)
 	url = enc && !strcmp(enc, "url");
 	a.prefix = prefix;
 	a.delimiter = delim && *delim ? delim : NULL;
-	a.max_keys = 1000;
-	if (maxk) {
-		char *end;
-		long m = strtol(maxk, &end, 10);
-
-		if (*end || end == maxk || m < 0)
-			return sv_fail(k, 400, "InvalidArgument", "max-keys must be a number of 0 or more");
-		if (m < 1000)
-			a.max_keys = (unsigned)m;
-	}
+	if (sv_count(maxk, 1000, 1000, &n))
+		return sv_fail(k, 400, "InvalidArgument", "max-keys must be a number of 0 or more");
+	a.max_keys = (unsigned)n;
 	if (vmarker && (!marker || !*marker))
 		return sv_fail(k, 400, "InvalidArgument", "A version-id marker cannot be specified without a key marker.");
 	if (vmarker && strcmp(vmarker, "null"))

@@ -77,6 +77,11 @@ int sv_fail_errno(struct call *k, int err);
 /* b as an XML answer (-ENOMEM when b ran out of memory). */
 int sv_xml_answer(struct call *k, int status, struct s3_buf *b);
 
+/* A count a request gives (max-keys, max-uploads, a part number...): v
+ * (NULL: def) as decimal digits, at most cap.  0, or -EINVAL for
+ * anything but digits. */
+int sv_count(const char *v, unsigned long def, unsigned long cap, unsigned long *out);
+
 /* Whether w is one of the words of list (separated by single spaces). */
 bool sv_word_in(const char *list, const char *w);
 

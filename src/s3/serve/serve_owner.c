@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,13 +357,9 @@ static int own_buckets(struct call *k, const char *prefix, const char *after,
 /* A ListBuckets parameter as a number of 1..LIST_MAX: 0 or -EINVAL. */
 static int max_buckets(const char *v, size_t *out)
 {
-	char *end;
-	long m;
+	unsigned long m;
 
-	if (!v || *v < '0' || *v > '9')
-		return -EINVAL;
-	m = strtol(v, &end, 10);
-	if (*end || m < 1 || m > LIST_MAX)
+	if (!v || sv_count(v, 0, ULONG_MAX, &m) || m < 1 || m > LIST_MAX)
 		return -EINVAL;
 	*out = (size_t)m;
 	return 0;

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,7 @@ int sv_list_uploads(struct call *k)
 	const char *prefix = "", *delim = NULL, *km = NULL, *im = NULL, *mu = NULL, *enc = NULL;
 	struct up_args a = { .max = MAX_UPLOADS };
 	struct up_page p = { 0 };
+	unsigned long max;
 	bool url, truncated;
 	struct s3_buf b;
 	size_t i;
@@ -206,15 +208,9 @@ int sv_list_uploads(struct call *k)
 	a.prefix = prefix ? prefix : "";
 	a.delim = delim && *delim ? delim : NULL;
 	a.key_marker = km && *km ? km : NULL;
-	if (mu) {
-		char *end;
-		long m = strtol(mu, &end, 10);
-
-		if (*end || end == mu || m < 0)
-			return sv_fail(k, 400, "InvalidArgument", "max-uploads must be a number of 0 or more");
-		if (m < MAX_UPLOADS)
-			a.max = (size_t)m;
-	}
+	if (sv_count(mu, MAX_UPLOADS, MAX_UPLOADS, &max))
+		return sv_fail(k, 400, "InvalidArgument", "max-uploads must be a number of 0 or more");
+	a.max = max;
 	/* upload-id-marker counts only beside key-marker, as in S3; one
 	 * that names no upload of that key starts after the key. */
 	if (a.key_marker && im && strlen(im) == 32 && rdx_hex_is(im, 32)) {
@@ -321,23 +317,21 @@ static int part_numbers(int up, unsigned *v)
 int sv_list_parts(struct call *k, const char *id)
 {
 	const char *mp = NULL, *marker = NULL;
-	unsigned long max = MAX_UPLOADS, after = 0;
+	unsigned long max, after;
 	unsigned *nums = NULL;
 	int64_t init_ns;
 	int u, up = -1, n, ret, shown = 0;
-	char *key = NULL, *end;
+	char *key = NULL;
 	bool truncated = false;
 	unsigned last = 0;
 	struct s3_buf b;
 
 	sv_query(k->r, "max-parts", &mp);
 	sv_query(k->r, "part-number-marker", &marker);
-	if (mp && ((max = strtoul(mp, &end, 10)), *end || end == mp || *mp == '-'))
+	if (sv_count(mp, MAX_UPLOADS, MAX_UPLOADS, &max))
 		return sv_fail(k, 400, "InvalidArgument", "max-parts must be a number of 0 or more");
-	if (marker && ((after = strtoul(marker, &end, 10)), *end || end == marker || *marker == '-'))
+	if (sv_count(marker, 0, ULONG_MAX, &after))
 		return sv_fail(k, 400, "InvalidArgument", "part-number-marker must be a part number");
-	if (max > MAX_UPLOADS)
-		max = MAX_UPLOADS;
 	u = sv_uploads_fd(k->s->root, false);
 	if (u >= 0 && id && strlen(id) == 32 && rdx_hex_is(id, 32))
 		key = upload_key(u, id, k->bucket, &init_ns);
