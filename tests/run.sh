@@ -213,8 +213,9 @@ sanitized() {
 # ------------------------------------------ Soft-RoCE tier (optional)
 # RDX_RXE=1 (make check sets it), or RDX_TESTS naming it ('rxe' for all,
 # 'rxe/NAME' for tests/rxe/NAME.*): tests/rxe/*.bats and the TAP scripts
-# tests/rxe/*.sh in one guest, tests/rxe/two*.bats in two, booted by
-# scripts/rxe-vm.sh (docs/RXE-VM.md, "The test tier").  In the guest,
+# tests/rxe/*.sh in one guest (s3.bats in one of its own),
+# tests/rxe/two*.bats in two, booted by scripts/rxe-vm.sh (docs/RXE-VM.md,
+# "The test tier").  In the guest,
 # tests/rxe/guest.sh prints each file's TAP on the console, every line
 # prefixed "RXETAP ROLE|" between BEGIN and END lines; the results are
 # taken from the console log and counted here.  A guest that fails to boot
@@ -330,18 +331,50 @@ rxe_count() {
 	fi
 }
 
-# run_rxe [--two] FILE...: rxe_boot then rxe_count.
-run_rxe() {
-	local st
-	st=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+# rxe_say [--two] FILE...: the line that names a boot and its files.
+rxe_say() {
 	if [ "$1" = --two ]; then
 		echo "# rxe: scripts/rxe-vm.sh run --two tests/rxe/guest.sh ${*:2}"
 	else
 		echo "# rxe: scripts/rxe-vm.sh run  tests/rxe/guest.sh $*"
 	fi
-	rxe_boot "$st" "$@"
-	rxe_count "$st" "$@"
-	rm -f "$st"
+}
+
+# run_rxe ONE-FILES -- TWO-FILES: every boot the files need, in two lanes
+# side by side, then their results in order.  Inside a guest the tests run
+# one at a time and keep about one of the host's CPUs busy, so one lane
+# alone leaves the other CPU idle.  Lane 1 boots one guest for the
+# one-guest files but s3.bats; lane 2 boots one for s3.bats, then the
+# pair (one vCPU each) for the two-guest files.
+run_rxe() {
+	local one=() s3=() two=() st1 st2 st3 lanes=()
+	while [ "$1" != -- ]; do
+		case $1 in
+		*/s3.bats) s3+=("$1") ;;
+		*) one+=("$1") ;;
+		esac
+		shift
+	done
+	shift
+	two=("$@")
+	st1=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	st2=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	st3=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	[ ${#one[@]} -eq 0 ] || rxe_say "${one[@]}"
+	[ ${#s3[@]} -eq 0 ] || rxe_say "${s3[@]}"
+	[ ${#two[@]} -eq 0 ] || rxe_say --two "${two[@]}"
+	{ [ ${#one[@]} -eq 0 ] || rxe_boot "$st1" "${one[@]}"; } &
+	lanes+=($!)
+	{
+		[ ${#s3[@]} -eq 0 ] || rxe_boot "$st2" "${s3[@]}"
+		[ ${#two[@]} -eq 0 ] || rxe_boot "$st3" --two "${two[@]}"
+	} &
+	lanes+=($!)
+	wait "${lanes[@]}"
+	[ ${#one[@]} -eq 0 ] || rxe_count "$st1" "${one[@]}"
+	[ ${#s3[@]} -eq 0 ] || rxe_count "$st2" "${s3[@]}"
+	[ ${#two[@]} -eq 0 ] || rxe_count "$st3" --two "${two[@]}"
+	rm -f "$st1" "$st2" "$st3"
 }
 
 # RDX_ASAN_BUILD=DIR (ASan/UBSan): the transfers, faults, servers, S3, rdcp,
@@ -406,8 +439,7 @@ if [ "${RDX_RXE:-}" = 1 ] || { [ -n "${RDX_TESTS:-}" ] && [ "${RDX_RXE:-}" != 0 
 			echo "not ok - rxe: scripts/rxe-vm.sh fetch failed"
 			failed=$((failed + 1))
 		else
-			[ ${#rxe_one[@]} -eq 0 ] || run_rxe "${rxe_one[@]}"
-			[ ${#rxe_two[@]} -eq 0 ] || run_rxe --two "${rxe_two[@]}"
+			run_rxe "${rxe_one[@]}" -- "${rxe_two[@]}"
 		fi
 	fi
 fi
