@@ -150,3 +150,7 @@ ${stderr:-$output}"
 @test "boto3: checksums kept (x-amz-checksum-mode), multipart COMPOSITE and FULL_OBJECT checked at Complete, copies, GetObjectAttributes paged" {
 	boto checksums
 }
+
+@test "boto3: keys ending in / that carry bytes: get, head, range, listed once, copies, multipart, conditions, tags, checksums; the folder's file no key names" {
+	boto slash
+}

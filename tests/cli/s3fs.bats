@@ -85,10 +85,11 @@ keys() {
 	awk '{ print $NF }' <<<"$output"
 }
 
-# is_marker DIR: DIR under the bucket is a directory with its record.
+# is_marker DIR: DIR under the bucket is a directory holding the folder
+# marker's file with its record.
 is_marker() {
-	[ -d "$SERVE_DIR/$B/$1" ] &&
-		python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.rds3")' "$SERVE_DIR/$B/$1" 2>/dev/null
+	[ -f "$SERVE_DIR/$B/$1/.rds3-folder" ] &&
+		python3 -c 'import os, sys; os.getxattr(sys.argv[1], "user.rds3")' "$SERVE_DIR/$B/$1/.rds3-folder" 2>/dev/null
 }
 
 @test "s3fs over rds3 serve: mkdir, mkdir -p, files in them, ls, rmdir, rm" {
@@ -146,11 +147,11 @@ is_marker() {
 	assert_status 0
 	on stat -c %a "$MNT/a/b"
 	[ "$output" = 700 ] || fail "mode after chmod: $output"
-	# s3fs keeps the mode in x-amz-meta-mode: in the directory's record.
+	# s3fs keeps the mode in x-amz-meta-mode: in the folder's record.
 	python3 -c 'import os, re, sys
 v = os.getxattr(sys.argv[1], "user.rds3").decode()
 m = re.search(r"^x-amz-meta-mode: (\d+)$", v, re.M)
-sys.exit(not m or int(m.group(1)) & 0o7777 != 0o700)' "$SERVE_DIR/$B/a/b" ||
+sys.exit(not m or int(m.group(1)) & 0o7777 != 0o700)' "$SERVE_DIR/$B/a/b/.rds3-folder" ||
 		fail "mode 700 is not in a/b's record"
 	on mv "$MNT/a" "$MNT/c"
 	assert_status 0

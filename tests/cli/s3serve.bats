@@ -938,20 +938,19 @@ keys_of_listing() {
 	soft_end
 }
 
-@test "keys that are no paths (open server): empty components, NUL, a component over 255 bytes are 400, a body on a trailing / 501; 255 bytes is fine" {
+@test "keys that are no paths (open server): empty components, NUL, a component over 255 bytes, the folder's file are 400; a body on a trailing / and 255 bytes are fine" {
 	hcurl -X PUT "$OPEN_URL/$B"
 	want_code 200
 	SOFT=()
-	for k in "a//b" "x/%2F/y" "nul%00byte" "nul%00" "/"; do
+	for k in "a//b" "x/%2F/y" "nul%00byte" "nul%00" "/" "trail/.rds3-folder" ".rds3-folder"; do
 		hcurl -X PUT --data-binary x "$OPEN_URL/$B/$k"
 		soft "PUT key '$k'" want_code 400
 		soft "PUT key '$k'" want_error InvalidArgument KeyTooLongError
 	done
-	# A folder marker is a directory: it holds no bytes.
+	# A key ending in / is the folder's file in the directory of that name.
 	hcurl -X PUT --data-binary x "$OPEN_URL/$B/trail/"
-	soft "PUT key 'trail/' with a body" want_code 501
-	soft "PUT key 'trail/' with a body" want_error NotImplemented
-	[ ! -e "$OPEN_DIR/$B/trail" ] || SOFT+=("trail/ made on disk")
+	soft "PUT key 'trail/' with a body" want_code 200
+	[ "$(cat "$OPEN_DIR/$B/trail/.rds3-folder" 2>/dev/null)" = x ] || SOFT+=("trail/'s bytes are not on disk")
 	long=$(printf 'n%.0s' $(seq 256))
 	hcurl -X PUT --data-binary x "$OPEN_URL/$B/d/$long"
 	soft "PUT a 256-byte component" want_code 400
@@ -960,10 +959,10 @@ keys_of_listing() {
 	hcurl -X PUT --data-binary x "$OPEN_URL/$B/d/$ok"
 	soft "PUT a 255-byte component" want_code 200
 	[ "$(cat "$OPEN_DIR/$B/d/$ok" 2>/dev/null)" = x ] || SOFT+=("the 255-byte key is not on disk")
-	[ "$(find "$OPEN_DIR/$B" -type f | wc -l)" -eq 1 ] || SOFT+=("files: $(find "$OPEN_DIR/$B" -type f)")
+	[ "$(find "$OPEN_DIR/$B" -type f | wc -l)" -eq 2 ] || SOFT+=("files: $(find "$OPEN_DIR/$B" -type f)")
 	hcurl "$OPEN_URL/$B?list-type=2"
 	want_code 200
-	[ "$(grep -o '<Key>[^<]*</Key>' "$D/body")" = "<Key>d/$ok</Key>" ] || SOFT+=("listing: $(cat "$D/body")")
+	[ "$(grep -o '<Key>[^<]*</Key>' "$D/body" | tr -d '\n')" = "<Key>d/$ok</Key><Key>trail/</Key>" ] || SOFT+=("listing: $(cat "$D/body")")
 	soft_end
 }
 

@@ -216,9 +216,6 @@ static void delete_error(int err, const char **code, const char **why)
 	case -ENOENT:
 		*code = "NoSuchKey", *why = "The specified key does not exist.";
 		break;
-	case -ENOTSUP:
-		*code = "NotImplemented", *why = "rds3 serve does not implement an ETag condition on a folder marker";
-		break;
 	case -EINVAL:
 	case -ENAMETOOLONG:
 		*code = "InvalidArgument", *why = strerror(-err);

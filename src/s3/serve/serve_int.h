@@ -234,20 +234,16 @@ bool sv_bucket_ok(const char *name);
 /* A bucket's owner (serve_owner.c): a name no key component can have. */
 #define SV_OWNER_NAME ".rds3-owner"
 
+/* The file of a key ending in '/' (a folder marker, or any object of such
+ * a name) inside the directory of that name: no key component can have
+ * it either. */
+#define SV_FOLDER_NAME ".rds3-folder"
+
 /* Whether key is one this server can store: 1..1024 bytes, components
  * non-empty (but for a final '/': a folder marker), not "." or "..", at
- * most 255 bytes, no temporary's name nor SV_OWNER_NAME.  Returns 0 or
- * -ENAMETOOLONG / -EINVAL. */
+ * most 255 bytes, no temporary's name, SV_OWNER_NAME nor SV_FOLDER_NAME.
+ * Returns 0 or -ENAMETOOLONG / -EINVAL. */
 int sv_key_ok(const char *key);
-
-/* Whether key (valid) is a folder marker's: it ends in '/', and is kept
- * as the directory of that name carrying a record (sv_marker_put). */
-static inline bool sv_key_is_dir(const char *key)
-{
-	size_t n = strlen(key);
-
-	return n && key[n - 1] == '/';
-}
 
 /* Whether a directory entry's name is one of this server's temporaries. */
 bool sv_is_temp(const char *name);
@@ -295,8 +291,7 @@ int sv_bucket_open(int root, const char *bucket);
 int sv_object_open(int bfd, const char *key);
 
 /* Opens key for reading with its record into *m and its Last-Modified
- * into *mtime: the file, or a folder marker's directory (sv_marker_open:
- * no bytes to read).  Returns the fd, -ENOENT (no such key) or -errno. */
+ * into *mtime.  Returns the fd, -ENOENT (no such key) or -errno. */
 int sv_key_open(int bfd, const char *key, struct sv_meta *m, time_t *mtime);
 
 /* Writing an object: a temporary in the key's directory (made as
@@ -337,31 +332,14 @@ int sv_put_commit(struct sv_put *p, mode_t mode);
 /* Removes the temporary; harmless after a commit. */
 void sv_put_abort(struct sv_put *p);
 
-/* Removes the object key (a file, or a folder marker's record), then
- * the directories that leaves empty up to the bucket, but for folder
- * markers.  check (NULL: none) runs first, under the lock commits take,
- * on the file's directory and name: what it returns stops the delete.
- * Returns 0 (without check, also when there was no such key), -ENOENT
- * (with check, no such key), -ENOTSUP (check on a folder marker), what
- * check returned, or -errno. */
+/* Removes the object key, then the directories that leaves empty up to
+ * the bucket (a folder marker's is not: it holds its file).  check (NULL:
+ * none) runs first, under the lock commits take, on the file's directory
+ * and name: what it returns stops the delete.  Returns 0 (without check,
+ * also when there was no such key), -ENOENT (with check, no such key),
+ * what check returned, or -errno. */
 int sv_object_delete(int bfd, const char *key,
 		     int (*check)(int dir, const char *name, void *arg), void *arg);
-
-/* Records the folder marker key (ending in '/'): m's ETag and headers on
- * its directory, made with those above it as needed; m's size becomes 0
- * and its mtime_ns the time now (its Last-Modified).  Returns 0,
- * -ENOTDIR / -ELOOP (a file or a symlink on the way or in its place),
- * -ENOTSUP (no user extended attributes) or -errno. */
-int sv_marker_put(int bfd, const char *key, struct sv_meta *m);
-
-/* Opens the folder marker key: its directory, read-only, with its record
- * into *m.  Returns the fd, -ENOENT (no such directory, or one without a
- * record: no such key) or -errno. */
-int sv_marker_open(int bfd, const char *key, struct sv_meta *m);
-
-/* Reads the marker record of the directory fd into *m: 0, -ENOENT (it
- * carries none) or -errno. */
-int sv_marker_read(int fd, struct sv_meta *m);
 
 /* ---------------------------------------------------------------- list */
 

@@ -4,8 +4,9 @@
  * whole directories passed over when no key in them can be listed (before
  * start_after, outside the prefix, or inside a common prefix already
  * given).  Only the directories on the way down are held in memory.
- * A directory is a key itself only when it is a folder marker
- * (serve_store.c): "a/" sorts before every key inside it. */
+ * A directory is a key itself only when it holds a folder marker's file
+ * (SV_FOLDER_NAME, serve_store.c), which no key names and no listing
+ * gives as its own: "a/" sorts before every key inside it. */
 #include "s3/serve/serve_int.h"
 
 #include <dirent.h>
@@ -128,7 +129,7 @@ static int file(struct lw *w, int dir, const char *name)
 	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) || sv_meta_get(fd, &m)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || sv_meta_get(fd, &m)) {
 		close(fd);
 		return 0; /* gone or unreadable meanwhile: not listed */
 	}
@@ -139,19 +140,15 @@ static int file(struct lw *w, int dir, const char *name)
 }
 
 /* The directory fd whose key is w->key (ending in '/'): a key itself
- * when it is a folder marker, listed before the keys inside it. */
+ * when it holds a folder marker's file, listed before the keys inside
+ * it. */
 static int marker(struct lw *w, int fd)
 {
-	struct sv_meta m;
-	int ret;
+	struct stat st;
 
-	if (sv_marker_read(fd, &m))
+	if (fstatat(fd, SV_FOLDER_NAME, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 		return 0; /* a directory only: no key */
-	ret = place(w);
-	if (ret == 1)
-		ret = add(w, w->key, &m, (time_t)(m.mtime_ns / 1000000000));
-	sv_meta_release(&m);
-	return ret < 0 ? ret : 0;
+	return file(w, fd, SV_FOLDER_NAME);
 }
 
 /* Whether the directory whose keys all begin with w->key (ending in

@@ -1088,13 +1088,6 @@ int sv_object_op(struct call *k)
 				      "rds3 serve keeps keys as file paths: no empty, '.' or '..' component, none over 255 bytes, no control characters");
 	if ((ret = object_query_ok(k)))
 		return ret > 0 ? 0 : ret;
-	/* A folder marker is a directory: only an empty PutObject or
-	 * CopyObject makes one. */
-	if (sv_key_is_dir(k->key) && ((!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL)) ||
-				      ((!strcmp(m, "PUT") || !strcmp(m, "POST")) &&
-				       sv_query(k->r, "uploadId", NULL))))
-		return sv_fail(k, 501, "NotImplemented",
-			    "rds3 serve keeps a key ending in '/' (a folder marker) as a directory: it is made by an empty PutObject or CopyObject, not by a multipart upload");
 	if ((ret = sv_bucket_fd(k, &bfd)) || bfd < 0)
 		return ret;
 	sv_query(k->r, "uploadId", &id);
@@ -1133,11 +1126,10 @@ int sv_object_op(struct call *k)
 		    sv_hdr(k->r, "If-Unmodified-Since"))
 			ret = sv_fail(k, 501, "NotImplemented",
 				      "rds3 serve takes If-Match on DeleteObject, no other condition");
-		else if ((ret = sv_object_delete(bfd, k->key, w.match ? sv_match_check : NULL, &w)) == -ENOTSUP)
-			ret = sv_fail(k, 501, "NotImplemented",
-				      "rds3 serve does not implement If-Match on a folder marker (a key ending in '/')");
+		else if ((ret = sv_object_delete(bfd, k->key, w.match ? sv_match_check : NULL, &w)))
+			ret = sv_commit_fail(k, ret);
 		else
-			ret = ret ? sv_commit_fail(k, ret) : sv_answer(k, 204, NULL, NULL, 0);
+			ret = sv_answer(k, 204, NULL, NULL, 0);
 	} else if (!strcmp(m, "POST") && sv_query(k->r, "uploads", NULL))
 		ret = create_upload(k);
 	else if (!strcmp(m, "POST") && sv_query(k->r, "uploadId", NULL))

@@ -35,15 +35,6 @@
 
 /* ------------------------------------------------------------ objects */
 
-#define EMPTY_MD5 "d41d8cd98f00b204e9800998ecf8427e"
-/* A folder marker (a key ending in '/') is a directory: no bytes. */
-#define MARKER_BODY \
-	"rds3 serve keeps a key ending in '/' (a folder marker) as a directory, which holds no bytes: such an object must be empty"
-#define MARKER_NO_XATTR \
-	"the served directory's file system keeps no extended attributes, so a folder marker (a key ending in '/') cannot be recorded"
-#define MARKER_COND \
-	"rds3 serve does not implement If-Match or If-None-Match on a folder marker (a key ending in '/')"
-
 /* Parses "bytes=A-B", "bytes=A-", "bytes=-N" against size: 1 a range
  * [*from, *to], 0 none to honour (absent, malformed, several), -1
  * unsatisfiable. */
@@ -450,59 +441,6 @@ out:
 	return ret;
 }
 
-/* Records the folder marker of the request's key with m and its tags.
- * Returns 0, or an answer was sent (1) or could not be (-EIO). */
-static int marker_record(struct call *k, int bfd, struct sv_meta *m, const struct sv_tags *tags)
-{
-	struct sv_meta om;
-	time_t mt;
-	int ret = sv_marker_put(bfd, k->key, m), fd;
-
-	if (ret == -ENOTSUP)
-		return sv_fail(k, 501, "NotImplemented", MARKER_NO_XATTR) ? -EIO : 1;
-	if (ret)
-		return sv_fail_errno(k, ret) ? -EIO : 1;
-	/* A marker put again has the tags it is put with, or none. */
-	fd = sv_key_open(bfd, k->key, &om, &mt);
-	if (fd < 0)
-		return sv_fail_errno(k, fd) ? -EIO : 1;
-	sv_meta_release(&om);
-	ret = sv_tags_set(fd, tags);
-	close(fd);
-	return ret ? (sv_tags_fail(k, ret) ? -EIO : 1) : 0;
-}
-
-/* PutObject of a folder marker (a key ending in '/'): an empty body,
- * checked as any, and the directory with its record.  A body is refused:
- * a directory cannot hold one. */
-static int put_marker(struct call *k, int bfd, struct sv_meta *m, const struct sv_tags *tags)
-{
-	const char *dl = sv_hdr(k->r, "x-amz-decoded-content-length");
-	unsigned char md5[16];
-	struct s3_buf h;
-	uint64_t size;
-	int ret;
-
-	if ((dl && strcmp(dl, "0")) || (!dl && k->r->has_length && k->r->length))
-		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
-	/* No byte is written (the most taken is 0): a chunked body with
-	 * any is EntityTooLarge. */
-	if ((ret = sv_checksum_default(k)) || (ret = sv_take_body(k, -1, 0, md5, &size)))
-		return ret < 0 ? ret : 0;
-	rdx_hex_encode(md5, 16, m->etag);
-	m->ck = k->sum_ck;
-	memcpy(m->ck_sum, k->sum, sizeof(m->ck_sum));
-	if ((ret = marker_record(k, bfd, m, tags)))
-		return ret < 0 ? ret : 0;
-	s3_buf_init(&h, 0);
-	sv_add_etag(&h, m->etag);
-	sv_add_checksum(&h, k);
-	sv_rdma_headers(k, &h);
-	ret = s3_buf_err(&h) ? -ENOMEM : sv_answer(k, 200, h.p, NULL, 0);
-	s3_buf_release(&h);
-	return ret;
-}
-
 int sv_put_object(struct call *k, int bfd)
 {
 	struct sv_meta m = { 0 };
@@ -519,12 +457,6 @@ int sv_put_object(struct call *k, int bfd)
 	if ((ret = sv_tags_take(k, &tags)) || (ret = sv_wcond_take(k, bfd, &w))) {
 		sv_meta_release(&m);
 		return ret < 0 ? ret : 0;
-	}
-	if (sv_key_is_dir(k->key)) {
-		ret = w.absent || w.match ? sv_fail(k, 501, "NotImplemented", MARKER_COND)
-					  : put_marker(k, bfd, &m, &tags);
-		sv_meta_release(&m);
-		return ret;
 	}
 	ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {
@@ -696,21 +628,6 @@ static int copy_result(struct call *k, time_t mtime, const char *etag, const str
 	return ret;
 }
 
-/* A copy to a folder marker: an empty source's headers (m) on the
- * marker's directory, as put_marker() records them. */
-static int copy_to_marker(struct call *k, int bfd, uint64_t size, struct sv_meta *m,
-			  const struct sv_tags *tags)
-{
-	int ret;
-
-	if (size)
-		return sv_fail(k, 501, "NotImplemented", MARKER_BODY);
-	snprintf(m->etag, sizeof(m->etag), "%s", EMPTY_MD5);
-	if ((ret = marker_record(k, bfd, m, tags)))
-		return ret < 0 ? ret : 0;
-	return copy_result(k, (time_t)(m->mtime_ns / 1000000000), m->etag, NULL);
-}
-
 int sv_copy_object(struct call *k, int bfd)
 {
 	const char *dir = sv_hdr(k->r, "x-amz-metadata-directive");
@@ -751,15 +668,6 @@ int sv_copy_object(struct call *k, int bfd)
 	}
 	if (!ret && !replace && sm.headers && !(m.headers = strdup(sm.headers)))
 		ret = -ENOMEM;
-	if (!ret && sv_key_is_dir(k->key)) {
-		close(sfd);
-		sv_meta_release(&sm);
-		sv_body_skip(k->c, k->r, 1 << 20);
-		ret = w.absent || w.match ? sv_fail(k, 501, "NotImplemented", MARKER_COND)
-					  : copy_to_marker(k, bfd, sm.size, &m, &tags);
-		sv_meta_release(&m);
-		return ret;
-	}
 	if (!ret)
 		ret = sv_put_begin(bfd, k->key, &p);
 	if (ret) {

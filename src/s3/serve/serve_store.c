@@ -8,12 +8,12 @@
  * mtime so that a file changed by another hand is hashed again.
  *
  * A key ending in '/' (a folder marker, as s3fs, rclone and the AWS
- * console make for an empty "folder") is the directory of that name
- * carrying the same record, its mtime the time it was put: a directory
- * that is there only because keys live under it, or was made by hand,
- * carries none and is no key.  Markers are put and removed, and emptied
- * directories removed, under store_lock, so that a directory found empty
- * and unmarked is not removed once a marker has been put on it. */
+ * console make for an empty "folder", or any object of such a name) is
+ * the file SV_FOLDER_NAME inside the directory of that name: an object
+ * as any other, its bytes, record and tags included, which no key can
+ * name.  A directory that is there only because keys live under it, or
+ * was made by hand, holds none and is no key; one that holds it is never
+ * empty, so it is not pruned while the key is there. */
 #include "s3/serve/serve_int.h"
 
 #include "core/hex.h"
@@ -37,11 +37,9 @@
 #define XATTR "user.rds3"
 #define XATTR_MAX 4096
 
-/* Held by every commit and delete of an object, and while folder
- * markers are put and removed and emptied directories pruned: a
- * conditional write's check and its rename see no other writer of this
- * server between them, and a directory found empty and unmarked is not
- * removed once a marker has been put on it. */
+/* Held by every commit and delete of an object, and while emptied
+ * directories are pruned: a conditional write's check and its rename see
+ * no other writer of this server between them. */
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sv_meta_release(struct sv_meta *m)
@@ -119,7 +117,7 @@ int sv_key_ok(const char *key)
 		memcpy(part, c, len);
 		part[len] = '\0';
 		if (!strcmp(part, ".") || !strcmp(part, "..") || sv_is_temp(part) ||
-		    !strcmp(part, SV_OWNER_NAME))
+		    !strcmp(part, SV_OWNER_NAME) || !strcmp(part, SV_FOLDER_NAME))
 			return -EINVAL;
 		if (!slash || !slash[1])
 			return 0; /* a final '/': a folder marker */
@@ -413,10 +411,14 @@ int sv_bucket_open(int root, const char *bucket)
 	return fd;
 }
 
+/* The name of key's file in its directory (rdx_dir_beneath's): its last
+ * component, or SV_FOLDER_NAME for a key ending in '/'. */
 static const char *last_part(const char *key)
 {
 	const char *s = strrchr(key, '/');
 
+	if (s && !s[1])
+		return SV_FOLDER_NAME;
 	return s ? s + 1 : key;
 }
 
@@ -449,12 +451,6 @@ int sv_key_open(int bfd, const char *key, struct sv_meta *m, time_t *mtime)
 	struct stat st;
 	int fd, ret;
 
-	if (sv_key_is_dir(key)) {
-		fd = sv_marker_open(bfd, key, m);
-		if (fd >= 0)
-			*mtime = (time_t)(m->mtime_ns / 1000000000);
-		return fd;
-	}
 	fd = sv_object_open(bfd, key);
 	if (fd < 0)
 		return fd;
@@ -465,21 +461,6 @@ int sv_key_open(int bfd, const char *key, struct sv_meta *m, time_t *mtime)
 	}
 	*mtime = st.st_mtim.tv_sec;
 	return fd;
-}
-
-/* Whether the directory name in dir is a folder marker (carries a
- * record), or cannot be told: what this server recorded is never
- * removed as an emptied directory. */
-static bool marked(int dir, const char *name)
-{
-	int d = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	bool ret;
-
-	if (d < 0)
-		return errno != ENOENT && errno != ENOTDIR;
-	ret = fgetxattr(d, XATTR, NULL, 0) > 0;
-	close(d);
-	return ret;
 }
 
 int sv_put_begin(int bfd, const char *key, struct sv_put *p)
@@ -510,9 +491,8 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 				ret = -EEXIST;
 				break;
 			}
-			/* Nor a folder marker: key and key/ cannot both be. */
-			if (fgetxattr(dirfd(dh), XATTR, NULL, 0) > 0)
-				empty = false;
+			/* Nor one holding the folder marker key/: key
+			 * and key/ cannot both be. */
 			while (empty && (de = readdir(dh)))
 				if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 					empty = false;
@@ -584,8 +564,7 @@ static int publish_new(struct sv_put *p)
 			continue; /* gone meanwhile */
 		if (S_ISREG(st.st_mode))
 			return -ECANCELED;
-		if (S_ISDIR(st.st_mode) && marked(p->dir, p->name))
-			return -EEXIST; /* a folder marker: key and key/ cannot both be */
+		/* Not empty (keys, or the folder marker key/, in it): stays. */
 		if (unlinkat(p->dir, p->name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) &&
 		    errno != ENOENT)
 			return errno == ENOTEMPTY ? -EEXIST : -errno;
@@ -603,16 +582,13 @@ int sv_put_commit(struct sv_put *p, mode_t mode)
 	if (!ret && p->check)
 		ret = p->check(p->dir, p->name, p->check_arg);
 	/* An empty directory of that name becomes the object; one with
-	 * objects under it is a prefix that stays, and a folder marker a
-	 * key that stays. */
+	 * objects under it (the folder marker key/ among them) stays. */
 	if (!ret && p->if_absent) {
 		ret = publish_new(p);
 	} else if (!ret) {
 		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, false);
 		if (ret == -EISDIR)
-			ret = marked(p->dir, p->name)
-				      ? -EEXIST
-				      : rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+			ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
 	}
 	pthread_mutex_unlock(&store_lock);
 	if (ret == -EISDIR || ret == -ENOTEMPTY)
@@ -632,8 +608,8 @@ void sv_put_abort(struct sv_put *p)
 }
 
 /* Removes the directory path, then each one above it, while they are
- * empty and no folder marker, up to the bucket: S3 has no directories,
- * those keys made go when they empty.  store_lock held. */
+ * empty (a folder marker's holds its file), up to the bucket: S3 has no
+ * directories, those keys made go when they empty.  store_lock held. */
 static void prune(int bfd, char *path)
 {
 	char *slash;
@@ -642,46 +618,12 @@ static void prune(int bfd, char *path)
 	for (;;) {
 		if (rdx_dir_beneath(bfd, path, false, &dir) || dir < 0)
 			return;
-		ret = marked(dir, last_part(path)) ? -1 : unlinkat(dir, last_part(path), AT_REMOVEDIR);
+		ret = unlinkat(dir, last_part(path), AT_REMOVEDIR);
 		close(dir);
 		if (ret || !(slash = strrchr(path, '/')))
 			return;
 		*slash = '\0';
 	}
-}
-
-/* The directory the folder marker key names, opened for reading (its
- * attribute), made as needed when make is set.  Returns the fd, -ENOENT
- * (none there, or a symlink or a file: without make), -ENOTDIR / -ELOOP
- * (with make) or -errno. */
-static int marker_dir(int bfd, const char *key, bool make)
-{
-	int dir, fd, ret;
-
-	ret = rdx_dir_beneath(bfd, key, make, &dir);
-	if (!make && (ret == -ELOOP || ret == -ENOTDIR || (!ret && dir < 0)))
-		return -ENOENT;
-	if (ret)
-		return ret;
-	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ret = fd < 0 ? -errno : fd;
-	close(dir);
-	return ret;
-}
-
-/* Removes key's marker record, leaving its directory.  store_lock held. */
-static int unmark(int bfd, const char *key)
-{
-	int fd = marker_dir(bfd, key, false), ret = 0;
-
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0)
-		return fd;
-	if (fremovexattr(fd, XATTR) && errno != ENODATA && errno != EOPNOTSUPP)
-		ret = -errno;
-	close(fd);
-	return ret;
 }
 
 int sv_object_delete(int bfd, const char *key,
@@ -694,18 +636,6 @@ int sv_object_delete(int bfd, const char *key,
 	if (strlen(key) > SV_KEY_MAX)
 		return -ENAMETOOLONG;
 	snprintf(path, sizeof(path), "%s", key);
-	if (sv_key_is_dir(key)) {
-		/* The record goes; so does the directory, if it is empty. */
-		if (check)
-			return -ENOTSUP;
-		path[strlen(path) - 1] = '\0';
-		pthread_mutex_lock(&store_lock);
-		ret = unmark(bfd, key);
-		if (!ret)
-			prune(bfd, path);
-		pthread_mutex_unlock(&store_lock);
-		return ret;
-	}
 	ret = rdx_dir_beneath(bfd, key, false, &dir);
 	if (ret == -ELOOP || ret == -ENOTDIR || (!ret && dir < 0))
 		return check ? -ENOENT : 0;
@@ -720,60 +650,6 @@ int sv_object_delete(int bfd, const char *key,
 		ret = 0;
 	if (!ret && (slash = strrchr(path, '/'))) {
 		*slash = '\0';
-		prune(bfd, path);
-	}
-	pthread_mutex_unlock(&store_lock);
-	return ret;
-}
-
-/* -------------------------------------------------------- folder markers */
-
-int sv_marker_read(int fd, struct sv_meta *m)
-{
-	int ret = meta_read(fd, m);
-
-	if (!ret && (m->size || m->parts)) { /* no object's record fits it */
-		sv_meta_release(m);
-		ret = -ENODATA;
-	}
-	return ret == -ENODATA ? -ENOENT : ret;
-}
-
-int sv_marker_open(int bfd, const char *key, struct sv_meta *m)
-{
-	int fd, ret;
-
-	memset(m, 0, sizeof(*m));
-	fd = marker_dir(bfd, key, false);
-	if (fd < 0)
-		return fd;
-	ret = sv_marker_read(fd, m);
-	if (ret) {
-		close(fd);
-		return ret;
-	}
-	return fd;
-}
-
-int sv_marker_put(int bfd, const char *key, struct sv_meta *m)
-{
-	char path[SV_KEY_MAX + 1];
-	struct timespec now;
-	int fd, ret;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	m->size = 0;
-	m->mtime_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	m->parts = 0;
-	m->part_size = 0;
-	pthread_mutex_lock(&store_lock);
-	fd = marker_dir(bfd, key, true);
-	ret = fd < 0 ? fd : meta_write(fd, m, 0, m->mtime_ns);
-	if (fd >= 0)
-		close(fd);
-	if (fd >= 0 && ret) { /* what it made goes again */
-		snprintf(path, sizeof(path), "%s", key);
-		path[strlen(path) - 1] = '\0';
 		prune(bfd, path);
 	}
 	pthread_mutex_unlock(&store_lock);
