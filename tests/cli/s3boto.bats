@@ -154,3 +154,7 @@ ${stderr:-$output}"
 @test "boto3: keys ending in / that carry bytes: get, head, range, listed once, copies, multipart, conditions, tags, checksums; the folder's file no key names" {
 	boto slash
 }
+
+@test "boto3: a failed put takes the directories it made, an emptied bucket can be deleted; a delete that prunes a put's directory mid-write does not fail that put" {
+	boto prune
+}

@@ -301,6 +301,11 @@ struct sv_put {
 	int fd;		/* stage.fd, or -1 */
 	struct rdx_tmpfile stage; /* unnamed until committed (rdx_tmpfile) */
 	const char *name; /* the key's last component */
+	/* sv_put_begin()'s bucket and key (NULL from sv_put_begin_at()): the
+	 * directory is made again at the commit if a delete pruned it
+	 * meanwhile, and pruned when the put fails. */
+	int bfd;
+	const char *key;
 	/* A conditional write (If-None-Match: *, If-Match), set by the
 	 * caller after begin: decided in sv_put_commit() with no other
 	 * commit of this server between the check and the name. */
@@ -326,10 +331,11 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p);
  * -EEXIST (a directory with keys under it, or a folder marker's, is
  * there), -ECANCELED (an object is there and p->if_absent), what
  * p->check returned, or -errno; the temporary is removed and the
- * descriptors closed either way. */
+ * descriptors closed either way, and a failed put's directories pruned. */
 int sv_put_commit(struct sv_put *p, mode_t mode);
 
-/* Removes the temporary; harmless after a commit. */
+/* Removes the temporary, and the directories sv_put_begin() made for it
+ * that are left empty; harmless after a commit. */
 void sv_put_abort(struct sv_put *p);
 
 /* Removes the object key, then the directories that leaves empty up to

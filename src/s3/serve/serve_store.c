@@ -471,6 +471,8 @@ int sv_put_begin(int bfd, const char *key, struct sv_put *p)
 	memset(p, 0, sizeof(*p));
 	p->dir = p->fd = -1;
 	p->name = last_part(key);
+	p->bfd = bfd;
+	p->key = key;
 	/* A directory made here can be removed by a delete of its last
 	 * object before the temporary is in it: then again. */
 	for (tries = 0; tries < 3; tries++) {
@@ -572,41 +574,6 @@ static int publish_new(struct sv_put *p)
 	return ret;
 }
 
-int sv_put_commit(struct sv_put *p, mode_t mode)
-{
-	int ret = 0;
-
-	if (fchmod(p->fd, mode))
-		ret = -errno;
-	pthread_mutex_lock(&store_lock);
-	if (!ret && p->check)
-		ret = p->check(p->dir, p->name, p->check_arg);
-	/* An empty directory of that name becomes the object; one with
-	 * objects under it (the folder marker key/ among them) stays. */
-	if (!ret && p->if_absent) {
-		ret = publish_new(p);
-	} else if (!ret) {
-		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, false);
-		if (ret == -EISDIR)
-			ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
-	}
-	pthread_mutex_unlock(&store_lock);
-	if (ret == -EISDIR || ret == -ENOTEMPTY)
-		ret = -EEXIST;
-	sv_put_abort(p);
-	return ret;
-}
-
-void sv_put_abort(struct sv_put *p)
-{
-	rdx_tmpfile_discard(&p->stage, p->dir); /* an unnamed one goes with its fd */
-	if (p->fd >= 0)
-		close(p->fd);
-	if (p->dir >= 0)
-		close(p->dir);
-	p->fd = p->dir = -1;
-}
-
 /* Removes the directory path, then each one above it, while they are
  * empty (a folder marker's holds its file), up to the bucket: S3 has no
  * directories, those keys made go when they empty.  store_lock held. */
@@ -625,6 +592,88 @@ static void prune(int bfd, char *path)
 		*slash = '\0';
 	}
 }
+
+/* An unnamed temporary is no entry of its directory, so a delete of the
+ * last object there may have pruned the directory since sv_put_begin():
+ * then it is made again where the key says.  store_lock held, as every
+ * prune is.  Returns 0 or -errno. */
+static int refind_dir(struct sv_put *p)
+{
+	struct stat st;
+	int dir, ret;
+
+	if (!p->key || p->stage.name || fstat(p->dir, &st) || st.st_nlink)
+		return 0;
+	ret = rdx_dir_beneath(p->bfd, p->key, true, &dir);
+	if (ret)
+		return ret;
+	close(p->dir);
+	p->dir = dir;
+	return 0;
+}
+
+/* The temporary and descriptors of p, gone. */
+static void put_close(struct sv_put *p)
+{
+	rdx_tmpfile_discard(&p->stage, p->dir); /* an unnamed one goes with its fd */
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->dir >= 0)
+		close(p->dir);
+	p->fd = p->dir = -1;
+}
+
+int sv_put_commit(struct sv_put *p, mode_t mode)
+{
+	int ret = 0;
+
+	if (fchmod(p->fd, mode))
+		ret = -errno;
+	pthread_mutex_lock(&store_lock);
+	if (!ret)
+		ret = refind_dir(p);
+	if (!ret && p->check)
+		ret = p->check(p->dir, p->name, p->check_arg);
+	/* An empty directory of that name becomes the object; one with
+	 * objects under it (the folder marker key/ among them) stays. */
+	if (!ret && p->if_absent) {
+		ret = publish_new(p);
+	} else if (!ret) {
+		ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, false);
+		if (ret == -EISDIR)
+			ret = rdx_tmpfile_publish(&p->stage, p->dir, p->name, true);
+	}
+	pthread_mutex_unlock(&store_lock);
+	if (ret == -EISDIR || ret == -ENOTEMPTY)
+		ret = -EEXIST;
+	if (ret) {
+		sv_put_abort(p);
+	} else {
+		put_close(p);
+		p->key = NULL; /* an abort after this has nothing to prune */
+	}
+	return ret;
+}
+
+void sv_put_abort(struct sv_put *p)
+{
+	char path[SV_KEY_MAX + 1];
+	char *slash;
+
+	put_close(p);
+	/* The directories this put made go again, as a delete's do: a
+	 * failed upload leaves no folders behind that hold nothing. */
+	if (p->key && strlen(p->key) <= SV_KEY_MAX && strrchr(p->key, '/')) {
+		snprintf(path, sizeof(path), "%s", p->key);
+		slash = strrchr(path, '/');
+		*slash = '\0';
+		pthread_mutex_lock(&store_lock);
+		prune(p->bfd, path);
+		pthread_mutex_unlock(&store_lock);
+	}
+	p->key = NULL;
+}
+
 
 int sv_object_delete(int bfd, const char *key,
 		     int (*check)(int dir, const char *name, void *arg), void *arg)
