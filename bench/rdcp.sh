@@ -149,7 +149,9 @@ if want_case ready; then
 	done
 	mktree_bench "$MODEL_DIR/small" 200
 fi
-MODEL_BYTES=$(find "$MODEL_DIR" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}')
+MODEL_BYTES=0 # no model when ONLY leaves the ready case out (find would fail)
+[ ! -d "$MODEL_DIR" ] ||
+	MODEL_BYTES=$(find "$MODEL_DIR" -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
 cat "$SRC" >/dev/null
 find "$TREE" -type f -exec cat {} + >/dev/null
 [ ! -d "$MODEL_DIR" ] || find "$MODEL_DIR" -type f -exec cat {} + >/dev/null
