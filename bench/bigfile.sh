@@ -36,6 +36,10 @@
 #   rdrecv - | dd (unpaced)     rdrecv -v PORT KEY - | dd of=DST bs=1M: the
 #                               baseline, a plain page-cache writer
 #   cp (unpaced)                cp SRC DST, no network
+#   (ref) dd oflag=direct       dd if=SRC of=DST bs=4M oflag=direct, no
+#                               network: a plain O_DIRECT writer, to tell
+#                               what O_DIRECT at the disk's speed does to
+#                               the probe from what rdrecv's writes do
 #
 # Before each row: DST removed, `sync`, caches dropped, then the source
 # read once (outside the cgroup) so that rdsend and cp read it from
@@ -236,7 +240,8 @@ declare -A R_S R_SYNC R_POL R_STATS
 ROWS=()
 
 # run_row NAME KIND: KIND recv (rdrecv into DST, extra options in
-# ROW_OPTS), pipe (rdrecv - | dd) or cp
+# ROW_OPTS), pipe (rdrecv - | dd) or local (ROW_OPTS is the command,
+# no network)
 run_row() {
 	local name=$1 kind=$2 slug port rp rc=0 t0 t1 t2 base
 	want "$name" || return 0
@@ -268,8 +273,8 @@ run_row() {
 	mon_start "$base"
 	sleep 1
 	t0=$(now)
-	if [ "$kind" = cp ]; then
-		timeout -k 5 "$TIMEOUT" "$TMPD/incg" cp "$SRC" "$DST" </dev/null \
+	if [ "$kind" = local ]; then
+		timeout -k 5 "$TIMEOUT" "$TMPD/incg" "${ROW_OPTS[@]}" </dev/null \
 			>"$base.recv.out" 2>"$base.recv.err" || rc=$?
 	else
 		timeout -k 5 "$TIMEOUT" "$RDSEND" 127.0.0.1 "$port" "$KEY" "$SRC" </dev/null \
@@ -351,7 +356,10 @@ ROW_OPTS=(--direct never)
 run_row "rdrecv --direct never" recv
 ROW_OPTS=()
 run_row "rdrecv - | dd (unpaced)" pipe
-run_row "cp (unpaced)" cp
+ROW_OPTS=(cp "$SRC" "$DST")
+run_row "cp (unpaced)" local
+ROW_OPTS=(dd if="$SRC" of="$DST" bs=4M oflag=direct status=none)
+run_row "(ref) dd oflag=direct" local
 rm -f "$DST"
 
 # ---------------------------------------------------------------- report
