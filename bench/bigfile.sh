@@ -64,7 +64,10 @@
 # Writeback, the cgroup's dirty, writeback and page cache in MiB, vmstat's
 # bo (MB/s) and wa (%), the probe's worst write and read in ms that
 # second; ROW.vmstat, ROW.probe: the raw files) are kept; the condensed
-# trace of the auto row and the baseline row is printed last.
+# trace of the auto row and the baseline row is printed last.  The memory
+# figures come from /proc/meminfo and memory.stat, not from vmstat's own
+# columns (procps-ng 4.0.2's vmstat repeated its first free/cache figures
+# on every line on the 2-core VM); vmstat gives bo and wa.
 # shellcheck source=bench/lib.bash
 . "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 bench_init bigfile
@@ -246,7 +249,7 @@ run_row() {
 	local name=$1 kind=$2 slug port rp rc=0 t0 t1 t2 base
 	want "$name" || return 0
 	slug=$(tr -c 'a-z0-9\n' '-' <<<"${name,,}" | tr -s '-')
-	slug=${slug%-}
+	slug=${slug%-} slug=${slug#-}
 	base=$TRACE_DIR/$slug
 	log "row: $name"
 	prepare
@@ -387,7 +390,7 @@ done
 for r in "rdrecv (auto, the default)" "$BASE_ROW"; do
 	[ -n "${R_S[$r]:-}" ] || continue
 	slug=$(tr -c 'a-z0-9\n' '-' <<<"${r,,}" | tr -s '-')
-	slug=${slug%-}
+	slug=${slug%-} slug=${slug#-}
 	echo
 	echo "Trace, $r (one second in ${TRACE_EVERY}; MiB; the sender started at second 1, done at $(awk -v s="${R_S[$r]}" 'BEGIN {printf "%.0f", s + 1}'), synced at $(awk -v s="${R_SYNC[$r]}" 'BEGIN {printf "%.0f", s + 1}')):"
 	echo
