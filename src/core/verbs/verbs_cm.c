@@ -140,6 +140,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		return ENETUNREACH;
 	if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
 		return -EPROTO;
+	rdx_phase("rdma: address resolved");
 	if (rdma_resolve_route(c->id, CM_TIMEOUT_MS))
 		return -errno;
 	ret = cm_wait(c->ch, step, stop, &ev);
@@ -151,6 +152,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		return EHOSTUNREACH;
 	if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -EPROTO;
+	rdx_phase("rdma: route resolved");
 	if (c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
 		snprintf(c->base.why, sizeof(c->base.why),
 			 "the route goes through an iWARP device (%s), which is not supported",
@@ -160,6 +162,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	ret = vb_setup_qp(c, 64);
 	if (ret)
 		return ret;
+	rdx_phase("rdma: queue pair ready");
 	fill_conn_param(&param, &priv, c->remote_rd);
 	if (rdma_connect(c->id, &param))
 		return -errno;
@@ -174,6 +177,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	rdma_ack_cm_event(ev);
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
+		rdx_phase("rdma: connected");
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
 		return ECONNREFUSED;
@@ -349,6 +353,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	ret = vb_setup_qp(c, 64);
 	if (ret)
 		return ret;
+	rdx_phase("rdma: queue pair ready");
 	if (peer_rd < c->remote_rd)
 		c->remote_rd = peer_rd;
 	fill_conn_param(&param, &priv, c->remote_rd);
@@ -363,6 +368,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	rdma_ack_cm_event(ev);
 	if (type != RDMA_CM_EVENT_ESTABLISHED)
 		return -RDX_ECONNECT;
+	rdx_phase("rdma: connected");
 	rdx_addr_text(rdma_get_peer_addr(id), c->base.peer, sizeof(c->base.peer));
 	return vb_start_progress(c);
 }
@@ -395,6 +401,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		rdma_ack_cm_event(ev);
 	}
 	id = ev->id;
+	rdx_phase("rdma: connection request");
 	if (ev->param.conn.private_data_len < 4 ||
 	    rdx_get32(ev->param.conn.private_data) != PRIV_MAGIC)
 		why = "not an rdxfer sender";
