@@ -617,6 +617,8 @@ int rx_prepare(struct receiver *x)
 		nslots = 2;
 	if (nslots > 1024)
 		nslots = 1024;
+	nslots = sess_ring_slots((unsigned)nslots, s->opts.flags & RDX_OPT_SIZE_KNOWN,
+				 s->opts.size, s->opts.slot_size);
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;

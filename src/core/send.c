@@ -587,20 +587,23 @@ static int start_pipeline(struct sender *x)
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
 	size_t wire = 0;
-	unsigned i;
+	unsigned i, nslots;
 	int ret;
 
 	x->pace_start = rdx_now_ns();
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;
-	ret = rdx_ring_new(&s->ring, o->slots, s->opts.slot_size, wire, true,
+	nslots = sess_ring_slots(o->slots, rdx_source_seekable(x->src),
+				 rdx_source_seekable(x->src) ? rdx_source_size(x->src) : 0,
+				 s->opts.slot_size);
+	ret = rdx_ring_new(&s->ring, nslots, s->opts.slot_size, wire, true,
 			   &s->mem_locked);
-	rdx_phase("ring of %u slots of %u KiB allocated%s", o->slots,
+	rdx_phase("ring of %u slots of %u KiB allocated%s", nslots,
 		  s->opts.slot_size >> 10, s->mem_locked ? " and locked" : "");
 	if (ret)
 		return sess_fail(s, ret, "cannot allocate %u slots of %u bytes: %s",
-				 o->slots, s->opts.slot_size, rdx_strerror(ret));
+				 nslots, s->opts.slot_size, rdx_strerror(ret));
 	if (!s->mem_locked)
 		sess_warn_unpinned(s);
 	ret = sess_attach(s, false);

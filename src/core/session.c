@@ -250,6 +250,16 @@ void sess_warn_unpinned(struct rdx_session *s)
 		 "/etc/security/limits.d/)", need, have);
 }
 
+unsigned sess_ring_slots(unsigned budget, bool size_known, uint64_t size,
+			 uint32_t slot_size)
+{
+	uint64_t chunks = size_known ? (size + slot_size - 1) / slot_size : UINT64_MAX;
+
+	if (chunks < 2)
+		chunks = 2;
+	return chunks < budget ? (unsigned)chunks : budget;
+}
+
 void sess_log_settled(const struct rdx_session *s, const char *peer)
 {
 	rdx_info(2, "authenticated %s %s; %u stream%s%s%s", s->peer_role, peer,

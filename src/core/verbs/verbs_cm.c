@@ -127,6 +127,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	if (vb_set_nonblock(c->ch->fd) ||
 	    rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP))
 		return -errno;
+	rdx_phase("rdma: event channel and id created");
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)src, (struct sockaddr *)dst,
 			      CM_TIMEOUT_MS))
 		return errno == EADDRNOTAVAIL || errno == ENODEV ? ENETUNREACH : -errno;
@@ -204,6 +205,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 		*last_err = ENODEV;
 		return -RDX_ENOTSUP;
 	}
+	rdx_phase("rdma: devices listed");
 	ret = rdx_resolve(host, port, o->family, 0, &dst);
 	if (ret)
 		return ret;

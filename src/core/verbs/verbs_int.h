@@ -112,6 +112,7 @@ struct vb_conn {
 	pthread_t progress;
 	bool progress_started;
 	bool quit;	 /* progress thread: stop */
+	int quit_fd;	 /* eventfd: wakes the progress thread out of poll() */
 	bool shut;	 /* shutdown() was called */
 	bool disconnected;
 	int err;	 /* first failure; lock */
