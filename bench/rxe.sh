@@ -112,15 +112,31 @@ show_log() { # show_log a|b FILE: the run's stderr, when RD_OPTS asks for words
 	[ -n "${RD_OPTS:-}" ] && sed "s/^/RXELOG $1 /" "$2"
 	return 0
 }
+# The rxe port's counters (sent packets, NAKs, retries, RNR): what each
+# run changed, as "RXECNT a|b TOOL SIZE LOSS RUN name=delta ..." lines.
+CNT=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters
+cnt_snap() { # cnt_snap: "name value" lines
+	local f
+	for f in "$CNT"/*; do [ -r "$f" ] && echo "${f##*/} $(cat "$f")"; done 2>/dev/null
+}
+cnt_delta() { # cnt_delta SIDE LABEL BEFORE: the counters that moved since BEFORE
+	local line
+	line=$(join <(sort <<<"$3") <(cnt_snap | sort) | awk '$3 != $2 { printf " %s=%d", $1, $3 - $2 }')
+	echo "RXECNT $1 $2$line"
+}
 cases() { # TOOL SIZE LOSS lines, in the order both guests run them
 	local s t
+	# First an untimed rdma transfer: the first after boot reads the
+	# binaries and libraries from the host and opens rxe0 cold (seconds).
+	echo "warm 4K 0"
+	[ -n "${BASE:-}" ] && echo "warmold 4K 0"
 	for s in $SIZES; do for t in $TOOLS; do echo "$t $s 0"; done; done
 	for s in $LOSS; do for t in $TOOLS; do echo "$t $s 1"; done; done
 }
 
 if [ "$RXE_ROLE" = b ]; then
 	# b: serve control lines "netem on|off" and "go TOOL SIZE LOSS RUN PORT" until "end".
-	for s in $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
+	for s in 4K $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
 	while :; do
 		line=$(nc -l "$CTL" </dev/null)
 		set -- $line
@@ -132,19 +148,21 @@ if [ "$RXE_ROLE" = b ]; then
 		go)
 			tool=$2 size=$3 loss=$4 run=$5 port=$6 n=$(bytes "$3")
 			case $tool in
-			rd1) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			rd1 | warm) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			rd2) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
-			old1) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			old1 | warmold) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			old2) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			tcp) cmd=("$RDSEND" "${RDO[@]}" --transport tcp --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port") "$RXE_PEER") ;;
 			writebw) cmd=(ib_write_bw $(pt_args "$n" "$port") "$RXE_PEER") ;;
 			esac
 			rm -f "$W/time.b"
+			before=$(cnt_snap)
 			"${TIMED[@]}" ${TIMED:+"$W/time.b"} "${cmd[@]}" >"$W/out.b" 2>&1
 			rc=$?
 			[ $rc = 0 ] || { echo "RXEBENCH-ERR b $tool $size: rc $rc"; tail -n 3 "$W/out.b"; }
 			case $tool in rd* | old* | tcp) show_log b "$W/out.b" ;; esac
+			cnt_delta b "$tool $size $loss $run" "$before"
 			echo "RXEBENCH b $tool $size $loss $run $rc $(cpu_of "$W/time.b")" ;;
 		esac
 	done
@@ -175,18 +193,21 @@ while read -r tool size loss; do
 	[ "$loss" = 1 ] && want=on
 	[ "$want" = "$netem" ] || { ctl "netem $want" || exit 1; netem=$want; }
 	n=$(bytes "$size")
-	for run in $(seq 1 "$RUNS"); do
+	runs=$RUNS
+	case $tool in warm*) runs=1 ;; esac
+	for run in $(seq 1 "$runs"); do
 		port=$((port + 1))
 		case $tool in
-		rd1 | rd2 | tcp)
+		rd1 | rd2 | tcp | warm)
 			x=rdma
 			[ "$tool" = tcp ] && x=tcp
 			cmd=("$RDRECV" "${RDO[@]}" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
-		old1 | old2) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+		old1 | old2 | warmold) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
 		sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
 		writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
 		esac
 		rm -f "$W/dst" "$W/time.a"
+		before=$(cnt_snap)
 		"${TIMED[@]}" ${TIMED:+"$W/time.a"} "${cmd[@]}" >"$W/out.a" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
@@ -198,6 +219,8 @@ while read -r tool size loss; do
 		case $tool in rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
 		[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
 		case $tool in rd* | old* | tcp) show_log a "$W/out.a" ;; esac
+		cnt_delta a "$tool $size $loss $run" "$before"
+		case $tool in warm*) echo "RXEBENCH-WARM a $tool $(echo "$t1 - $t0" | bc) s rc $rc"; continue ;; esac
 		echo "RXEBENCH a $tool $size $loss $run $n $(echo "$t1 - $t0" | bc) $rc $(cpu_of "$W/time.a")"
 	done
 done < <(cases)

@@ -147,6 +147,8 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 			return bad_value("gid-index", arg, "a number from 0 to 65535");
 		o->gid_index = (int)v;
 		return 0;
+	case OPT_ACK_TIMEOUT:
+		return parse_count("ack-timeout", arg, 1, 31, &o->ack_timeout);
 	case OPT_KEY_FILE:
 		c->key_file = arg;
 		return 0;

@@ -39,6 +39,7 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	s->net.family = o->family;
 	s->net.bind = o->bind;
 	s->net.timeout_ms = o->timeout_ms;
+	s->net.ack_timeout = o->ack_timeout;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->grant_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);

@@ -94,6 +94,40 @@ static void fill_conn_param(struct rdma_conn_param *p, uint32_t *priv,
 	p->rnr_retry_count = RNR_RETRY;
 }
 
+/* The local ACK timeout (see RDX_ACK_TIMEOUT_ROCE), before the queue pair
+ * reaches RTS: librdmacm takes it from the CM id then.  A kernel without
+ * the option keeps rdma_cm's default: slower recovery, nothing worse. */
+static void set_ack_timeout(struct rdma_cm_id *id, unsigned want)
+{
+	struct ibv_port_attr pa;
+	uint8_t t;
+
+	if (!want) {
+		if (ibv_query_port(id->verbs, id->port_num, &pa) ||
+		    pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+			return;
+		want = RDX_ACK_TIMEOUT_ROCE;
+	}
+	t = (uint8_t)want;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)))
+		rdx_info(1, "cannot set the RDMA ACK timeout to %u: %s (rdma_cm's default stays)",
+			 want, strerror(errno));
+}
+
+/* -vv: what the queue pair got, which rdma_cm decides in the end. */
+static void log_connected(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_PATH_MTU, &ia) == 0)
+		rdx_phase("rdma: connected (ACK timeout %u, retries %u, RNR retries %u, MTU %d)",
+			  a.timeout, a.retry_cnt, a.rnr_retry, 128 << a.path_mtu);
+	else
+		rdx_phase("rdma: connected");
+}
+
 /* One attempt: resolve, build the queue pair, connect.  Returns 0, a
  * positive errno worth retrying (refused, unreachable), or a negative
  * error that ends connecting. */
@@ -164,6 +198,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	if (ret)
 		return ret;
 	rdx_phase("rdma: queue pair ready");
+	set_ack_timeout(c->id, c->ack_timeout);
 	fill_conn_param(&param, &priv, c->remote_rd);
 	if (rdma_connect(c->id, &param))
 		return -errno;
@@ -178,7 +213,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	rdma_ack_cm_event(ev);
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rdx_phase("rdma: connected");
+		log_connected(c->qp);
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
 		return ECONNREFUSED;
@@ -224,6 +259,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 	}
 	c->timeout_ms = o->timeout_ms;
 	c->own_pd = o->own_pd;
+	c->ack_timeout = o->ack_timeout;
 	for (;;) {
 		ret = try_connect(c, src ? src->ai_addr : NULL, dst->ai_addr,
 				  deadline_ns, stop);
@@ -358,6 +394,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	rdx_phase("rdma: queue pair ready");
 	if (peer_rd < c->remote_rd)
 		c->remote_rd = peer_rd;
+	set_ack_timeout(id, c->ack_timeout);
 	fill_conn_param(&param, &priv, c->remote_rd);
 	param.private_data = NULL;
 	param.private_data_len = 0;
@@ -370,7 +407,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	rdma_ack_cm_event(ev);
 	if (type != RDMA_CM_EVENT_ESTABLISHED)
 		return -RDX_ECONNECT;
-	rdx_phase("rdma: connected");
+	log_connected(c->qp);
 	rdx_addr_text(rdma_get_peer_addr(id), c->base.peer, sizeof(c->base.peer));
 	return vb_start_progress(c);
 }
@@ -428,6 +465,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	}
 	c->timeout_ms = o->timeout_ms;
 	c->own_pd = o->own_pd;
+	c->ack_timeout = o->ack_timeout;
 	ret = take_request(c, id, peer_rd,
 			   rdx_now_ns() + (uint64_t)ESTABLISH_MS * 1000000);
 	if (ret) {

@@ -96,6 +96,7 @@ struct vb_conn {
 	struct rdma_cm_id *id;
 	struct vb_dev *dev;
 	bool own_pd;	 /* dev is this connection's alone (rdx_net_opts) */
+	unsigned ack_timeout; /* rdx_net_opts's */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
