@@ -3,6 +3,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/units.h"
+#include "core/xport.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -148,7 +149,11 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 		o->gid_index = (int)v;
 		return 0;
 	case OPT_ACK_TIMEOUT:
-		return parse_count("ack-timeout", arg, 1, 31, &o->ack_timeout);
+		if (parse_count("ack-timeout", arg, 0, 31, &o->ack_timeout))
+			return -1;
+		if (!o->ack_timeout)
+			o->ack_timeout = RDX_ACK_TIMEOUT_CM;
+		return 0;
 	case OPT_KEY_FILE:
 		c->key_file = arg;
 		return 0;

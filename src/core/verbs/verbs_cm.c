@@ -102,6 +102,8 @@ static void set_ack_timeout(struct rdma_cm_id *id, unsigned want)
 	struct ibv_port_attr pa;
 	uint8_t t;
 
+	if (want == RDX_ACK_TIMEOUT_CM)
+		return;
 	if (!want) {
 		if (ibv_query_port(id->verbs, id->port_num, &pa) ||
 		    pa.link_layer != IBV_LINK_LAYER_ETHERNET)
