@@ -15,11 +15,17 @@
 #   RUNS=3                runs per case; min / median / max are kept
 #   TOOLS="rd1 rd2 sendbw writebw tcp"   which rows (see below)
 #   BUILD=build           the build whose rdsend / rdrecv run
+#   BASE=                 a second build (e.g. of the commit before a change),
+#                         for the rows old1 / old2: before and after in one run
 #   PT_OPTS=              more perftest options, both ends (e.g. "-u 17")
+#   RD_OPTS=              more rdsend/rdrecv options, both ends (e.g. "-vv":
+#                         then each run's stderr is copied to the console log
+#                         as "RXELOG a|b ..." lines, for rdx_phase's timings)
 #   RDX_RXE_TIMEOUT=7200  the guests' limit, seconds (scripts/rxe-vm.sh)
 #   RDX_RXE_LOG           where the console log goes (default: a temp file)
 #
-# Rows: rd1 = rdsend --transport rdma, rd2 = the same with --streams 2,
+# Rows: rd1 = rdsend --transport rdma, old1 / old2 = rd1 / rd2 with BASE's
+# binaries, rd2 = the same with --streams 2,
 # sendbw = ib_send_bw -e, writebw = ib_write_bw (perftest; both with
 # 1 MiB messages, below 8 MiB 8 messages of size/8: perftest wants at
 # least 5 iterations), tcp = rdsend
@@ -40,9 +46,9 @@ if [ -z "${RXE_ROLE:-}" ]; then
 	[ -x "$BUILD/rdsend" ] || { echo "bench/rxe.sh: $BUILD/rdsend not built" >&2; exit 1; }
 	log=${RDX_RXE_LOG:-$(mktemp /tmp/rxebench.XXXXXX.log)}
 	echo "# bench/rxe.sh $(date -u '+%F %H:%M UTC') commit $(git rev-parse --short HEAD 2>/dev/null)" \
-		"SIZES='$SIZES' LOSS='$LOSS' RUNS=$RUNS TOOLS='$TOOLS' BUILD=$BUILD PT_OPTS='${PT_OPTS:-}'; console log: $log"
+		"SIZES='$SIZES' LOSS='$LOSS' RUNS=$RUNS TOOLS='$TOOLS' BUILD=$BUILD PT_OPTS='${PT_OPTS:-}' RD_OPTS='${RD_OPTS:-}'; console log: $log"
 	RDX_RXE_TIMEOUT=${RDX_RXE_TIMEOUT:-7200} RDX_RXE_LOG=$log scripts/rxe-vm.sh run --two bench/rxe.sh \
-		SIZES="$SIZES" LOSS="$LOSS" RUNS="$RUNS" TOOLS="$TOOLS" BUILD="$BUILD" PT_OPTS="${PT_OPTS:-}"
+		SIZES="$SIZES" LOSS="$LOSS" RUNS="$RUNS" TOOLS="$TOOLS" BUILD="$BUILD" PT_OPTS="${PT_OPTS:-}" RD_OPTS="${RD_OPTS:-}" BASE="${BASE:-}"
 	rc=$?
 	# a: RXEBENCH a TOOL SIZE LOSS RUN BYTES SECS RC CPU ; b: RXEBENCH b TOOL SIZE LOSS RUN RC CPU
 	tr -d '\r' <"$log" | grep -ao 'RXEBENCH .*' | sort -s -r -k2,2 | awk '
@@ -78,7 +84,11 @@ fi
 # ---------------------------------------------------------------- in the guests
 for a in "$@"; do export "${a?}"; done
 RDSEND=$PWD/$BUILD/rdsend RDRECV=$PWD/$BUILD/rdrecv
+OLDSEND=$PWD/${BASE:-$BUILD}/rdsend OLDRECV=$PWD/${BASE:-$BUILD}/rdrecv
 W=/tmp/rxebench CTL=6999 KEY=rxe-bench-key T=600
+# A case that hangs (perftest's client has been seen to, once in a few
+# dozen runs) is killed, counted as failed, and the next one runs.
+CASE_T=$((T + 60))
 mkdir -p "$W"
 bytes() { # 4K -> 4096
 	local s=$1
@@ -100,15 +110,36 @@ pt_args() { # pt_args BYTES PORT
 	local m=$(($1 >= 8388608 ? 1048576 : $1 / 8))
 	echo -d "$RXE_DEV" -x "$RXE_GID_INDEX" -F -s "$m" -n $(($1 / m)) -p "$2" ${PT_OPTS:-}
 }
+RDO=(${RD_OPTS:-})
+show_log() { # show_log a|b FILE: the run's stderr, when RD_OPTS asks for words
+	[ -n "${RD_OPTS:-}" ] && sed "s/^/RXELOG $1 /" "$2"
+	return 0
+}
+# The rxe port's counters (sent packets, NAKs, retries, RNR): what each
+# run changed, as "RXECNT a|b TOOL SIZE LOSS RUN name=delta ..." lines.
+CNT=/sys/class/infiniband/${RXE_DEV:-rxe0}/ports/1/hw_counters
+cnt_snap() { # cnt_snap: "name value" lines
+	local f
+	for f in "$CNT"/*; do [ -r "$f" ] && echo "${f##*/} $(cat "$f")"; done 2>/dev/null
+}
+cnt_delta() { # cnt_delta SIDE LABEL BEFORE: the counters that moved since BEFORE
+	local line
+	line=$(join <(sort <<<"$3") <(cnt_snap | sort) | awk '$3 != $2 { printf " %s=%d", $1, $3 - $2 }')
+	echo "RXECNT $1 $2$line"
+}
 cases() { # TOOL SIZE LOSS lines, in the order both guests run them
 	local s t
+	# First an untimed rdma transfer: the first after boot reads the
+	# binaries and libraries from the host and opens rxe0 cold (seconds).
+	echo "warm 4K 0"
+	[ -n "${BASE:-}" ] && echo "warmold 4K 0"
 	for s in $SIZES; do for t in $TOOLS; do echo "$t $s 0"; done; done
 	for s in $LOSS; do for t in $TOOLS; do echo "$t $s 1"; done; done
 }
 
 if [ "$RXE_ROLE" = b ]; then
 	# b: serve control lines "netem on|off" and "go TOOL SIZE LOSS RUN PORT" until "end".
-	for s in $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
+	for s in 4K $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
 	while :; do
 		line=$(nc -l "$CTL" </dev/null)
 		set -- $line
@@ -120,16 +151,21 @@ if [ "$RXE_ROLE" = b ]; then
 		go)
 			tool=$2 size=$3 loss=$4 run=$5 port=$6 n=$(bytes "$3")
 			case $tool in
-			rd1) cmd=("$RDSEND" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
-			rd2) cmd=("$RDSEND" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
-			tcp) cmd=("$RDSEND" --transport tcp --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			rd1 | warm) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			rd2) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			old1 | warmold) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			old2) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			tcp) cmd=("$RDSEND" "${RDO[@]}" --transport tcp --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port") "$RXE_PEER") ;;
 			writebw) cmd=(ib_write_bw $(pt_args "$n" "$port") "$RXE_PEER") ;;
 			esac
 			rm -f "$W/time.b"
-			"${TIMED[@]}" ${TIMED:+"$W/time.b"} "${cmd[@]}" >"$W/out.b" 2>&1
+			before=$(cnt_snap)
+			"${TIMED[@]}" ${TIMED:+"$W/time.b"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.b" 2>&1
 			rc=$?
 			[ $rc = 0 ] || { echo "RXEBENCH-ERR b $tool $size: rc $rc"; tail -n 3 "$W/out.b"; }
+			case $tool in rd* | old* | tcp) show_log b "$W/out.b" ;; esac
+			cnt_delta b "$tool $size $loss $run" "$before"
 			echo "RXEBENCH b $tool $size $loss $run $rc $(cpu_of "$W/time.b")" ;;
 		esac
 	done
@@ -160,18 +196,22 @@ while read -r tool size loss; do
 	[ "$loss" = 1 ] && want=on
 	[ "$want" = "$netem" ] || { ctl "netem $want" || exit 1; netem=$want; }
 	n=$(bytes "$size")
-	for run in $(seq 1 "$RUNS"); do
+	runs=$RUNS
+	case $tool in warm*) runs=1 ;; esac
+	for run in $(seq 1 "$runs"); do
 		port=$((port + 1))
 		case $tool in
-		rd1 | rd2 | tcp)
+		rd1 | rd2 | tcp | warm)
 			x=rdma
 			[ "$tool" = tcp ] && x=tcp
-			cmd=("$RDRECV" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+			cmd=("$RDRECV" "${RDO[@]}" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+		old1 | old2 | warmold) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
 		sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
 		writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
 		esac
 		rm -f "$W/dst" "$W/time.a"
-		"${TIMED[@]}" ${TIMED:+"$W/time.a"} "${cmd[@]}" >"$W/out.a" 2>&1 &
+		before=$(cnt_snap)
+		"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.a" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 		t0=$EPOCHREALTIME
@@ -179,8 +219,11 @@ while read -r tool size loss; do
 		wait $pid
 		rc=$?
 		t1=$EPOCHREALTIME
-		case $tool in rd*|tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
+		case $tool in rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
 		[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
+		case $tool in rd* | old* | tcp) show_log a "$W/out.a" ;; esac
+		cnt_delta a "$tool $size $loss $run" "$before"
+		case $tool in warm*) echo "RXEBENCH-WARM a $tool $(echo "$t1 - $t0" | bc) s rc $rc"; continue ;; esac
 		echo "RXEBENCH a $tool $size $loss $run $n $(echo "$t1 - $t0" | bc) $rc $(cpu_of "$W/time.a")"
 	done
 done < <(cases)

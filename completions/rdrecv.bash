@@ -14,6 +14,8 @@ _rdrecv()
 		return 0 ;;
 	--gid-index)
 		return 0 ;;
+	--ack-timeout)
+		return 0 ;;
 	--key-file)
 		COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
 	--slot-size)
@@ -42,7 +44,7 @@ _rdrecv()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync --direct --connect -r --recursive --sync --delete --expect --files-only --keep-setid --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --json --transport --rdma-dev --rdma-port --gid-index --ack-timeout --key-file --slot-size --slots --io-threads --timeout --handshake-timeout --bind -4 --ipv4 -6 --ipv6 --streams --encrypt --wait --fsync --direct --connect -r --recursive --sync --delete --expect --files-only --keep-setid --server --port --stop-on-eof -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=($(compgen -f -- "$cur"))

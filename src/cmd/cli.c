@@ -3,6 +3,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/units.h"
+#include "core/xport.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -146,6 +147,12 @@ int cli_common_opt(struct cli_state *c, int key, const char *arg)
 		if (rdx_parse_uint(arg, 0, 65535, &v))
 			return bad_value("gid-index", arg, "a number from 0 to 65535");
 		o->gid_index = (int)v;
+		return 0;
+	case OPT_ACK_TIMEOUT:
+		if (parse_count("ack-timeout", arg, 0, 31, &o->ack_timeout))
+			return -1;
+		if (!o->ack_timeout)
+			o->ack_timeout = RDX_ACK_TIMEOUT_CM;
 		return 0;
 	case OPT_KEY_FILE:
 		c->key_file = arg;

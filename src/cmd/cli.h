@@ -49,6 +49,7 @@ enum cli_key {
 	OPT_ATIME,
 	OPT_GLOB,
 	OPT_DIRECT,
+	OPT_ACK_TIMEOUT,
 };
 
 #define CLI_RULES_MAX 256
@@ -71,6 +72,9 @@ enum cli_key {
 	  "port of that device (default: its first ACTIVE one)", NULL },       \
 	{ "gid-index", OPT_GID_INDEX, RDX_ARG_REQUIRED, "N",                   \
 	  "GID of that port to use (default: the first RoCE v2 GID with an IP)", \
+	  NULL },                                                              \
+	{ "ack-timeout", OPT_ACK_TIMEOUT, RDX_ARG_REQUIRED, "N",               \
+	  "RDMA: resend what is not acknowledged after 4.096 us x 2^N, 1..31, 0: rdma_cm's choice (default 14 on RoCE, rdma_cm's on InfiniBand)", \
 	  NULL },                                                              \
 	{ "key-file", OPT_KEY_FILE, RDX_ARG_REQUIRED, "FILE",                  \
 	  "read the key from the first line of FILE ('-': standard input)", "file" }, \

@@ -3,10 +3,12 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *log_prog = "rdx";
 static int log_level;
+static struct timespec log_t0;
 atomic_bool rdx_log_bar;
 
 void rdx_log_init(const char *progname, int verbosity)
@@ -15,6 +17,8 @@ void rdx_log_init(const char *progname, int verbosity)
 
 	log_prog = slash ? slash + 1 : progname;
 	log_level = verbosity;
+	if (!log_t0.tv_sec && !log_t0.tv_nsec)
+		clock_gettime(CLOCK_MONOTONIC, &log_t0);
 }
 
 static void log_line(const char *tag, const char *fmt, va_list ap)
@@ -65,6 +69,23 @@ void rdx_info(int level, const char *fmt, ...)
 		return;
 	va_start(ap, fmt);
 	log_line("", fmt, ap);
+	va_end(ap);
+}
+
+void rdx_phase(const char *fmt, ...)
+{
+	struct timespec now;
+	char tag[32];
+	va_list ap;
+
+	if (log_level < 2)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	snprintf(tag, sizeof(tag), "[%.3f s] ",
+		 (double)(now.tv_sec - log_t0.tv_sec) +
+			 (double)(now.tv_nsec - log_t0.tv_nsec) / 1e9);
+	va_start(ap, fmt);
+	log_line(tag, fmt, ap);
 	va_end(ap);
 }
 

@@ -617,11 +617,15 @@ int rx_prepare(struct receiver *x)
 		nslots = 2;
 	if (nslots > 1024)
 		nslots = 1024;
+	nslots = sess_ring_slots((unsigned)nslots, s->opts.flags & RDX_OPT_SIZE_KNOWN,
+				 s->opts.size, s->opts.slot_size);
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;
 	ret = rdx_ring_new(&s->ring, (unsigned)nslots, s->opts.slot_size, wire,
 			   true, &s->mem_locked);
+	rdx_phase("ring of %u slots of %u KiB allocated%s", (unsigned)nslots,
+		  s->opts.slot_size >> 10, s->mem_locked ? " and locked" : "");
 	if (ret)
 		return sess_fail(s, ret, "cannot allocate %llu slots of %u bytes: %s",
 				 (unsigned long long)nslots, s->opts.slot_size,
@@ -831,8 +835,10 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 		sess_fail(s, ret, "cannot set up the session: %s", rdx_strerror(ret));
 		goto out;
 	}
+	rdx_phase("start");
 	if (link_open(s) || rx_meet_sender(x) || link_join_streams(s))
 		goto out;
+	rdx_phase("handshake done, %u stream%s", s->nstreams, s->nstreams == 1 ? "" : "s");
 	/* Accepted streams came with the handshake's short limits: from
 	 * here on (a listing, a resume, the data) --timeout and no
 	 * deadline, on every stream. */
@@ -847,11 +853,14 @@ int rdx_recv(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	s->t_start_ns = rdx_now_ns();
 	sess_progress_start(s);
 	if (start_pipeline(x) == 0) {
+		rdx_phase("receiving");
 		sess_tick_loop(s, false, committed);
 	}
 out:
+	rdx_phase("received, stopping");
 	sess_send_error(s);
 	stop_pipeline(x);
+	rdx_phase("streams stopped");
 	sess_stats(s, st, "received");
 	if (x->tree)
 		end_tree(x, false);
@@ -861,6 +870,7 @@ out:
 	rdx_sink_close(x->sink);
 	link_close(s);
 	sess_release(s);
+	rdx_phase("done");
 	pthread_mutex_destroy(&x->mark_lock);
 	free(x);
 	return ret;

@@ -587,18 +587,23 @@ static int start_pipeline(struct sender *x)
 	struct rdx_session *s = &x->s;
 	const struct rdx_xfer_opts *o = s->o;
 	size_t wire = 0;
-	unsigned i;
+	unsigned i, nslots;
 	int ret;
 
 	x->pace_start = rdx_now_ns();
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;
-	ret = rdx_ring_new(&s->ring, o->slots, s->opts.slot_size, wire, true,
+	nslots = sess_ring_slots(o->slots, rdx_source_seekable(x->src),
+				 rdx_source_seekable(x->src) ? rdx_source_size(x->src) : 0,
+				 s->opts.slot_size);
+	ret = rdx_ring_new(&s->ring, nslots, s->opts.slot_size, wire, true,
 			   &s->mem_locked);
+	rdx_phase("ring of %u slots of %u KiB allocated%s", nslots,
+		  s->opts.slot_size >> 10, s->mem_locked ? " and locked" : "");
 	if (ret)
 		return sess_fail(s, ret, "cannot allocate %u slots of %u bytes: %s",
-				 o->slots, s->opts.slot_size, rdx_strerror(ret));
+				 nslots, s->opts.slot_size, rdx_strerror(ret));
 	if (!s->mem_locked)
 		sess_warn_unpinned(s);
 	ret = sess_attach(s, false);
@@ -884,8 +889,10 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 				x->src_name);
 		goto out;
 	}
+	rdx_phase("start");
 	if (link_open(s) || handshake(x))
 		goto out;
+	rdx_phase("handshake done, %u stream%s", s->nstreams, s->nstreams == 1 ? "" : "s");
 	if (o->ntree && o->tree_sync) {
 		struct rdx_tree_plan *plan = NULL;
 
@@ -902,13 +909,16 @@ int rdx_send(const struct rdx_xfer_opts *o, struct rdx_xfer_stats *st)
 	s->t_start_ns = rdx_now_ns();
 	sess_progress_start(s);
 	if (start_pipeline(x) == 0) {
+		rdx_phase("sending");
 		sess_tick_loop(s, true, streams_finished);
+		rdx_phase("data sent");
 		/* After EOS the receiver reads nothing more on stream 0 but
 		 * its own DONE: keepalives from us would only pile up there
 		 * (over RDMA they would use up its posted receives). */
 		s->quiet = true;
 		if (!sess_error(s) && send_eos(x) == 0)
 			sess_tick_loop(s, true, send_done);
+		rdx_phase("receiver confirmed");
 		if (!sess_error(s))
 			check_done(x);
 	}
@@ -916,6 +926,7 @@ out:
 	sess_send_error(s);
 	if (x->ctrl_started || s->nstreams)
 		stop_pipeline(x);
+	rdx_phase("streams stopped");
 	sess_stats(s, st, "sent");
 	ret = sess_finish(s);
 	link_close(s);
@@ -929,6 +940,7 @@ out:
 			ret = pret;
 	}
 	sess_release(s);
+	rdx_phase("done");
 	free(x);
 	return ret;
 }

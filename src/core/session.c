@@ -39,6 +39,7 @@ int sess_init(struct rdx_session *s, const struct rdx_xfer_opts *o,
 	s->net.family = o->family;
 	s->net.bind = o->bind;
 	s->net.timeout_ms = o->timeout_ms;
+	s->net.ack_timeout = o->ack_timeout;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->grant_lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
@@ -248,6 +249,16 @@ void sess_warn_unpinned(struct rdx_session *s)
 	rdx_warn("cannot lock %s of slots in memory (RLIMIT_MEMLOCK is %s); "
 		 "continuing unpinned over TCP (raise it with ulimit -l or in "
 		 "/etc/security/limits.d/)", need, have);
+}
+
+unsigned sess_ring_slots(unsigned budget, bool size_known, uint64_t size,
+			 uint32_t slot_size)
+{
+	uint64_t chunks = size_known ? (size + slot_size - 1) / slot_size : UINT64_MAX;
+
+	if (chunks < 2)
+		chunks = 2;
+	return chunks < budget ? (unsigned)chunks : budget;
 }
 
 void sess_log_settled(const struct rdx_session *s, const char *peer)

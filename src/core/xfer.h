@@ -67,6 +67,7 @@ struct rdx_xfer_opts {
 	const char *rdma_dev; /* --rdma-dev, or NULL */
 	unsigned rdma_port;   /* --rdma-port, 0: the first ACTIVE one */
 	int gid_index;	      /* --gid-index, -1: pick one */
+	unsigned ack_timeout; /* --ack-timeout (rdx_net_opts's) */
 	uint32_t slot_size;
 	unsigned slots;
 	unsigned streams;    /* sender: wanted; receiver: most accepted */

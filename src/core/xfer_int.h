@@ -125,6 +125,12 @@ int sess_list_key(struct rdx_session *s, uint8_t *out);
 /* Says once, on stderr, that the slots could not be locked in memory and
  * how to raise the limit (TCP works unpinned; RDMA will not). */
 void sess_warn_unpinned(struct rdx_session *s);
+/* How many slots a ring needs: at most budget, but no more than a stream
+ * of size bytes (when known) fills, and never fewer than two.  Every slot
+ * is locked, and on RDMA registered, before the first byte moves: a small
+ * file should not pay for the memory of a large one. */
+unsigned sess_ring_slots(unsigned budget, bool size_known, uint64_t size,
+			 uint32_t slot_size);
 
 /* Under -vv: who the peer is and what the handshake settled on. */
 void sess_log_settled(const struct rdx_session *s, const char *peer);

@@ -7,7 +7,7 @@ load ../lib/common
 # The long options docs/CLI.md lists: both tools, then each tool's own
 # ("rdsend only" / "rdrecv only").  Each --help shows the options its tool
 # accepts.
-CLI_COMMON_OPTS=(verbose progress json transport rdma-dev rdma-port gid-index key-file slot-size slots
+CLI_COMMON_OPTS=(verbose progress json transport rdma-dev rdma-port gid-index ack-timeout key-file slot-size slots
 	streams io-threads encrypt timeout handshake-timeout bind ipv4 ipv6 help version server port stop-on-eof)
 CLI_RDSEND_OPTS=("${CLI_COMMON_OPTS[@]}" qps limit-rate compress connect-timeout recursive dereference sync delete dry-run include exclude checksum resume)
 CLI_RDRECV_OPTS=("${CLI_COMMON_OPTS[@]}" wait fsync direct connect recursive sync delete expect files-only keep-setid)

@@ -426,7 +426,7 @@ assert_json_stats() { # assert_json_stats JSON TOOL BYTES
 		# there is nothing to warn about: the sides must stay quiet.
 		[ -z "$stderr" ] || fail "rdsend stderr under ASan: $stderr"
 	else
-		assert_match "$stderr" '^rdsend: warning: cannot lock 16.00 MiB of slots in memory \(RLIMIT_MEMLOCK is 1.00 MiB\).*ulimit -l' "rdsend warning"
+		assert_match "$stderr" '^rdsend: warning: cannot lock 4.00 MiB of slots in memory \(RLIMIT_MEMLOCK is 1.00 MiB\).*ulimit -l' "rdsend warning"
 		[ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "more than one line: $stderr"
 		assert_file_match "$D/recv.err" '^rdrecv: warning: cannot lock .*RLIMIT_MEMLOCK'
 	fi

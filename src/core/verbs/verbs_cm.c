@@ -94,6 +94,42 @@ static void fill_conn_param(struct rdma_conn_param *p, uint32_t *priv,
 	p->rnr_retry_count = RNR_RETRY;
 }
 
+/* The local ACK timeout (see RDX_ACK_TIMEOUT_ROCE), before the queue pair
+ * reaches RTS: librdmacm takes it from the CM id then.  A kernel without
+ * the option keeps rdma_cm's default: slower recovery, nothing worse. */
+static void set_ack_timeout(struct rdma_cm_id *id, unsigned want)
+{
+	struct ibv_port_attr pa;
+	uint8_t t;
+
+	if (want == RDX_ACK_TIMEOUT_CM)
+		return;
+	if (!want) {
+		if (ibv_query_port(id->verbs, id->port_num, &pa) ||
+		    pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+			return;
+		want = RDX_ACK_TIMEOUT_ROCE;
+	}
+	t = (uint8_t)want;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, sizeof(t)))
+		rdx_info(1, "cannot set the RDMA ACK timeout to %u: %s (rdma_cm's default stays)",
+			 want, strerror(errno));
+}
+
+/* -vv: what the queue pair got, which rdma_cm decides in the end. */
+static void log_connected(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_PATH_MTU, &ia) == 0)
+		rdx_phase("rdma: connected (ACK timeout %u, retries %u, RNR retries %u, MTU %d)",
+			  a.timeout, a.retry_cnt, a.rnr_retry, 128 << a.path_mtu);
+	else
+		rdx_phase("rdma: connected");
+}
+
 /* One attempt: resolve, build the queue pair, connect.  Returns 0, a
  * positive errno worth retrying (refused, unreachable), or a negative
  * error that ends connecting. */
@@ -127,6 +163,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	if (vb_set_nonblock(c->ch->fd) ||
 	    rdma_create_id(c->ch, &c->id, c, RDMA_PS_TCP))
 		return -errno;
+	rdx_phase("rdma: event channel and id created");
 	if (rdma_resolve_addr(c->id, (struct sockaddr *)src, (struct sockaddr *)dst,
 			      CM_TIMEOUT_MS))
 		return errno == EADDRNOTAVAIL || errno == ENODEV ? ENETUNREACH : -errno;
@@ -140,6 +177,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		return ENETUNREACH;
 	if (type != RDMA_CM_EVENT_ADDR_RESOLVED)
 		return -EPROTO;
+	rdx_phase("rdma: address resolved");
 	if (rdma_resolve_route(c->id, CM_TIMEOUT_MS))
 		return -errno;
 	ret = cm_wait(c->ch, step, stop, &ev);
@@ -151,6 +189,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 		return EHOSTUNREACH;
 	if (type != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		return -EPROTO;
+	rdx_phase("rdma: route resolved");
 	if (c->id->verbs->device->transport_type == IBV_TRANSPORT_IWARP) {
 		snprintf(c->base.why, sizeof(c->base.why),
 			 "the route goes through an iWARP device (%s), which is not supported",
@@ -160,6 +199,8 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	ret = vb_setup_qp(c, 64);
 	if (ret)
 		return ret;
+	rdx_phase("rdma: queue pair ready");
+	set_ack_timeout(c->id, c->ack_timeout);
 	fill_conn_param(&param, &priv, c->remote_rd);
 	if (rdma_connect(c->id, &param))
 		return -errno;
@@ -174,6 +215,7 @@ static int try_connect(struct vb_conn *c, const struct sockaddr *src,
 	rdma_ack_cm_event(ev);
 	switch (type) {
 	case RDMA_CM_EVENT_ESTABLISHED:
+		log_connected(c->qp);
 		return 0;
 	case RDMA_CM_EVENT_REJECTED:
 		return ECONNREFUSED;
@@ -200,6 +242,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 		*last_err = ENODEV;
 		return -RDX_ENOTSUP;
 	}
+	rdx_phase("rdma: devices listed");
 	ret = rdx_resolve(host, port, o->family, 0, &dst);
 	if (ret)
 		return ret;
@@ -218,6 +261,7 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 	}
 	c->timeout_ms = o->timeout_ms;
 	c->own_pd = o->own_pd;
+	c->ack_timeout = o->ack_timeout;
 	for (;;) {
 		ret = try_connect(c, src ? src->ai_addr : NULL, dst->ai_addr,
 				  deadline_ns, stop);
@@ -349,8 +393,10 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	ret = vb_setup_qp(c, 64);
 	if (ret)
 		return ret;
+	rdx_phase("rdma: queue pair ready");
 	if (peer_rd < c->remote_rd)
 		c->remote_rd = peer_rd;
+	set_ack_timeout(id, c->ack_timeout);
 	fill_conn_param(&param, &priv, c->remote_rd);
 	param.private_data = NULL;
 	param.private_data_len = 0;
@@ -363,6 +409,7 @@ static int take_request(struct vb_conn *c, struct rdma_cm_id *id,
 	rdma_ack_cm_event(ev);
 	if (type != RDMA_CM_EVENT_ESTABLISHED)
 		return -RDX_ECONNECT;
+	log_connected(c->qp);
 	rdx_addr_text(rdma_get_peer_addr(id), c->base.peer, sizeof(c->base.peer));
 	return vb_start_progress(c);
 }
@@ -395,6 +442,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		rdma_ack_cm_event(ev);
 	}
 	id = ev->id;
+	rdx_phase("rdma: connection request");
 	if (ev->param.conn.private_data_len < 4 ||
 	    rdx_get32(ev->param.conn.private_data) != PRIV_MAGIC)
 		why = "not an rdxfer sender";
@@ -419,6 +467,7 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 	}
 	c->timeout_ms = o->timeout_ms;
 	c->own_pd = o->own_pd;
+	c->ack_timeout = o->ack_timeout;
 	ret = take_request(c, id, peer_rd,
 			   rdx_now_ns() + (uint64_t)ESTABLISH_MS * 1000000);
 	if (ret) {

@@ -203,6 +203,7 @@ struct vb_conn *vb_conn_alloc(void)
 	c->base.ops = &rdx_xport_verbs;
 	c->cur_buf = -1;
 	c->ready_fd = -1;
+	c->quit_fd = -1;
 	c->timeout_ms = 60000;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
@@ -324,8 +325,12 @@ void vb_conn_destroy(struct vb_conn *c)
 		pthread_mutex_lock(&c->lock);
 		c->quit = true;
 		pthread_mutex_unlock(&c->lock);
+		/* Not a 100 ms poll() later: every close would wait for it. */
+		eventfd_write(c->quit_fd, 1);
 		pthread_join(c->progress, NULL);
 	}
+	if (c->quit_fd >= 0)
+		close(c->quit_fd);
 	vb_conn_teardown(c);
 	/* Writes that never completed are forgotten: their slots belong to a
 	 * ring its owner is tearing down. */
@@ -600,10 +605,11 @@ static void *progress_main(void *arg)
 		if (n > 0)
 			continue;
 
-		struct pollfd p[2] = { { .fd = c->cc->fd, .events = POLLIN },
-				       { .fd = c->ch->fd, .events = POLLIN } };
+		struct pollfd p[3] = { { .fd = c->cc->fd, .events = POLLIN },
+				       { .fd = c->ch->fd, .events = POLLIN },
+				       { .fd = c->quit_fd, .events = POLLIN } };
 
-		poll(p, 2, 100);
+		poll(p, 3, 100);
 		if (p[0].revents & POLLIN) {
 			struct ibv_cq *cq;
 			void *ctx;
@@ -629,8 +635,12 @@ static void *progress_main(void *arg)
 
 int vb_start_progress(struct vb_conn *c)
 {
-	int ret = pthread_create(&c->progress, NULL, progress_main, c);
+	int ret;
 
+	c->quit_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (c->quit_fd < 0)
+		return -errno;
+	ret = pthread_create(&c->progress, NULL, progress_main, c);
 	if (ret)
 		return -ret;
 	c->progress_started = true;

@@ -96,6 +96,7 @@ struct vb_conn {
 	struct rdma_cm_id *id;
 	struct vb_dev *dev;
 	bool own_pd;	 /* dev is this connection's alone (rdx_net_opts) */
+	unsigned ack_timeout; /* rdx_net_opts's */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -112,6 +113,7 @@ struct vb_conn {
 	pthread_t progress;
 	bool progress_started;
 	bool quit;	 /* progress thread: stop */
+	int quit_fd;	 /* eventfd: wakes the progress thread out of poll() */
 	bool shut;	 /* shutdown() was called */
 	bool disconnected;
 	int err;	 /* first failure; lock */

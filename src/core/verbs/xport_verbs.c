@@ -18,6 +18,7 @@
 #include "core/verbs/verbs_int.h"
 
 #include "core/err.h"
+#include "core/log.h"
 #include "core/units.h"
 
 #include <arpa/inet.h>
@@ -269,6 +270,7 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 	void *mem = rdx_ring_mem(r, &len);
 	int access = receiver ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE : 0;
 	int err = 0, ret = 0;
+	uint64_t t0 = rdx_now_ns();
 
 	c->ring = r;
 	c->receiver = receiver;
@@ -277,6 +279,8 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 		vb_reg_failed(c, "slots", len, err);
 		return -RDX_ENOTSUP;
 	}
+	rdx_phase("rdma: %zu KiB of slots registered in %.1f ms", len >> 10,
+		  (double)(rdx_now_ns() - t0) / 1e6);
 	c->hdrs = aligned_alloc(4096, round_page(hlen));
 	if (!c->hdrs)
 		return -ENOMEM;
@@ -288,7 +292,9 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 	}
 	if (receiver) {
 		c->last_grant = clamp_grant(c, rdx_ring_writable_below(r));
-		return send_pool(c, c->last_grant);
+		ret = send_pool(c, c->last_grant);
+		rdx_phase("rdma: slot pool sent");
+		return ret;
 	}
 	c->pend = calloc(n, sizeof(*c->pend));
 	if (!c->pend)
@@ -310,6 +316,7 @@ static int verbs_attach(struct rdx_conn *cb, struct rdx_ring *r, bool receiver,
 			break;
 	}
 	pthread_mutex_unlock(&c->lock);
+	rdx_phase("rdma: slot pool received");
 	return ret;
 }
 
@@ -451,6 +458,7 @@ static void verbs_shutdown(struct rdx_conn *cb)
 	pthread_mutex_unlock(&c->lock);
 	/* The peer sees DISCONNECTED, as a TCP peer would see the FIN. */
 	rdma_disconnect(c->id);
+	rdx_phase("rdma: disconnected");
 }
 
 static void verbs_close_gently(struct rdx_conn *cb, int wait_ms)
@@ -468,16 +476,20 @@ static void verbs_close_gently(struct rdx_conn *cb, int wait_ms)
 		if (vb_wait_tick(c, rdx_now_ns(), true))
 			break;
 	pthread_mutex_unlock(&c->lock);
+	rdx_phase("rdma: closing");
 	rdma_disconnect(c->id);
 	vb_conn_destroy(c);
+	rdx_phase("rdma: closed");
 }
 
 static void verbs_close(struct rdx_conn *cb)
 {
 	struct vb_conn *c = vb_of(cb);
 
+	rdx_phase("rdma: closing");
 	rdma_disconnect(c->id);
 	vb_conn_destroy(c);
+	rdx_phase("rdma: closed");
 }
 
 /* ---- one-sided access ---------------------------------------------------- */

@@ -96,7 +96,8 @@ static int refuse(struct rconn *rc, const char *why)
 	return -RDX_EAUTH;
 }
 
-/* The server's half of the login (rdma.h). */
+/* The server's half of the login (rdma.h), up to its ACCEPT, which
+ * conn_main() sends once the connection can take a request. */
 static int login(struct rconn *rc)
 {
 	const struct sv_auth *a = &rc->d->s->auth;
@@ -135,8 +136,6 @@ static int login(struct rconn *rc)
 	s3_rdma_proof(secret, "client", hello, hl, out, mac);
 	if (type != RDX_F_AUTH || n != S3_RDMA_MAC || CRYPTO_memcmp(mac, in, S3_RDMA_MAC))
 		return refuse(rc, "authentication failed (wrong secret key?)");
-	if ((ret = s3_rdma_send(rc->c, RDX_F_ACCEPT, NULL, 0)))
-		return ret;
 	snprintf(rc->access_key, sizeof(rc->access_key), "%s", u ? u->access_key : "");
 	rc->addr = h.addr;
 	rc->len = h.len;
@@ -159,18 +158,25 @@ static void *conn_main(void *arg)
 		ret = login(rc);
 	if (!ret) {
 		rc->buf = aligned_alloc(4096, IO_BUF);
-		if (!rc->buf || rdx_verbs_reg(rc->c, rc->buf, IO_BUF, false, false, &rc->mr))
+		if (!rc->buf || rdx_verbs_reg(rc->c, rc->buf, IO_BUF, false, false, &rc->mr)) {
+			s3_rdma_send(rc->c, RDX_F_ERROR, "out of memory", 13);
 			ret = -ENOMEM;
+		}
+	}
+	/* Ready before ACCEPT: the client's next request names this
+	 * connection in its token, and must find it (sv_rdma_take). */
+	if (!ret) {
+		pthread_mutex_lock(&d->lock);
+		rc->ready = true;
+		rc->last_ns = (int64_t)rdx_now_ns();
+		pthread_mutex_unlock(&d->lock);
+		ret = s3_rdma_send(rc->c, RDX_F_ACCEPT, NULL, 0);
 	}
 	rdx_xport_verbs.set_deadline(rc->c, 0, NULL);
 	if (!ret) {
 		rdx_info(1, "rdma %s: logged in%s%s%s, buffer of %" PRIu64 " bytes", rc->c->peer,
 			 rc->access_key[0] ? " as '" : " (unsigned)", rc->access_key,
 			 rc->access_key[0] ? "'" : "", rc->len);
-		pthread_mutex_lock(&d->lock);
-		rc->ready = true;
-		rc->last_ns = (int64_t)rdx_now_ns();
-		pthread_mutex_unlock(&d->lock);
 		for (;;) {
 			bool gone = rdx_verbs_wait_gone(rc->c, 500), idle;
 
