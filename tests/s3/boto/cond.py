@@ -6,22 +6,9 @@ statuses and codes."""
 
 import threading
 
-from s3t import case, client, equal, check, error_of, fails, run
+from s3t import case, check, client, equal, error_of, fails, run, with_headers
 
 PRE = (412, "PreconditionFailed")
-
-
-def with_headers(s3, headers, fn, **kw):
-    """fn(**kw) with extra request headers: Debian's boto3 1.26 predates
-    IfNoneMatch and IfMatch on writes."""
-    def add(request, **_):
-        for k, v in headers.items():
-            request.headers[k] = v
-    s3.meta.events.register("before-sign.s3", add, unique_id="cond-hdrs")
-    try:
-        return fn(**kw)
-    finally:
-        s3.meta.events.unregister("before-sign.s3", unique_id="cond-hdrs")
 
 
 def body(s3, b, key):

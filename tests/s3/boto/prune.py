@@ -14,7 +14,7 @@ import os
 import time
 import urllib.parse
 
-from s3t import case, check, equal, error_of, fails, run
+from s3t import case, check, equal, error_of, fails, run, with_headers
 
 
 def on_disk(b, key=""):
@@ -53,13 +53,8 @@ def failed_put_takes_its_directories(s3, b):
 
 @case
 def failed_condition_takes_its_directories(s3, b):
-    def if_match(request, **_):
-        request.headers["If-Match"] = '"0123456789abcdef0123456789abcdef"'
-    s3.meta.events.register("before-sign.s3.PutObject", if_match, unique_id="prune-if-match")
-    try:
-        got = error_of(s3.put_object, Bucket=b, Key="e1/e2/k", Body=b"x")
-    finally:
-        s3.meta.events.unregister("before-sign.s3.PutObject", unique_id="prune-if-match")
+    got = error_of(with_headers, s3, {"If-Match": '"0123456789abcdef0123456789abcdef"'},
+                   s3.put_object, Bucket=b, Key="e1/e2/k", Body=b"x")
     check("If-Match on a key that is not there fails", got[0] in (404, 412), got)
     check("e1 is gone with the refused put", not os.path.exists(on_disk(b, "e1")))
 

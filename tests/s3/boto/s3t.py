@@ -66,6 +66,19 @@ def fails(what, status, code, fn, *args, **kw):
                  f"got {got}, want {(status, code)}")
 
 
+def with_headers(s3, headers, fn, **kw):
+    """fn(**kw) with extra request headers: Debian's boto3 1.26 predates
+    IfNoneMatch and IfMatch on writes."""
+    def add(request, **_):
+        for k, v in headers.items():
+            request.headers[k] = v
+    s3.meta.events.register("before-sign.s3", add, unique_id="s3t-hdrs")
+    try:
+        return fn(**kw)
+    finally:
+        s3.meta.events.unregister("before-sign.s3", unique_id="s3t-hdrs")
+
+
 def new_bucket(s3=None):
     s3 = s3 or client()
     name = "b" + uuid.uuid4().hex[:20]

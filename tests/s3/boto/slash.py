@@ -12,7 +12,7 @@ import base64
 import hashlib
 import os
 
-from s3t import case, check, equal, error_of, fails, run
+from s3t import case, check, equal, error_of, fails, run, with_headers
 
 EMPTY_ETAG = '"d41d8cd98f00b204e9800998ecf8427e"'
 PRE = (412, "PreconditionFailed")
@@ -35,19 +35,6 @@ def listing(s3, b, **kw):
     r = s3.list_objects_v2(Bucket=b, **kw)
     return ([(o["Key"], o["Size"], o["ETag"]) for o in r.get("Contents", [])],
             [p["Prefix"] for p in r.get("CommonPrefixes", [])])
-
-
-def with_headers(s3, headers, fn, **kw):
-    """fn(**kw) with extra request headers: Debian's boto3 1.26 predates
-    IfNoneMatch and IfMatch on writes."""
-    def add(request, **_):
-        for k, v in headers.items():
-            request.headers[k] = v
-    s3.meta.events.register("before-sign.s3", add, unique_id="slash-hdrs")
-    try:
-        return fn(**kw)
-    finally:
-        s3.meta.events.unregister("before-sign.s3", unique_id="slash-hdrs")
 
 
 @case
