@@ -343,8 +343,9 @@ rxe_say() {
 # run_rxe ONE-FILES -- TWO-FILES: every boot the files need, in two lanes
 # side by side, then their results in order.  Inside a guest the tests run
 # one at a time, and a lone guest leaves part of the second CPU idle: on
-# the 2-core VM the tier took 614 s one boot after another and 487 s in
-# two lanes (each guest slower, the two together faster).  Lane 1 boots
+# the 2-core VM the tier took 614 s one boot after another (about 570 s
+# with verbs.bats's valgrind test as it is now) and 487 s in two lanes
+# (each guest slower, the two together faster).  Lane 1 boots
 # one guest for the one-guest files but s3.bats; lane 2 boots one for
 # s3.bats, then the pair (one vCPU each) for the two-guest files.
 run_rxe() {
