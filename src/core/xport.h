@@ -41,8 +41,9 @@ struct rdx_net_opts {
 /* A lost packet that nothing follows (the last of a message, the last in
  * flight) is sent again only after the ACK timeout.  rdma_cm's default on
  * RoCE is its fixed packet lifetime plus one: 19 (2.1 s) on Debian 12's
- * Linux 6.1, as its queue pairs report it; perftest uses 14 (67 ms).  Seven retries without an ACK end the queue
- * pair: 14 gives up after about 0.5 s of silence (docs/RDMA.md). */
+ * Linux 6.1, as its queue pairs report it; perftest uses 14 (67 ms).
+ * Seven retries without an ACK end the queue pair: 14 gives up after
+ * about 0.5 s of silence (docs/RDMA.md). */
 #define RDX_ACK_TIMEOUT_ROCE 14
 
 struct rdx_xport_ops;
