@@ -30,6 +30,8 @@ _rdcp()
 		COMPREPLY=($(compgen -W "auto tcp rdma" -- "$cur")); return 0 ;;
 	--streams)
 		return 0 ;;
+	--ack-timeout)
+		return 0 ;;
 	--direct)
 		COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return 0 ;;
 	--limit-rate)
@@ -46,7 +48,7 @@ _rdcp()
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-r --recursive -p --preserve -L --dereference --keep-setid --sync --delete --dry-run --checksum --resume --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump -4 --ipv4 -6 --ipv6 --remote-path --rdma-addr --transport --streams -C --compress --compress= --encrypt --direct -3 --relay -l --limit-rate --timeout --connect-timeout --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-r --recursive -p --preserve -L --dereference --keep-setid --sync --delete --dry-run --checksum --resume --include --exclude -v --verbose -q --quiet --progress --json -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump -4 --ipv4 -6 --ipv6 --remote-path --rdma-addr --transport --streams --ack-timeout -C --compress --compress= --encrypt --direct -3 --relay -l --limit-rate --timeout --connect-timeout --profile --endpoint --region --no-sign-request --path-style --virtual-host --insecure --rdma --rdma= --rdma-dc --rdma-dc= -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=()

@@ -26,13 +26,15 @@ _rdpipe()
 		COMPREPLY=($(compgen -W "auto tcp rdma" -- "$cur")); return 0 ;;
 	--streams)
 		return 0 ;;
+	--ack-timeout)
+		return 0 ;;
 	--timeout)
 		return 0 ;;
 	--connect-timeout)
 		return 0 ;;
 	esac
 	if [[ "$cur" == -* ]]; then
-		COMPREPLY=($(compgen -W "-v --verbose --progress --dry-run --no-prefix -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump -4 --ipv4 -6 --ipv6 --remote-path --rdma-addr --transport --streams -C --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
+		COMPREPLY=($(compgen -W "-v --verbose --progress --dry-run --no-prefix -P --ssh-port -i --identity -F --ssh-config -o --ssh-option -B --batch -c --cipher -J --jump -4 --ipv4 -6 --ipv6 --remote-path --rdma-addr --transport --streams --ack-timeout -C --compress --compress= --encrypt --timeout --connect-timeout -h --help -V --version " -- "$cur"))
 		return 0
 	fi
 	COMPREPLY=()

@@ -55,6 +55,12 @@ enum cli_key {
 #define CLI_RULES_MAX 256
 #define CLI_EXPECT_MAX 256
 
+/* rdsend and rdrecv's, and rdcp's and rdpipe's for every hop. */
+#define CLI_ACK_TIMEOUT_ROW                                                    \
+	{ "ack-timeout", OPT_ACK_TIMEOUT, RDX_ARG_REQUIRED, "N",               \
+	  "RDMA: resend what is not acknowledged after 4.096 us x 2^N, 1..31, 0: rdma_cm's choice (default 14 on RoCE, rdma_cm's on InfiniBand)", \
+	  NULL }
+
 /* Table rows both tools have, in --help order. */
 #define CLI_COMMON_HEAD                                                        \
 	{ "verbose", 'v', RDX_ARG_NONE, NULL,                                  \
@@ -73,9 +79,7 @@ enum cli_key {
 	{ "gid-index", OPT_GID_INDEX, RDX_ARG_REQUIRED, "N",                   \
 	  "GID of that port to use (default: the first RoCE v2 GID with an IP)", \
 	  NULL },                                                              \
-	{ "ack-timeout", OPT_ACK_TIMEOUT, RDX_ARG_REQUIRED, "N",               \
-	  "RDMA: resend what is not acknowledged after 4.096 us x 2^N, 1..31, 0: rdma_cm's choice (default 14 on RoCE, rdma_cm's on InfiniBand)", \
-	  NULL },                                                              \
+	CLI_ACK_TIMEOUT_ROW,                                                   \
 	{ "key-file", OPT_KEY_FILE, RDX_ARG_REQUIRED, "FILE",                  \
 	  "read the key from the first line of FILE ('-': standard input)", "file" }, \
 	{ "slot-size", OPT_SLOT_SIZE, RDX_ARG_REQUIRED, "SIZE",                \

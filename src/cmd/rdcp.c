@@ -77,6 +77,7 @@ static const struct rdx_opt rdcp_opts[] = {
 	  "auto, tcp or rdma (default auto)", "auto tcp rdma" },
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "parallel connections or RDMA queue pairs, 1..64 (default 1)", NULL },
+	CLI_ACK_TIMEOUT_ROW,
 	{ "compress", 'C', RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each slot (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,

@@ -73,6 +73,7 @@ static const struct rdx_opt rdpipe_opts[] = {
 	  "auto, tcp or rdma, for every hop (default auto)", "auto tcp rdma" },
 	{ "streams", OPT_STREAMS, RDX_ARG_REQUIRED, "N",
 	  "parallel connections or RDMA queue pairs per hop, 1..64 (default 1)", NULL },
+	CLI_ACK_TIMEOUT_ROW,
 	{ "compress", 'C', RDX_ARG_OPTIONAL, "LEVEL",
 	  "zstd-compress each hop (level 1..19, default 1)", NULL },
 	{ "encrypt", OPT_ENCRYPT, RDX_ARG_NONE, NULL,
@@ -424,10 +425,7 @@ static void far_cmd(struct cp_cmd *c, const struct opts *o, const struct node *n
 		 (unsigned long long)(x->connect_timeout_ms / 1000),
 		 (unsigned long long)(x->connect_timeout_ms % 1000));
 	cp_cmd_raw(c, buf);
-	if (x->transport == RDX_TRANSPORT_TCP)
-		cp_cmd_raw(c, " --transport tcp");
-	else if (x->transport == RDX_TRANSPORT_RDMA)
-		cp_cmd_raw(c, " --transport rdma");
+	cp_cmd_net_opts(c, x, o->c.verbose);
 	if (x->streams > 1) {
 		snprintf(buf, sizeof(buf), " --streams %u", x->streams);
 		cp_cmd_raw(c, buf);
@@ -436,14 +434,6 @@ static void far_cmd(struct cp_cmd *c, const struct opts *o, const struct node *n
 		snprintf(buf, sizeof(buf), " --compress=%d", x->compress);
 		cp_cmd_raw(c, buf);
 	}
-	if (x->encrypt)
-		cp_cmd_raw(c, " --encrypt");
-	if (x->family == AF_INET)
-		cp_cmd_raw(c, " -4");
-	else if (x->family == AF_INET6)
-		cp_cmd_raw(c, " -6");
-	for (int i = 0; i < o->c.verbose && i < 3; i++)
-		cp_cmd_raw(c, " -v");
 	cp_cmd_raw(c, " -- ");
 	cp_cmd_quoted(c, n->p->arg);
 }

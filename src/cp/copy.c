@@ -5,6 +5,7 @@
 #include "core/err.h"
 #include "core/log.h"
 #include "core/units.h"
+#include "core/xport.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -82,24 +83,36 @@ static void add_secs(struct cp_cmd *c, const char *opt, uint64_t ms)
 }
 
 /* The options both server modes take from ours. */
-static void add_common(struct cp_cmd *c, const struct cp_opts *o)
+void cp_cmd_net_opts(struct cp_cmd *c, const struct rdx_xfer_opts *x,
+		     int verbose)
 {
-	const struct rdx_xfer_opts *x = &o->xo;
-	int i;
+	char buf[32];
 
-	add_secs(c, "--timeout", x->timeout_ms);
-	if (x->family == AF_INET)
-		cp_cmd_raw(c, " -4");
-	else if (x->family == AF_INET6)
-		cp_cmd_raw(c, " -6");
 	if (x->transport == RDX_TRANSPORT_TCP)
 		cp_cmd_raw(c, " --transport tcp");
 	else if (x->transport == RDX_TRANSPORT_RDMA)
 		cp_cmd_raw(c, " --transport rdma");
+	/* Only when asked for: a far end older than --ack-timeout takes the
+	 * rest, and its default is this end's. */
+	if (x->ack_timeout) {
+		snprintf(buf, sizeof(buf), " --ack-timeout %u",
+			 x->ack_timeout == RDX_ACK_TIMEOUT_CM ? 0 : x->ack_timeout);
+		cp_cmd_raw(c, buf);
+	}
 	if (x->encrypt)
 		cp_cmd_raw(c, " --encrypt");
-	for (i = 0; i < o->verbose && i < 3; i++)
+	if (x->family == AF_INET)
+		cp_cmd_raw(c, " -4");
+	else if (x->family == AF_INET6)
+		cp_cmd_raw(c, " -6");
+	for (int i = 0; i < verbose && i < 3; i++)
 		cp_cmd_raw(c, " -v");
+}
+
+static void add_common(struct cp_cmd *c, const struct cp_opts *o)
+{
+	add_secs(c, "--timeout", o->xo.timeout_ms);
+	cp_cmd_net_opts(c, &o->xo, o->verbose);
 }
 
 void cp_far_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool)

@@ -46,6 +46,11 @@ int cp_far_start(struct cp_remote **r, const struct cp_opts *o,
  * far PATH's, quoted.  Errors stay in c->err. */
 void cp_far_tool(struct cp_cmd *c, const struct cp_opts *o, const char *tool);
 
+/* The options both ends of a hop share, for a far rdsend, rdrecv or
+ * rdpipe: transport, --ack-timeout, --encrypt, -4/-6 and up to three -v. */
+void cp_cmd_net_opts(struct cp_cmd *c, const struct rdx_xfer_opts *x,
+		     int verbose);
+
 /* A remote path relative to the login directory: "~/x" is "x" there, and
  * "" (host:) the directory itself.  Points into path or at ".". */
 const char *cp_far_path(const char *path);

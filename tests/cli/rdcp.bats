@@ -128,6 +128,22 @@ setup() {
 	assert_same "$D/src" "$D/back"
 }
 
+@test "rdcp: --ack-timeout reaches the far rdrecv and rdsend as given (0 as 0), and only when given" {
+	mkrand "$D/src" 5000
+	rdcp_b -vv --ack-timeout 16 "$D/src" "rdxhost:$D/dst"
+	assert_status 0
+	assert_same "$D/src" "$D/dst"
+	assert_match "$stderr" "running on [^ ]*: .*exec .*rdrecv'? .* --ack-timeout 16 "
+	rdcp_b -vv --ack-timeout 0 "rdxhost:$D/dst" "$D/back"
+	assert_status 0
+	assert_same "$D/src" "$D/back"
+	assert_match "$stderr" "running on [^ ]*: .*exec .*rdsend'? .* --ack-timeout 0 "
+	rdcp_b -vv "$D/src" "rdxhost:$D/dst2"
+	assert_status 0
+	assert_match "$stderr" "running on [^ ]*: .*exec "
+	! grep -q -- --ack-timeout <<<"$stderr" || fail "$stderr"
+}
+
 @test "rdcp: an unknown host key is refused (StrictHostKeyChecking=yes, and by default); the config's value" {
 	echo hi >"$D/src"
 	: >"$D/kh"

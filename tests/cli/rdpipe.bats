@@ -236,6 +236,20 @@ b_bytes() {
 	assert_match "$stderr" "^rdpipe: hop 3: rdxc -> stdout: 0 B"
 }
 
+@test "rdpipe: --ack-timeout goes to every far segment as given (0 as 0), and only when given" {
+	rdpipe_b --dry-run --ack-timeout 16 rdxhost:cat rdxc:cat
+	assert_status 0
+	[ "$(grep -c -- "--far .* --ack-timeout 16 " <<<"$output")" = 2 ] || fail "$output"
+	rdpipe_b --dry-run --ack-timeout 0 rdxhost:cat
+	assert_status 0
+	assert_match "$output" "--far .* --ack-timeout 0 "
+	rdpipe_b --dry-run rdxhost:cat
+	assert_status 0
+	! grep -q -- --ack-timeout <<<"$output" || fail "$output"
+	rdpipe_b --ack-timeout 32 rdxhost:cat
+	assert_status 2
+}
+
 @test "rdpipe: usage errors" {
 	rdpipe_b
 	assert_status 2
