@@ -25,12 +25,18 @@
 #   RDX_RXE_LOG           where the console log goes (default: a temp file)
 #
 # Rows: rd1 = rdsend --transport rdma, old1 / old2 = rd1 / rd2 with BASE's
-# binaries, rd2 = the same with --streams 2,
+# binaries, rd2 = the same with --streams 2, rdnull = rd1 with rdrecv
+# writing to standard output on /dev/null (no file: what the copy into
+# the destination costs, by difference),
 # sendbw = ib_send_bw -e, writebw = ib_write_bw (perftest; both with
 # 1 MiB messages, below 8 MiB 8 messages of size/8: perftest wants at
 # least 5 iterations), tcp = rdsend
 # --transport tcp on the same guests.  CPU is user+sys seconds from
 # /usr/bin/time, receiver (a) and sender (b).
+#
+# Guest b also times, once per size, XXH3-128 over the source file
+# (xxhsum -H2, the hash both ends run over every byte) and a plain read of
+# it: "RXEHASH SIZE hash SECS read SECS" lines in the console log.
 #
 # The guests print "RXEBENCH ..." lines to their consoles; this script,
 # on the host, joins a's times with b's CPU and prints the table.
@@ -78,6 +84,7 @@ if [ -z "${RXE_ROLE:-}" ]; then
 		}
 		print "(cpu: median user+sys seconds of the runs; MB/s = 10^6 bytes/s)"
 	}'
+	tr -d '\r' <"$log" | grep -ao 'RXEHASH .*' | sed 's/^RXEHASH/b: XXH3-128 and a plain read of the source:/'
 	exit "$rc"
 fi
 
@@ -140,6 +147,11 @@ cases() { # TOOL SIZE LOSS lines, in the order both guests run them
 if [ "$RXE_ROLE" = b ]; then
 	# b: serve control lines "netem on|off" and "go TOOL SIZE LOSS RUN PORT" until "end".
 	for s in 4K $SIZES $LOSS; do [ -e "$W/src-$s" ] || head -c "$(bytes "$s")" /dev/urandom >"$W/src-$s"; done
+	for s in $SIZES; do
+		t0=$EPOCHREALTIME; cat "$W/src-$s" >/dev/null; t1=$EPOCHREALTIME
+		xxhsum -H2 "$W/src-$s" >/dev/null; t2=$EPOCHREALTIME
+		echo "RXEHASH $s hash $(echo "$t2 - $t1" | bc) read $(echo "$t1 - $t0" | bc)"
+	done
 	while :; do
 		line=$(nc -l "$CTL" </dev/null)
 		set -- $line
@@ -151,7 +163,7 @@ if [ "$RXE_ROLE" = b ]; then
 		go)
 			tool=$2 size=$3 loss=$4 run=$5 port=$6 n=$(bytes "$3")
 			case $tool in
-			rd1 | warm) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
+			rd1 | rdnull | warm) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			rd2) cmd=("$RDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			old1 | warmold) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
 			old2) cmd=("$OLDSEND" "${RDO[@]}" --transport rdma --streams 2 --timeout $T --connect-timeout 60 "$RXE_PEER" "$port" "$KEY" "$W/src-$size") ;;
@@ -205,13 +217,18 @@ while read -r tool size loss; do
 			x=rdma
 			[ "$tool" = tcp ] && x=tcp
 			cmd=("$RDRECV" "${RDO[@]}" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+		rdnull) cmd=("$RDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" -) ;;
 		old1 | old2 | warmold) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
 		sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
 		writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
 		esac
 		rm -f "$W/dst" "$W/time.a"
 		before=$(cnt_snap)
-		"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.a" 2>&1 &
+		if [ "$tool" = rdnull ]; then
+			"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >/dev/null 2>"$W/out.a" &
+		else
+			"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.a" 2>&1 &
+		fi
 		pid=$!
 		for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 		t0=$EPOCHREALTIME
@@ -219,7 +236,8 @@ while read -r tool size loss; do
 		wait $pid
 		rc=$?
 		t1=$EPOCHREALTIME
-		case $tool in rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
+		# (rdnull: rdrecv's exit 0 means all n bytes came, its hash checked)
+		case $tool in rdnull) ;; rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
 		[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
 		case $tool in rd* | old* | tcp) show_log a "$W/out.a" ;; esac
 		cnt_delta a "$tool $size $loss $run" "$before"
