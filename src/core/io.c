@@ -151,7 +151,21 @@ ssize_t rdx_pwrite_full(int fd, const void *buf, size_t len, off_t off)
 
 int rdx_prealloc(int fd, uint64_t off, uint64_t len)
 {
-	if (!len || fallocate(fd, 0, (off_t)off, (off_t)len) == 0)
+	struct statfs f;
+
+	if (!len)
+		return 0;
+	/* tmpfs has no blocks to reserve: fallocate would allocate and zero
+	 * every page now, a whole pass over memory before the first byte,
+	 * that the data then writes over.  Its room is checked instead (a
+	 * size-less mount reports none, and has no limit but memory's). */
+	if (fstatfs(fd, &f) == 0 && f.f_type == TMPFS_MAGIC) {
+		if (f.f_blocks && f.f_bsize &&
+		    (len + (uint64_t)f.f_bsize - 1) / (uint64_t)f.f_bsize > (uint64_t)f.f_bavail)
+			return -ENOSPC;
+		return 0;
+	}
+	if (fallocate(fd, 0, (off_t)off, (off_t)len) == 0)
 		return 0;
 	/* Not every file system can (NFS before 4.2, FUSE, ...): fine. */
 	return errno == EOPNOTSUPP || errno == EINVAL || errno == ENOSYS ? 0 : -errno;

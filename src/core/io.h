@@ -35,7 +35,8 @@ ssize_t rdx_pwrite_full(int fd, const void *buf, size_t len, off_t off);
 
 /* Reserves len bytes of fd from off (fallocate(2), which also sets the
  * size), so that parallel writes fill it in place and a full disk shows
- * now; file systems without it are left alone.  Returns 0 or -errno. */
+ * now; on tmpfs only its free room is checked (no size set), and file
+ * systems without fallocate are left alone.  Returns 0 or -errno. */
 int rdx_prealloc(int fd, uint64_t off, uint64_t len);
 
 /* Opens the directory rel is in (everything before its last component)

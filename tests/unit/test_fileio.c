@@ -15,7 +15,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/rdx-fileio-XXXXXX";
@@ -280,6 +282,40 @@ static void test_writev(void)
 	free(back);
 }
 
+/* rdx_prealloc on tmpfs (/dev/shm, as on every Debian system): its room
+ * is checked, and no page is allocated (fallocate would zero them all
+ * before the first byte of data). */
+static void test_prealloc_tmpfs(void)
+{
+	char path[] = "/dev/shm/rdx-prealloc-XXXXXX";
+	struct statfs f;
+	struct stat st;
+	uint64_t room, len;
+	int fd;
+
+	CHECK(statfs("/dev/shm", &f) == 0 && f.f_type == TMPFS_MAGIC && f.f_blocks,
+	      "prealloc: /dev/shm is a tmpfs with a size (this test needs one)");
+	fd = mkstemp(path);
+	CHECK(fd >= 0, "prealloc: a file in /dev/shm");
+	if (fd < 0 || statfs("/dev/shm", &f))
+		return;
+	unlink(path);
+	room = (uint64_t)f.f_bavail * (uint64_t)f.f_bsize;
+	len = room / 2 < (256u << 20) ? room / 2 : (256u << 20);
+	CHECK(rdx_prealloc(fd, 0, len) == 0, "prealloc: %llu bytes of tmpfs: fine",
+	      (unsigned long long)len);
+	CHECK(fstat(fd, &st) == 0 && st.st_blocks == 0 && st.st_size == 0,
+	      "prealloc: tmpfs: no page allocated (%lld blocks, size %lld)",
+	      (long long)st.st_blocks, (long long)st.st_size);
+	/* Only where nothing was allocated: fallocate would take the whole
+	 * tmpfs's worth of memory before failing (the OOM killer, on a
+	 * machine whose /dev/shm is as big as its memory). */
+	if (st.st_blocks == 0)
+		CHECK(rdx_prealloc(fd, 0, room + (64u << 20)) == -ENOSPC,
+		      "prealloc: more than the tmpfs has room for: ENOSPC now");
+	close(fd);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -290,6 +326,7 @@ int main(void)
 	test_source();
 	test_wpool();
 	test_writev();
+	test_prealloc_tmpfs();
 	rmdir(dir);
 	return TAP_DONE();
 }
