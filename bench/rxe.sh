@@ -12,7 +12,7 @@
 # Environment (all optional):
 #   SIZES="4K 64M 256M"   sizes without loss (K/M suffixes, powers of 2)
 #   LOSS=16M              size(s) run with netem loss 1% on b's eth0; "" = none
-#   RUNS=3                runs per case; min / median / max are kept
+#   RUNS=3                runs per case, in rounds of every tool once; min / median / max are kept
 #   TOOLS="rd1 rd2 sendbw writebw tcp"   which rows (see below)
 #   BUILD=build           the build whose rdsend / rdrecv run
 #   BASE=                 a second build (e.g. of the commit before a change),
@@ -134,14 +134,16 @@ cnt_delta() { # cnt_delta SIDE LABEL BEFORE: the counters that moved since BEFOR
 	line=$(join <(sort <<<"$3") <(cnt_snap | sort) | awk '$3 != $2 { printf " %s=%d", $1, $3 - $2 }')
 	echo "RXECNT $1 $2$line"
 }
-cases() { # TOOL SIZE LOSS lines, in the order both guests run them
-	local s t
+cases() { # TOOL SIZE LOSS RUN lines, in the order both guests run them
+	local s t r
 	# First an untimed rdma transfer: the first after boot reads the
 	# binaries and libraries from the host and opens rxe0 cold (seconds).
-	echo "warm 4K 0"
-	[ -n "${BASE:-}" ] && echo "warmold 4K 0"
-	for s in $SIZES; do for t in $TOOLS; do echo "$t $s 0"; done; done
-	for s in $LOSS; do for t in $TOOLS; do echo "$t $s 1"; done; done
+	echo "warm 4K 0 1"
+	[ -n "${BASE:-}" ] && echo "warmold 4K 0 1"
+	# Each round runs every tool once: what drifts during the run (the
+	# host's load, the guests' memory) falls on all rows alike.
+	for s in $SIZES; do for r in $(seq 1 "$RUNS"); do for t in $TOOLS; do echo "$t $s 0 $r"; done; done; done
+	for s in $LOSS; do for r in $(seq 1 "$RUNS"); do for t in $TOOLS; do echo "$t $s 1 $r"; done; done; done
 }
 
 if [ "$RXE_ROLE" = b ]; then
@@ -203,47 +205,43 @@ is_listening() { # TCP listener or rdma_cm listener on port $1
 	rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
 }
 port=7100 netem=off
-while read -r tool size loss; do
+while read -r tool size loss run; do
 	want=off
 	[ "$loss" = 1 ] && want=on
 	[ "$want" = "$netem" ] || { ctl "netem $want" || exit 1; netem=$want; }
 	n=$(bytes "$size")
-	runs=$RUNS
-	case $tool in warm*) runs=1 ;; esac
-	for run in $(seq 1 "$runs"); do
-		port=$((port + 1))
-		case $tool in
-		rd1 | rd2 | tcp | warm)
-			x=rdma
-			[ "$tool" = tcp ] && x=tcp
-			cmd=("$RDRECV" "${RDO[@]}" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
-		rdnull) cmd=("$RDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" -) ;;
-		old1 | old2 | warmold) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
-		sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
-		writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
-		esac
-		rm -f "$W/dst" "$W/time.a"
-		before=$(cnt_snap)
-		if [ "$tool" = rdnull ]; then
-			"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >/dev/null 2>"$W/out.a" &
-		else
-			"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.a" 2>&1 &
-		fi
-		pid=$!
-		for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
-		t0=$EPOCHREALTIME
-		ctl "go $tool $size $loss $run $port" || { kill $pid; exit 1; }
-		wait $pid
-		rc=$?
-		t1=$EPOCHREALTIME
-		# (rdnull: rdrecv's exit 0 means all n bytes came, its hash checked)
-		case $tool in rdnull) ;; rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
-		[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
-		case $tool in rd* | old* | tcp) show_log a "$W/out.a" ;; esac
-		cnt_delta a "$tool $size $loss $run" "$before"
-		case $tool in warm*) echo "RXEBENCH-WARM a $tool $(echo "$t1 - $t0" | bc) s rc $rc"; continue ;; esac
-		echo "RXEBENCH a $tool $size $loss $run $n $(echo "$t1 - $t0" | bc) $rc $(cpu_of "$W/time.a")"
-	done
+	port=$((port + 1))
+	case $tool in
+	rd1 | rd2 | tcp | warm)
+		x=rdma
+		[ "$tool" = tcp ] && x=tcp
+		cmd=("$RDRECV" "${RDO[@]}" --transport $x --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+	rdnull) cmd=("$RDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" -) ;;
+	old1 | old2 | warmold) cmd=("$OLDRECV" "${RDO[@]}" --transport rdma --timeout $T --wait $T "$port" "$KEY" "$W/dst") ;;
+	sendbw) cmd=(ib_send_bw -e $(pt_args "$n" "$port")) ;;
+	writebw) cmd=(ib_write_bw $(pt_args "$n" "$port")) ;;
+	esac
+	rm -f "$W/dst" "$W/time.a"
+	before=$(cnt_snap)
+	if [ "$tool" = rdnull ]; then
+		"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >/dev/null 2>"$W/out.a" &
+	else
+		"${TIMED[@]}" ${TIMED:+"$W/time.a"} timeout -k 5 "$CASE_T" "${cmd[@]}" >"$W/out.a" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 1 300); do is_listening "$port" && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	t0=$EPOCHREALTIME
+	ctl "go $tool $size $loss $run $port" || { kill $pid; exit 1; }
+	wait $pid
+	rc=$?
+	t1=$EPOCHREALTIME
+	# (rdnull: rdrecv's exit 0 means all n bytes came, its hash checked)
+	case $tool in rdnull) ;; rd* | old* | tcp) [ "$(stat -c %s "$W/dst" 2>/dev/null)" = "$n" ] || { [ $rc != 0 ] || rc=99; } ;; esac
+	[ $rc = 0 ] || { echo "RXEBENCH-ERR a $tool $size: rc $rc"; tail -n 3 "$W/out.a"; }
+	case $tool in rd* | old* | tcp) show_log a "$W/out.a" ;; esac
+	cnt_delta a "$tool $size $loss $run" "$before"
+	case $tool in warm*) echo "RXEBENCH-WARM a $tool $(echo "$t1 - $t0" | bc) s rc $rc"; continue ;; esac
+	echo "RXEBENCH a $tool $size $loss $run $n $(echo "$t1 - $t0" | bc) $rc $(cpu_of "$W/time.a")"
 done < <(cases)
 ctl netem\ off
 ctl end
