@@ -32,9 +32,9 @@
 # Rows, each receiving the whole file into DST in the scratch directory,
 # every receiving process in the cgroup, rdsend outside it:
 #   rdrecv (auto, the default)  rdrecv -v PORT KEY DST
-#   rdrecv (auto) --io-threads N  the same with 2 and 1 file writers (4 by
-#                               default): how many writes rdrecv keeps in
-#                               flight, against the probe's stalls
+#   rdrecv --direct always      O_DIRECT with all four file writers at once
+#                               (auto's O_DIRECT goes one write at a time):
+#                               what a deeper queue does to the probe
 #   rdrecv --direct never       buffered, paced with sync_file_range
 #   rdrecv - | dd (unpaced)     rdrecv -v PORT KEY - | dd of=DST bs=1M: the
 #                               baseline, a plain page-cache writer
@@ -358,10 +358,8 @@ mk_trace() {
 log "cgroup v$CG_V $CG, limit $LIMIT_B bytes; file $BYTES bytes; traces in $TRACE_DIR"
 ROW_OPTS=()
 run_row "rdrecv (auto, the default)" recv
-ROW_OPTS=(--io-threads 2)
-run_row "rdrecv (auto) --io-threads 2" recv
-ROW_OPTS=(--io-threads 1)
-run_row "rdrecv (auto) --io-threads 1" recv
+ROW_OPTS=(--direct always)
+run_row "rdrecv --direct always" recv
 ROW_OPTS=(--direct never)
 run_row "rdrecv --direct never" recv
 ROW_OPTS=()

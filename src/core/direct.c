@@ -54,11 +54,13 @@ struct rdx_wplan rdx_wplan_choose(const struct rdx_wneed *n)
 			 * the cache, the rest around it. */
 			p.why = RDX_WHY_UNKNOWN;
 			p.direct_from = left & ~(uint64_t)(RDX_DIO_ALIGN - 1);
+			p.serial = true;
 		} else if (n->size <= left) {
 			p.why = RDX_WHY_FITS;
 			p.direct_from = RDX_NO_DIRECT;
 		} else {
 			p.why = RDX_WHY_BIG;
+			p.serial = true;
 			return p;
 		}
 		break;
@@ -100,19 +102,20 @@ char *rdx_wplan_say(const struct rdx_wplan *p, const struct rdx_wneed *n, char *
 			 before, avail);
 		break;
 	case RDX_WHY_BIG:
-		snprintf(buf, len, "O_DIRECT (--direct auto: %s%s is past %s)", size, before, avail);
+		snprintf(buf, len, "O_DIRECT, one write at a time (--direct auto: %s%s is past %s)",
+			 size, before, avail);
 		break;
 	case RDX_WHY_UNKNOWN:
 	default:
 		if (p->direct_from)
 			snprintf(buf, len,
-				 "page cache%s for the first %s, O_DIRECT past it (--direct auto: "
+				 "page cache%s for the first %s, O_DIRECT one write at a time past it (--direct auto: "
 				 "the size is not known;%s %s)",
 				 paced, rdx_fmt_bytes(from, sizeof(from), p->direct_from), before,
 				 avail);
 		else
 			snprintf(buf, len,
-				 "O_DIRECT (--direct auto: the size is not known, and%s nothing is "
+				 "O_DIRECT, one write at a time (--direct auto: the size is not known, and%s nothing is "
 				 "left of %s)",
 				 before, avail);
 		break;
@@ -247,17 +250,21 @@ void rdx_wfile_init(struct rdx_wfile *w, int fd, int dfd, const struct rdx_wplan
 	atomic_init(&w->end, 0);
 	atomic_init(&w->waited, 0);
 	pthread_mutex_init(&w->lock, NULL);
+	w->serial = p->serial;
+	pthread_mutex_init(&w->dlock, NULL);
 }
 
 void rdx_wfile_replan(struct rdx_wfile *w, const struct rdx_wplan *p)
 {
 	w->direct_from = p->direct_from;
 	atomic_store(&w->behind, p->behind);
+	w->serial = p->serial;
 }
 
 void rdx_wfile_release(struct rdx_wfile *w)
 {
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->dlock);
 }
 
 bool rdx_wfile_direct_at(struct rdx_wfile *w, uint64_t off)
@@ -324,7 +331,11 @@ int rdx_wfile_pwrite(struct rdx_wfile *w, const void *buf, size_t len, uint64_t 
 
 	if (rdx_wfile_direct_at(w, off) && aligned(off) && aligned(len) &&
 	    aligned((uintptr_t)buf)) {
+		if (w->serial)
+			pthread_mutex_lock(&w->dlock);
 		n = rdx_pwrite_full(w->dfd, buf, len, (off_t)off);
+		if (w->serial)
+			pthread_mutex_unlock(&w->dlock);
 		if (n >= 0)
 			return 0;
 		if (n != -EINVAL)

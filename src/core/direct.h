@@ -77,6 +77,13 @@ struct rdx_wplan {
 	uint64_t behind; /* buffered writes: write-behind lag; 0: not paced */
 	uint64_t share;	 /* auto: the page cache's share of avail */
 	bool fsync;	 /* synced before it gets its name, whatever the rest */
+	/* auto's O_DIRECT (too big for the memory, or past a stream's
+	 * share) goes one write at a time: two or more in flight made the
+	 * fdatasync of other processes wait up to 1.3 s on the 2-core VM's
+	 * disk, one write at a time under 4 ms, at 80-95 % of the speed
+	 * (bench/RESULTS.md, "bigfile.sh").  --direct always keeps every
+	 * writer going. */
+	bool serial;
 	enum rdx_wwhy why;
 };
 
@@ -106,6 +113,8 @@ struct rdx_wfile {
 	_Atomic uint64_t end;	 /* the furthest end a buffered write reached */
 	_Atomic uint64_t waited; /* below it, written back (lock held to move it) */
 	pthread_mutex_t lock;	 /* one writer waits at a time; the others queue */
+	bool serial;		 /* the plan's: one O_DIRECT write at a time */
+	pthread_mutex_t dlock;	 /* held for an O_DIRECT write, when serial */
 };
 
 void rdx_wfile_init(struct rdx_wfile *w, int fd, int dfd, const struct rdx_wplan *p);

@@ -105,11 +105,16 @@ cgroup_remove() {
 	assert_file_match "$D/recv.err" "writing '.*/dst': O_DIRECT \\(--direct always\\)$"
 }
 
-@test "--direct auto, a file past a quarter of what a 64 MiB memory cgroup leaves: O_DIRECT" {
+@test "--direct auto, a file past a quarter of what a 64 MiB memory cgroup leaves: O_DIRECT, one write at a time" {
 	mem_cgroup $((64 * 1024 * 1024))
-	RECV_PREFIX=$D/incg recv_with auto $((24 * 1024 * 1024))
+	# Each O_DIRECT write takes 20 ms longer (the shim): four writers
+	# would have several in flight, as --direct always does below.
+	RECV_PREFIX="$D/incg $(shimmed RDX_SHIM_DIRECT_DEPTH="$D/depth")" recv_with auto $((24 * 1024 * 1024))
 	[ "$CACHED" -le 1 ] || fail "$CACHED of $(pages "$W/dst") pages cached"
-	assert_file_match "$D/recv.err" "O_DIRECT \\(--direct auto: 24\\.00 MiB is past a quarter of the .* available\\)$"
+	assert_file_match "$D/recv.err" "O_DIRECT, one write at a time \\(--direct auto: 24\\.00 MiB is past a quarter of the .* available\\)$"
+	[ "$(cat "$D/depth")" = 1 ] || fail "auto: $(cat "$D/depth") O_DIRECT writes in flight at once"
+	RECV_PREFIX="$D/incg $(shimmed RDX_SHIM_DIRECT_DEPTH="$D/depth")" recv_with always $((24 * 1024 * 1024))
+	[ "$(cat "$D/depth")" -gt 1 ] || fail "always: $(cat "$D/depth") O_DIRECT writes in flight at once"
 }
 
 @test "--direct auto, a stream of unknown size in a 64 MiB memory cgroup: its start through the page cache, the rest O_DIRECT" {
@@ -118,7 +123,7 @@ cgroup_remove() {
 	# The slot that straddles the line goes through the cache whole.
 	[ "$CACHED" -gt 0 ] && [ "$CACHED" -le $((20 * 256)) ] ||
 		fail "$CACHED of $(pages "$W/dst") pages cached"
-	assert_file_match "$D/recv.err" "page cache, paced for the first .*, O_DIRECT past it \\(--direct auto: the size is not known"
+	assert_file_match "$D/recv.err" "page cache, paced for the first .*, O_DIRECT one write at a time past it \\(--direct auto: the size is not known"
 }
 
 @test "--fsync under each policy: the data is the same and renamed" {

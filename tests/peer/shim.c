@@ -10,6 +10,10 @@
  *   RDX_SHIM_DIRECT_EINVAL=1 pwrite() on a descriptor opened with O_DIRECT
  *                           fails with EINVAL, as on a file system that
  *                           takes the flag at open and refuses it at write
+ *   RDX_SHIM_DIRECT_DEPTH=FILE each pwrite() on an O_DIRECT descriptor
+ *                           takes 20 ms longer, as a slow disk's would;
+ *                           the most of them ever in flight at once goes
+ *                           to FILE ("N\n") as the process exits
  *   RDX_SHIM_LOG=FILE       each refusal appends a line to FILE (so a test
  *                           can tell the shim was in the way)
  *   RDX_SHIM_EIO_FROM=BYTES a pwrite() that reaches past BYTES fails with
@@ -154,6 +158,32 @@ int openat64(int dir, const char *path, int flags, ...)
 	return shim_openat("openat64", dir, path, flags, mode);
 }
 
+static atomic_int direct_inflight, direct_most;
+
+__attribute__((destructor)) static void direct_depth_report(void)
+{
+	const char *path = getenv("RDX_SHIM_DIRECT_DEPTH");
+	FILE *f = path ? fopen(path, "we") : NULL;
+
+	if (f) {
+		fprintf(f, "%d\n", atomic_load(&direct_most));
+		fclose(f);
+	}
+}
+
+static ssize_t direct_slowly(pwrite_fn real, int fd, const void *buf, size_t len, off_t off)
+{
+	int now = atomic_fetch_add(&direct_inflight, 1) + 1, most = atomic_load(&direct_most);
+	ssize_t n;
+
+	while (now > most && !atomic_compare_exchange_weak(&direct_most, &most, now))
+		;
+	usleep(20000);
+	n = real(fd, buf, len, off);
+	atomic_fetch_sub(&direct_inflight, 1);
+	return n;
+}
+
 static ssize_t shim_pwrite(const char *name, int fd, const void *buf, size_t len, off_t off)
 {
 	pwrite_fn real = (pwrite_fn)dlsym(RTLD_NEXT, name);
@@ -165,6 +195,8 @@ static ssize_t shim_pwrite(const char *name, int fd, const void *buf, size_t len
 	}
 	if (getenv("RDX_SHIM_DIRECT_EINVAL") && (fcntl(fd, F_GETFL) & O_DIRECT))
 		return refuse("O_DIRECT write", EINVAL);
+	if (getenv("RDX_SHIM_DIRECT_DEPTH") && (fcntl(fd, F_GETFL) & O_DIRECT))
+		return direct_slowly(real, fd, buf, len, off);
 	return real(fd, buf, len, off);
 }
 

@@ -54,8 +54,8 @@ static void test_size_against_memory(void)
 	p = choose(RDX_DIRECT_AUTO, true, 4 * GiB, 0, 16 * GiB, false);
 	CHECK(buffered(p), "auto: exactly a quarter still fits");
 	p = choose(RDX_DIRECT_AUTO, true, 4 * GiB + 1, 0, 16 * GiB, false);
-	CHECK(p.direct_from == 0 && p.behind == 0 && p.why == RDX_WHY_BIG,
-	      "auto: past a quarter: O_DIRECT, unpaced");
+	CHECK(p.direct_from == 0 && p.behind == 0 && p.why == RDX_WHY_BIG && p.serial,
+	      "auto: past a quarter: O_DIRECT, unpaced, one write at a time");
 	p = choose(RDX_DIRECT_AUTO, true, 10 * MiB, 0, 16 * GiB, false);
 	CHECK(buffered(p) && p.behind == 0, "auto: a small file is not paced");
 	p = choose(RDX_DIRECT_AUTO, true, RDX_PACE_MIN, 0, 16 * GiB, false);
@@ -71,8 +71,9 @@ static void test_size_against_memory(void)
 
 	/* No size: the share that is left, then O_DIRECT. */
 	p = choose(RDX_DIRECT_AUTO, false, 0, 0, 16 * GiB, false);
-	CHECK(p.direct_from == 4 * GiB && p.why == RDX_WHY_UNKNOWN && p.behind == 1 * GiB,
-	      "auto, a stream: the first quarter through the cache, paced, O_DIRECT past it");
+	CHECK(p.direct_from == 4 * GiB && p.why == RDX_WHY_UNKNOWN && p.behind == 1 * GiB &&
+		      p.serial,
+	      "auto, a stream: the first quarter through the cache, paced, O_DIRECT one write at a time past it");
 	p = choose(RDX_DIRECT_AUTO, false, 0, 1 * GiB + 5, 16 * GiB, false);
 	CHECK(p.direct_from == 3 * GiB - 4096, "... less what went before, 4 KiB-aligned");
 	p = choose(RDX_DIRECT_AUTO, false, 0, 5 * GiB, 16 * GiB, false);
@@ -97,7 +98,8 @@ static void test_flag(void)
 	struct rdx_wplan p;
 
 	p = choose(RDX_DIRECT_ALWAYS, true, 4096, 0, 16 * GiB, false);
-	CHECK(p.direct_from == 0 && p.why == RDX_WHY_ALWAYS, "always: a small file too");
+	CHECK(p.direct_from == 0 && p.why == RDX_WHY_ALWAYS && !p.serial,
+	      "always: a small file too, every writer at once");
 	p = choose(RDX_DIRECT_ALWAYS, false, 0, 0, 16 * GiB, false);
 	CHECK(p.direct_from == 0 && p.behind == 0, "always: a stream too, unpaced");
 	p = choose(RDX_DIRECT_NEVER, true, 64 * GiB, 0, 16 * GiB, false);

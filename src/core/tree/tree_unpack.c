@@ -798,7 +798,7 @@ static void say_policy(const struct rdx_tree_unpack *u)
 	}
 	rdx_info(1,
 		 "tree: --direct auto: files through the page cache while the tree stays within "
-		 "%s (a quarter of %s available), files of %s and more with O_DIRECT past that",
+		 "%s (a quarter of %s available), files of %s and more with O_DIRECT, one write at a time, past that",
 		 rdx_fmt_bytes(share, sizeof(share), p.share),
 		 u->avail ? rdx_fmt_bytes(avail, sizeof(avail), u->avail) : "the unknown memory",
 		 rdx_fmt_bytes(big, sizeof(big), BIG_FILE));
