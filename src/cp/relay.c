@@ -180,6 +180,30 @@ static void *hop_main(void *arg)
 
 /* Starts the far sides as for a direct copy, but both listen, and this
  * host dials both (scp -3): for two hosts that cannot reach each other. */
+/* Both logins first (a password typed slowly for the destination must not
+ * time out a source already waiting for its peer), then the source's
+ * rdsend --server with key, and its port into *port.  s->r and d->r are
+ * the caller's to close whatever the result. */
+static int start_source(struct far *s, struct far *d, const struct cp_opts *o,
+			const struct cp_addr *src, const struct cp_addr *dst,
+			struct cp_cmd *scmd, const char *key, unsigned *port)
+{
+	int ret;
+
+	cp_send_cmd(scmd, o, (const char *const *)&src->path, 1);
+	if (!cp_cmd_str(scmd))
+		return -ENOMEM;
+	ret = cp_far_login(&s->r, o, src);
+	if (!ret)
+		ret = cp_far_login(&d->r, o, dst);
+	if (!ret)
+		ret = cp_remote_exec(s->r, cp_cmd_str(scmd), key);
+	if (ret)
+		return ret;
+	ret = cp_remote_read_port(s->r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, port);
+	return ret ? cp_port_failed(s->r, ret, s->host, s->tool, o) : 0;
+}
+
 static int relay_here(const struct cp_opts *o, const struct cp_addr *src,
 		      const struct cp_addr *dst, struct rdx_xfer_stats *st)
 {
@@ -195,23 +219,13 @@ static int relay_here(const struct cp_opts *o, const struct cp_addr *src,
 	ret = cp_check_far_paths(src, dst, false);
 	if (ret)
 		return ret;
-	cp_send_cmd(&scmd, o, (const char *const *)&src->path, 1);
-	ret = !cp_cmd_str(&scmd) ? -ENOMEM : cp_make_key(skey);
+	ret = cp_make_key(skey);
 	if (!ret)
 		ret = cp_make_key(dkey);
 	if (!ret)
-		ret = cp_far_login(&s.r, o, src);
-	if (!ret)
-		ret = cp_far_login(&d.r, o, dst);
-	if (!ret)
-		ret = cp_remote_exec(s.r, cp_cmd_str(&scmd), skey);
+		ret = start_source(&s, &d, o, src, dst, &scmd, skey, &ps);
 	if (ret)
 		goto out;
-	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted, &ps);
-	if (ret) {
-		ret = cp_port_failed(s.r, ret, s.host, s.tool, o);
-		goto out;
-	}
 	cp_recv_cmd(&dcmd, o, dst->path, cp_basename(src->path), NULL, cp_far_mode(s.r));
 	ret = !cp_cmd_str(&dcmd) ? -ENOMEM : cp_remote_exec(d.r, cp_cmd_str(&dcmd), dkey);
 	if (!ret) {
@@ -287,30 +301,12 @@ int cp_relay(const struct cp_opts *o, const struct cp_addr *src,
 	ret = cp_check_far_paths(src, dst, o->recursive);
 	if (ret)
 		return ret;
-	cp_send_cmd(&scmd, o, (const char *const *)&src->path, 1);
-	if (!cp_cmd_str(&scmd)) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	/* The source first: the destination needs its port. */
 	ret = cp_make_key(key);
+	if (!ret)
+		ret = start_source(&s, &d, o, src, dst, &scmd, key, &port);
 	if (ret)
 		goto out;
-	/* Both logins first (a password typed slowly for the destination
-	 * must not time out a source already waiting for its peer), then
-	 * the source's command: the destination needs its port. */
-	ret = cp_far_login(&s.r, o, src);
-	if (!ret)
-		ret = cp_far_login(&d.r, o, dst);
-	if (!ret)
-		ret = cp_remote_exec(s.r, cp_cmd_str(&scmd), key);
-	if (ret)
-		goto out;
-	ret = cp_remote_read_port(s.r, CP_FAR_WAIT_S * 1000, o->xo.interrupted,
-				  &port);
-	if (ret) {
-		ret = cp_port_failed(s.r, ret, s.host, s.tool, o);
-		goto out;
-	}
 	dial.host = o->rdma_addr ? o->rdma_addr : cp_remote_hostname(s.r);
 	dial.port = port;
 	if (o->recursive && cp_far_top(src->path, &top)) {
