@@ -64,7 +64,8 @@ failed=0
 skipped=0
 log=$(mktemp "${TMPDIR:-/tmp}/rdx-run.XXXXXX")
 timings=$(mktemp "${TMPDIR:-/tmp}/rdx-times.XXXXXX") # ms <TAB> label <TAB> test
-trap 'rm -f "$log" "$timings"' EXIT
+rxe_state= # run_rxe's directory, while its lanes run
+trap 'rm -f "$log" "$timings"; [ -z "$rxe_state" ] || rm -rf "$rxe_state"' EXIT
 
 # count_tap FILE [LABEL]: adds FILE's ok / not ok / skip lines to the
 # totals and sets tap_n to how many results it held (no subshell: totals
@@ -349,7 +350,7 @@ rxe_say() {
 # one guest for the one-guest files but s3.bats; lane 2 boots one for
 # s3.bats, then the pair (one vCPU each) for the two-guest files.
 run_rxe() {
-	local one=() s3=() two=() st1 st2 st3 lanes=()
+	local one=() s3=() two=() lanes=()
 	while [ "$1" != -- ]; do
 		case $1 in
 		*/s3.bats) s3+=("$1") ;;
@@ -359,9 +360,10 @@ run_rxe() {
 	done
 	shift
 	two=("$@")
-	st1=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
-	st2=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
-	st3=$(mktemp "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	# Each lane's STATE files (rxe_boot) in one directory, removed on
+	# every exit.
+	rxe_state=$(mktemp -d "${TMPDIR:-/tmp}/rdx-rxe-state.XXXXXX")
+	local st1=$rxe_state/one st2=$rxe_state/s3 st3=$rxe_state/two
 	[ ${#one[@]} -eq 0 ] || rxe_say "${one[@]}"
 	[ ${#s3[@]} -eq 0 ] || rxe_say "${s3[@]}"
 	[ ${#two[@]} -eq 0 ] || rxe_say --two "${two[@]}"
@@ -376,7 +378,8 @@ run_rxe() {
 	[ ${#one[@]} -eq 0 ] || rxe_count "$st1" "${one[@]}"
 	[ ${#s3[@]} -eq 0 ] || rxe_count "$st2" "${s3[@]}"
 	[ ${#two[@]} -eq 0 ] || rxe_count "$st3" --two "${two[@]}"
-	rm -f "$st1" "$st2" "$st3"
+	rm -rf "$rxe_state"
+	rxe_state=
 }
 
 # RDX_ASAN_BUILD=DIR (ASan/UBSan): the transfers, faults, servers, S3, rdcp,

@@ -588,14 +588,15 @@ static int start_pipeline(struct sender *x)
 	const struct rdx_xfer_opts *o = s->o;
 	size_t wire = 0;
 	unsigned i, nslots;
+	bool sized;
 	int ret;
 
 	x->pace_start = rdx_now_ns();
 	s->data_max = rdx_data_max(s->opts.slot_size);
 	if (s->opts.compress || s->encrypt)
 		wire = s->data_max;
-	nslots = sess_ring_slots(o->slots, rdx_source_seekable(x->src),
-				 rdx_source_seekable(x->src) ? rdx_source_size(x->src) : 0,
+	sized = rdx_source_seekable(x->src);
+	nslots = sess_ring_slots(o->slots, sized, sized ? rdx_source_size(x->src) : 0,
 				 s->opts.slot_size);
 	ret = rdx_ring_new(&s->ring, nslots, s->opts.slot_size, wire, true,
 			   &s->mem_locked);

@@ -178,8 +178,6 @@ static void *hop_main(void *arg)
 	return NULL;
 }
 
-/* Starts the far sides as for a direct copy, but both listen, and this
- * host dials both (scp -3): for two hosts that cannot reach each other. */
 /* Both logins first (a password typed slowly for the destination must not
  * time out a source already waiting for its peer), then the source's
  * rdsend --server with key, and its port into *port.  s->r and d->r are
@@ -204,6 +202,8 @@ static int start_source(struct far *s, struct far *d, const struct cp_opts *o,
 	return ret ? cp_port_failed(s->r, ret, s->host, s->tool, o) : 0;
 }
 
+/* Starts the far sides as for a direct copy, but both listen, and this
+ * host dials both (scp -3): for two hosts that cannot reach each other. */
 static int relay_here(const struct cp_opts *o, const struct cp_addr *src,
 		      const struct cp_addr *dst, struct rdx_xfer_stats *st)
 {

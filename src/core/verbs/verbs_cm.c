@@ -254,14 +254,11 @@ int vb_connect(const struct rdx_net_opts *o, const char *host,
 			return -RDX_ECONNECT;
 		}
 	}
-	c = vb_conn_alloc();
+	c = vb_conn_alloc(o);
 	if (!c) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	c->timeout_ms = o->timeout_ms;
-	c->own_pd = o->own_pd;
-	c->ack_timeout = o->ack_timeout;
 	for (;;) {
 		ret = try_connect(c, src ? src->ai_addr : NULL, dst->ai_addr,
 				  deadline_ns, stop);
@@ -459,15 +456,12 @@ int vb_accept(struct rdx_listener *lb, const struct rdx_net_opts *o,
 		rdma_destroy_id(id);
 		return -EAGAIN;
 	}
-	c = vb_conn_alloc();
+	c = vb_conn_alloc(o);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		return -ENOMEM;
 	}
-	c->timeout_ms = o->timeout_ms;
-	c->own_pd = o->own_pd;
-	c->ack_timeout = o->ack_timeout;
 	ret = take_request(c, id, peer_rd,
 			   rdx_now_ns() + (uint64_t)ESTABLISH_MS * 1000000);
 	if (ret) {

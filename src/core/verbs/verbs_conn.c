@@ -194,7 +194,7 @@ int vb_post_recv(struct vb_conn *c, unsigned i)
 	return -ibv_post_recv(c->qp, &wr, &bad);
 }
 
-struct vb_conn *vb_conn_alloc(void)
+struct vb_conn *vb_conn_alloc(const struct rdx_net_opts *o)
 {
 	struct vb_conn *c = calloc(1, sizeof(*c));
 
@@ -204,7 +204,9 @@ struct vb_conn *vb_conn_alloc(void)
 	c->cur_buf = -1;
 	c->ready_fd = -1;
 	c->quit_fd = -1;
-	c->timeout_ms = 60000;
+	c->timeout_ms = o->timeout_ms;
+	c->own_pd = o->own_pd;
+	c->ack_timeout = o->ack_timeout;
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	return c;

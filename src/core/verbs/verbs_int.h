@@ -181,7 +181,9 @@ static inline struct vb_conn *vb_of(struct rdx_conn *c)
 }
 
 /* verbs_conn.c */
-struct vb_conn *vb_conn_alloc(void);
+/* A connection taking o's timeout, protection-domain and ACK-timeout
+ * choices; NULL without memory. */
+struct vb_conn *vb_conn_alloc(const struct rdx_net_opts *o);
 /* Wakes whoever waits on c: recv() and the like (c->cond), and the gate
  * (c->ready_fd) while it watches.  Lock held. */
 void vb_wake(struct vb_conn *c);
